@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Regenerates the API code that is derived from the types in api/:
+# the DeepCopy methods (zz_generated.deepcopy.go in each API package) and the
+# CustomResourceDefinitions in api/crds. Run it after changing any type or
+# marker under api/, and commit the result; a test fails when the committed
+# CRDs are out of date.
+#
+# Markers in the doc comment of a type (not of a field) are rewritten by gofmt
+# like any doc comment: two single quotes become a typographic quote, which
+# breaks a CEL rule. Write size() == 0 rather than == '' there.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+go tool controller-gen object paths="./api/karpenter/...;./api/aws/..."
+go tool controller-gen crd paths="./api/karpenter/...;./api/aws/..." output:crd:dir=api/crds
