@@ -1,0 +1,48 @@
+# stevedore's single entry point. Every target works on a fresh Debian machine
+# with Go: tools are pinned in go.mod (controller-gen) or built from source by the
+# hack/ scripts (the Kubernetes control plane, cached outside the work tree).
+
+GO ?= go
+# Real-API-server tests start etcd and kube-apiserver per package; two at a time
+# is what a two-core machine runs comfortably.
+TEST_FLAGS ?= -p 2 -timeout 20m
+
+.PHONY: all build test unit e2e bench generate lint kube-binaries clean
+
+all: build
+
+build:
+	$(GO) build -o bin/stevedore ./cmd/stevedore
+
+kube-binaries:
+	hack/kube-binaries.sh >/dev/null
+
+## test: unit tests plus the tests against the real kube-apiserver.
+test: kube-binaries
+	$(GO) vet ./...
+	$(GO) test $(TEST_FLAGS) ./...
+
+## unit: the tests that need no control plane binaries.
+unit:
+	$(GO) test -short ./...
+
+## e2e: the end-to-end suite on a local control plane (test/e2e).
+e2e: kube-binaries
+	@if [ -d test/e2e ]; then $(GO) test -timeout 40m ./test/e2e/...; \
+	else echo "e2e: the end-to-end suite (test/e2e) is not built yet" >&2; exit 1; fi
+
+## bench: the benchmarks, with allocation figures.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## generate: deep-copy functions and CRDs from the API types.
+generate:
+	hack/generate.sh
+
+## lint: formatting and vet.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin/stevedore
