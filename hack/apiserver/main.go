@@ -16,10 +16,12 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "where to write the kubeconfig (default: print it)")
-	noCRDs := flag.Bool("no-crds", false, "do not install stevedore's CRDs")
-	logs := flag.Bool("logs", false, "show the control plane's logs")
-	flag.Parse()
+	// A flag set of our own: controller-runtime registers a global -kubeconfig.
+	flags := flag.NewFlagSet("apiserver", flag.ExitOnError)
+	kubeconfig := flags.String("kubeconfig", "", "where to write the kubeconfig (default: print it)")
+	noCRDs := flags.Bool("no-crds", false, "do not install stevedore's CRDs")
+	logs := flags.Bool("logs", false, "show the control plane's logs")
+	_ = flags.Parse(os.Args[1:])
 
 	opts := apiserver.Options{Output: *logs}
 	if !*noCRDs {
