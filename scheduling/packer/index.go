@@ -1,0 +1,367 @@
+package packer
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
+)
+
+// poolIdx is a NodePool with its instance types indexed: sorted by their
+// cheapest available price, with DaemonSet overhead subtracted per type, and
+// with candidate sets memoized per requirement signature.
+type poolIdx struct {
+	np    *NodePool
+	idx   int
+	types []*InstanceType // cheapest available offering first, then by name
+	price []float64       // cheapest available offering; +Inf if none
+	eff   []resources.Vector
+	over  []resources.Vector
+	cap   []resources.Vector
+
+	sets    map[string]*candSet
+	root    *candSet
+	domains map[int][]string // topology key index -> values a new node can take
+
+	limited  []corev1.ResourceName
+	rem      resources.Vector // limit minus in use minus what this result launches
+	limNodes int64            // remaining node count; -1 means no limit
+}
+
+// candSet is a memoized set of instance types of one pool that are
+// compatible with one set of requirements and have an available offering
+// there. Claims with equal requirements share one.
+type candSet struct {
+	pool  *poolIdx
+	reqs  requirements.Requirements
+	bits  []uint64
+	n     int
+	max   resources.Vector // per-dimension maximum of eff over the set
+	first int              // lowest member, or len(types)
+	// typeOK counts types whose requirements are compatible, before offerings.
+	typeOK int
+	alts   map[int]*candSet
+	pins   map[pinKey]*candSet
+}
+
+type pinKey struct {
+	key int
+	val string
+}
+
+func (c *candSet) has(i int) bool { return c.bits[i>>6]&(1<<(uint(i)&63)) != 0 }
+
+func newPoolIdx(np *NodePool, idx int, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *poolIdx {
+	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}, limNodes: -1}
+	p.types = slices.Clone(np.InstanceTypes)
+	price := func(it *InstanceType) float64 {
+		best := math.Inf(1)
+		for _, o := range it.Offerings {
+			if o.Available && o.PricePerHour < best {
+				best = o.PricePerHour
+			}
+		}
+		return best
+	}
+	slices.SortStableFunc(p.types, func(a, b *InstanceType) int {
+		pa, pb := price(a), price(b)
+		switch {
+		case pa < pb:
+			return -1
+		case pa > pb:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	p.price = make([]float64, len(p.types))
+	p.eff = make([]resources.Vector, len(p.types))
+	p.over = make([]resources.Vector, len(p.types))
+	p.cap = make([]resources.Vector, len(p.types))
+	for i, it := range p.types {
+		p.price[i] = price(it)
+		var over resources.Vector
+		if len(daemons) > 0 {
+			combined := np.Requirements.Intersect(it.Requirements)
+			for di, d := range daemons {
+				if ok, _ := taints.ToleratesAll(d.Spec.Tolerations, np.Taints, taints.Blocking); !ok {
+					continue
+				}
+				fits := false
+				for _, a := range daemonAlts[di] {
+					if _, bad := combined.Conflict(a, requirements.AllowUndefinedWellKnown); !bad {
+						fits = true
+						break
+					}
+				}
+				if fits {
+					over.Add(resources.PodVector(d))
+				}
+			}
+		}
+		eff := it.Allocatable.Clone()
+		eff.Sub(over)
+		p.over[i], p.eff[i] = over, eff
+		p.cap[i] = it.Capacity
+		if p.cap[i].IsZero() {
+			p.cap[i] = it.Allocatable
+		}
+	}
+	if np.Limits != nil {
+		lim := resources.NewVector(withoutNodes(np.Limits))
+		used := resources.NewVector(withoutNodes(np.InUse))
+		lim.Sub(used)
+		p.rem = lim
+		for name := range np.Limits {
+			if name != "nodes" {
+				p.limited = append(p.limited, name)
+			}
+		}
+		slices.Sort(p.limited)
+		if q, ok := np.Limits["nodes"]; ok {
+			p.limNodes = q.Value()
+			if u, ok := np.InUse["nodes"]; ok {
+				p.limNodes -= u.Value()
+			}
+		}
+	}
+	p.root = p.set(np.Requirements)
+	return p
+}
+
+func withoutNodes(l corev1.ResourceList) corev1.ResourceList {
+	if _, ok := l["nodes"]; !ok {
+		return l
+	}
+	out := corev1.ResourceList{}
+	for k, v := range l {
+		if k != "nodes" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// set returns the candidate set for reqs, computing it on first use.
+func (p *poolIdx) set(reqs requirements.Requirements) *candSet {
+	key := reqs.String()
+	if c, ok := p.sets[key]; ok {
+		return c
+	}
+	c := &candSet{pool: p, reqs: reqs, bits: make([]uint64, (len(p.types)+63)/64), first: len(p.types)}
+	zone, hasZone := reqs.Get(wellknown.LabelTopologyZone)
+	ct, hasCT := reqs.Get(wellknown.LabelCapacityType)
+	for i, it := range p.types {
+		if !it.Requirements.Intersects(reqs) {
+			continue
+		}
+		c.typeOK++
+		if !offeringAllowed(it, hasZone, zone, hasCT, ct) {
+			continue
+		}
+		c.bits[i>>6] |= 1 << (uint(i) & 63)
+		c.n++
+		if i < c.first {
+			c.first = i
+		}
+		e := p.eff[i]
+		c.max.CPU = max(c.max.CPU, e.CPU)
+		c.max.Memory = max(c.max.Memory, e.Memory)
+		c.max.EphemeralStorage = max(c.max.EphemeralStorage, e.EphemeralStorage)
+		c.max.Pods = max(c.max.Pods, e.Pods)
+	}
+	p.sets[key] = c
+	return c
+}
+
+func offeringAllowed(it *InstanceType, hasZone bool, zone requirements.Requirement, hasCT bool, ct requirements.Requirement) bool {
+	for _, o := range it.Offerings {
+		if !o.Available {
+			continue
+		}
+		if hasZone && !zone.Allows(o.Zone) {
+			continue
+		}
+		if hasCT && !ct.Allows(o.CapacityType) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// withAlt returns the candidate set narrowed by a pod's requirement
+// alternative, memoized by the alternative's id.
+func (c *candSet) withAlt(id int, alt requirements.Requirements) *candSet {
+	if alt.Len() == 0 {
+		return c
+	}
+	if n, ok := c.alts[id]; ok {
+		return n
+	}
+	if c.alts == nil {
+		c.alts = map[int]*candSet{}
+	}
+	n := c.pool.set(c.reqs.Intersect(alt))
+	c.alts[id] = n
+	return n
+}
+
+// withPin returns the candidate set narrowed to one value of a topology key.
+func (c *candSet) withPin(s *state, key int, val string) *candSet {
+	pk := pinKey{key, val}
+	if n, ok := c.pins[pk]; ok {
+		return n
+	}
+	if c.pins == nil {
+		c.pins = map[pinKey]*candSet{}
+	}
+	r, err := requirements.NewRequirement(s.keys[key], corev1.NodeSelectorOpIn, val)
+	var n *candSet
+	if err != nil {
+		n = c
+	} else {
+		n = c.pool.set(c.reqs.Add(r))
+	}
+	c.pins[pk] = n
+	return n
+}
+
+// cheapestFit returns the first member at or after from, in price order,
+// whose allocatable after overhead fits used plus req; -1 if none.
+func (c *candSet) cheapestFit(from int, used resources.Vector, sh *shape) int {
+	if !quickFits(used, sh, c.max) {
+		return -1
+	}
+	if from < c.first {
+		from = c.first
+	}
+	n := len(c.pool.types)
+	for i := from; i < n; {
+		w := c.bits[i>>6] >> (uint(i) & 63)
+		if w == 0 {
+			i = (i | 63) + 1
+			continue
+		}
+		i += bits.TrailingZeros64(w)
+		if i >= n {
+			break
+		}
+		if sumFits(used, sh, c.pool.eff[i]) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// quickFits checks the scalar resources only, against an upper bound.
+func quickFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
+	r := &sh.req
+	return (r.CPU <= 0 || used.CPU+r.CPU <= avail.CPU) &&
+		(r.Memory <= 0 || used.Memory+r.Memory <= avail.Memory) &&
+		(r.EphemeralStorage <= 0 || used.EphemeralStorage+r.EphemeralStorage <= avail.EphemeralStorage) &&
+		(r.Pods <= 0 || used.Pods+r.Pods <= avail.Pods)
+}
+
+// sumFits reports whether sh's requests fit on a node with avail allocatable
+// and used already requested, as NodeResourcesFit judges: only what the pod
+// requests is checked.
+func sumFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
+	if !quickFits(used, sh, avail) {
+		return false
+	}
+	for _, e := range sh.ext {
+		if e.value > 0 && used.Get(e.name)+e.value > avail.Get(e.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// limitAllows reports whether the pool may grow by delta (and by one node when
+// newNode), and if not, which resource and by how much it would exceed.
+func (p *poolIdx) limitAllows(delta resources.Vector, newNode bool) (corev1.ResourceName, int64, bool) {
+	if newNode && p.limNodes >= 0 && p.limNodes < 1 {
+		return "nodes", 1 - p.limNodes, false
+	}
+	for _, name := range p.limited {
+		d := delta.Get(name)
+		if d > 0 && d > p.rem.Get(name) {
+			return name, d - p.rem.Get(name), false
+		}
+	}
+	return "", 0, true
+}
+
+func (p *poolIdx) charge(delta resources.Vector, newNode bool) {
+	if newNode && p.limNodes >= 0 {
+		p.limNodes--
+	}
+	if len(p.limited) > 0 {
+		p.rem.Sub(delta)
+	}
+}
+
+// domainsFor returns the values a new node of the pool can take for a
+// topology key: zones and capacity types from available offerings, other
+// keys from the pool's or the instance types' requirements.
+func (s *state) domainsFor(p *poolIdx, k int) []string {
+	if d, ok := p.domains[k]; ok {
+		return d
+	}
+	key := s.keys[k]
+	set := map[string]bool{}
+	poolReq, hasPoolReq := p.np.Requirements.Get(key)
+	switch key {
+	case wellknown.LabelHostname:
+	case wellknown.LabelTopologyZone, wellknown.LabelCapacityType:
+		for i, it := range p.types {
+			if !p.root.has(i) {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if !o.Available {
+					continue
+				}
+				v := o.Zone
+				if key == wellknown.LabelCapacityType {
+					v = o.CapacityType
+				}
+				set[v] = true
+			}
+		}
+	default:
+		if hasPoolReq && poolReq.Finite() {
+			for v := range poolReq.Values() {
+				set[v] = true
+			}
+		} else {
+			for i, it := range p.types {
+				if !p.root.has(i) {
+					continue
+				}
+				if r, ok := it.Requirements.Get(key); ok && r.Finite() {
+					for v := range r.Values() {
+						set[v] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		if !hasPoolReq || poolReq.Allows(v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	p.domains[k] = out
+	return out
+}

@@ -1,0 +1,533 @@
+package packer_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads/karpenterbench"
+)
+
+func pod(name, cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
+		}}}}},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func withLabels(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for i := 0; i < len(kv); i += 2 {
+			p.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func withSelector(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			p.Spec.NodeSelector[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func antiHost(app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Labels["app"] = app
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &corev1.Affinity{}
+		}
+		p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: wellknown.LabelHostname,
+		}}}
+	}
+}
+
+func spreadZone(app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Labels["app"] = app
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: wellknown.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		}}
+	}
+}
+
+func affZone(app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Labels["aff"] = app
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &corev1.Affinity{}
+		}
+		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"aff": app}}, TopologyKey: wellknown.LabelTopologyZone,
+		}}}
+	}
+}
+
+func hostPort(port int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port, HostPort: port}}
+	}
+}
+
+func tolerate(key string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
+func req(key string, op corev1.NodeSelectorOperator, vals ...string) requirements.Requirement {
+	r, err := requirements.NewRequirement(key, op, vals...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// pool returns a NodePool over n benchmark instance types (i+1 vCPU).
+func pool(name string, n int, mods ...func(*packer.NodePool)) packer.NodePool {
+	np := karpenterbench.NodePool(karpenterbench.InstanceTypes(n))
+	np.Name = name
+	np.Requirements = requirements.New(req(wellknown.LabelNodePool, corev1.NodeSelectorOpIn, name))
+	np.Labels = map[string]string{wellknown.LabelNodePool: name}
+	np.Limits = nil
+	for _, m := range mods {
+		m(&np)
+	}
+	return np
+}
+
+func vec(cpu, mem, pods string) resources.Vector {
+	return resources.NewVector(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse(pods)})
+}
+
+// checkConsistent replays the packer's placements in order and checks each
+// with Feasible, on nodes built for the new claims from their cheapest type.
+func checkConsistent(t *testing.T, in packer.Input) packer.Result {
+	t.Helper()
+	res, trace, unpack := packer.SolveTrace(in)
+	ignored := map[types.NamespacedName]bool{}
+	for _, u := range res.Ignored {
+		ignored[u.Pod] = true
+	}
+	var pods []*corev1.Pod
+	for _, p := range in.Pods {
+		if !ignored[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] {
+			pods = append(pods, p)
+		}
+	}
+	var nodes []packer.Node
+	existing := slices.Clone(in.Nodes)
+	slices.SortStableFunc(existing, func(a, b packer.Node) int {
+		if a.InFlight != b.InFlight {
+			if a.InFlight {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, n := range existing {
+		n.Pods = slices.Clone(n.Pods)
+		nodes = append(nodes, n)
+	}
+	types := map[string]*packer.InstanceType{}
+	pools := map[string]packer.NodePool{}
+	for _, np := range in.NodePools {
+		pools[np.Name] = np
+		for _, it := range np.InstanceTypes {
+			types[it.Name] = it
+		}
+	}
+	for i, nc := range res.NodeClaims {
+		if len(nc.InstanceTypes) == 0 {
+			t.Fatalf("claim %d lists no instance type", i)
+		}
+		it := types[nc.InstanceTypes[0]]
+		name := fmt.Sprintf("new-%d", i)
+		labels := map[string]string{wellknown.LabelHostname: name, wellknown.LabelInstanceType: it.Name, wellknown.LabelTopologyZone: nc.Zones[0], wellknown.LabelCapacityType: nc.CapacityTypes[0]}
+		for k, v := range pools[nc.NodePool].Labels {
+			labels[k] = v
+		}
+		for k, v := range nc.Requirements.Labels() {
+			if k != wellknown.LabelInstanceType && k != wellknown.LabelTopologyZone && k != wellknown.LabelCapacityType {
+				labels[k] = v
+			}
+		}
+		n := packer.Node{Name: name, NodePool: nc.NodePool, Labels: labels, Taints: pools[nc.NodePool].Taints, Allocatable: it.Allocatable}
+		// The claim's requests minus its pods is the DaemonSet overhead.
+		over := nc.Requests.Clone()
+		for _, s := range trace {
+			pi, b := unpack(s)
+			if b == len(existing)+i {
+				over.Sub(resources.PodVector(pods[pi]))
+			}
+		}
+		n.Allocatable = it.Allocatable.Clone()
+		n.Allocatable.Sub(over)
+		nodes = append(nodes, n)
+	}
+	for _, s := range trace {
+		pi, b := unpack(s)
+		if err := packer.Feasible(pods[pi], nodes, b, in.NamespaceLabels); err != nil {
+			t.Fatalf("pod %s placed on %s is not feasible there: %v", pods[pi].Name, nodes[b].Name, err)
+		}
+		nodes[b].Pods = append(nodes[b].Pods, pods[pi])
+	}
+	return res
+}
+
+func TestDiverseWorkload(t *testing.T) {
+	for _, n := range []int{100, 1000} {
+		in := karpenterbench.Input(karpenterbench.DiversePods(n), packer.PreferenceScore)
+		res := checkConsistent(t, in)
+		if len(res.Unschedulable) > 0 || len(res.Ignored) > 0 {
+			t.Fatalf("n=%d: %d unschedulable, %d ignored: %+v", n, len(res.Unschedulable), len(res.Ignored), res.Unschedulable[0])
+		}
+		placed := 0
+		for _, nc := range res.NodeClaims {
+			placed += len(nc.Pods)
+		}
+		if placed != n {
+			t.Errorf("n=%d: placed %d pods", n, placed)
+		}
+		if len(res.NodeClaims) != n/5 {
+			t.Errorf("n=%d: %d nodes, want %d", n, len(res.NodeClaims), n/5)
+		}
+	}
+}
+
+func TestPreferenceWorkload(t *testing.T) {
+	nodes := map[packer.PreferencePolicy]int{}
+	for _, p := range []packer.PreferencePolicy{packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore} {
+		in := karpenterbench.Input(karpenterbench.PreferencePods(400), p)
+		res := checkConsistent(t, in)
+		if len(res.Unschedulable) > 0 {
+			t.Fatalf("%s: %d unschedulable", p, len(res.Unschedulable))
+		}
+		nodes[p] = len(res.NodeClaims)
+	}
+	if nodes[packer.PreferenceScore] > nodes[packer.PreferenceIgnore]+2 {
+		t.Errorf("Score opened %d nodes, Ignore %d", nodes[packer.PreferenceScore], nodes[packer.PreferenceIgnore])
+	}
+	if nodes[packer.PreferenceRespect] != 400 {
+		t.Errorf("Respect opened %d nodes, want one per pod (hostname anti-preference treated as required)", nodes[packer.PreferenceRespect])
+	}
+}
+
+func TestDeterministicUnderShuffle(t *testing.T) {
+	pods := karpenterbench.DiversePods(500)
+	want := packer.Solve(karpenterbench.Input(pods, packer.PreferenceScore))
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3 {
+		shuffled := slices.Clone(pods)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		got := packer.Solve(karpenterbench.Input(shuffled, packer.PreferenceScore))
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatal("result depends on the order of the input pods")
+		}
+	}
+}
+
+func claimSummary(r packer.Result) []string {
+	var out []string
+	for _, nc := range r.NodeClaims {
+		out = append(out, fmt.Sprintf("%s %v %v %v %.4f %s %v", nc.NodePool, nc.InstanceTypes[:1], nc.Zones, nc.CapacityTypes, nc.PricePerHour, nc.Requirements.String(), nc.Pods))
+	}
+	for _, p := range r.Placements {
+		out = append(out, p.Pod.String()+"@"+p.Node)
+	}
+	for _, u := range r.Unschedulable {
+		out = append(out, u.Pod.String()+" "+u.Reason)
+	}
+	return out
+}
+
+func TestConstraints(t *testing.T) {
+	type want struct {
+		nodes         int
+		unschedulable int
+		code          string   // verdict code of the first unschedulable pod
+		contains      []string // substrings of its verdict message
+		check         func(t *testing.T, r packer.Result)
+	}
+	cases := []struct {
+		name string
+		in   packer.Input
+		want want
+	}{
+		{
+			name: "two small pods share the cheapest node",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi"), pod("b", "100m", "100Mi")}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if r.NodeClaims[0].InstanceTypes[0] != "fake-it-0" {
+					t.Errorf("cheapest type %s, want fake-it-0", r.NodeClaims[0].InstanceTypes[0])
+				}
+				if len(r.NodeClaims[0].CapacityTypes) != 2 || len(r.NodeClaims[0].Zones) != 3 {
+					t.Errorf("capacity types %v zones %v", r.NodeClaims[0].CapacityTypes, r.NodeClaims[0].Zones)
+				}
+			}},
+		},
+		{
+			name: "cheapest fitting type",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "2500m", "1Gi")}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if got := r.NodeClaims[0].InstanceTypes; got[0] != "fake-it-2" || len(got) != 8 {
+					t.Errorf("types %v, want fake-it-2..9", got)
+				}
+			}},
+		},
+		{
+			name: "hostname anti-affinity",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", antiHost("x")), pod("b", "100m", "100Mi", antiHost("x")), pod("c", "100m", "100Mi", antiHost("x"))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 3},
+		},
+		{
+			name: "zone spread",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", spreadZone("x")), pod("b", "100m", "100Mi", spreadZone("x")), pod("c", "100m", "100Mi", spreadZone("x"))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 3, check: func(t *testing.T, r packer.Result) {
+				zones := map[string]bool{}
+				for _, nc := range r.NodeClaims {
+					if len(nc.Zones) != 1 {
+						t.Errorf("claim zones %v, want one", nc.Zones)
+					}
+					zones[nc.Zones[0]] = true
+				}
+				if len(zones) != 3 {
+					t.Errorf("zones %v", zones)
+				}
+			}},
+		},
+		{
+			name: "zone affinity packs into one zone",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "1", "100Mi", affZone("x")), pod("b", "1", "100Mi", affZone("x")),
+				pod("c", "1", "100Mi", antiHost("y"), affZone("x")), pod("d", "1", "100Mi", antiHost("y"), affZone("x"))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 2, check: func(t *testing.T, r packer.Result) {
+				if r.NodeClaims[0].Zones[0] != r.NodeClaims[1].Zones[0] || len(r.NodeClaims[1].Zones) != 1 {
+					t.Errorf("zones %v %v", r.NodeClaims[0].Zones, r.NodeClaims[1].Zones)
+				}
+			}},
+		},
+		{
+			name: "host ports",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", hostPort(80)), pod("b", "100m", "100Mi", hostPort(80))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 2},
+		},
+		{
+			name: "node selector on a pool label",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", withSelector("team", "b"))}, NodePools: []packer.NodePool{pool("a", 10), pool("b", 10, func(np *packer.NodePool) {
+				np.Labels["team"] = "b"
+				np.Requirements = np.Requirements.Add(req("team", corev1.NodeSelectorOpIn, "b"))
+			})}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if r.NodeClaims[0].NodePool != "b" {
+					t.Errorf("pool %s", r.NodeClaims[0].NodePool)
+				}
+			}},
+		},
+		{
+			name: "requirement incompatible",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", withSelector(wellknown.LabelArch, "arm64"))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{unschedulable: 1, code: packer.CodeRequirementIncompatible, contains: []string{"arm64"}},
+		},
+		{
+			name: "zone not offered",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", withSelector(wellknown.LabelTopologyZone, "test-zone-9"))}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{unschedulable: 1, code: packer.CodeNoAvailableOffering},
+		},
+		{
+			name: "taint not tolerated",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi")}, NodePools: []packer.NodePool{pool("p", 10, func(np *packer.NodePool) {
+				np.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			})}},
+			want: want{unschedulable: 1, code: packer.CodeTaintNotTolerated, contains: []string{"gpu", "true"}},
+		},
+		{
+			name: "taint tolerated",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", tolerate("gpu"))}, NodePools: []packer.NodePool{pool("p", 10, func(np *packer.NodePool) {
+				np.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			})}},
+			want: want{nodes: 1},
+		},
+		{
+			name: "no instance type large enough",
+			in:   packer.Input{Pods: []*corev1.Pod{pod("a", "20", "1Gi")}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{unschedulable: 1, code: packer.CodeNoInstanceTypeFits, contains: []string{"cpu", "requests 20", "largest allocatable 10"}},
+		},
+		{
+			name: "cpu limit",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "3", "1Gi")}, NodePools: []packer.NodePool{pool("p", 10, func(np *packer.NodePool) {
+				np.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+				np.InUse = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+			})}},
+			want: want{unschedulable: 1, code: packer.CodeLimitExceeded, contains: []string{"limit cpu", "needs 3", "by 1"}},
+		},
+		{
+			name: "nodes limit",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", antiHost("x")), pod("b", "100m", "100Mi", antiHost("x"))}, NodePools: []packer.NodePool{pool("p", 10, func(np *packer.NodePool) {
+				np.Limits = corev1.ResourceList{"nodes": resource.MustParse("1")}
+			})}},
+			want: want{nodes: 1, unschedulable: 1, code: packer.CodeLimitExceeded, contains: []string{"nodes"}},
+		},
+		{
+			name: "higher weight pool first",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi")}, NodePools: []packer.NodePool{pool("cheap", 10), pool("heavy", 10, func(np *packer.NodePool) {
+				np.Weight = 10
+				np.InstanceTypes = np.InstanceTypes[3:]
+			})}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if r.NodeClaims[0].NodePool != "heavy" {
+					t.Errorf("pool %s", r.NodeClaims[0].NodePool)
+				}
+			}},
+		},
+		{
+			name: "daemon overhead picks a larger type",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "800m", "100Mi")}, NodePools: []packer.NodePool{pool("p", 10)},
+				DaemonSetPods: []*corev1.Pod{pod("ds", "500m", "100Mi"), pod("ds-other", "4", "100Mi", withSelector(wellknown.LabelArch, "arm64"))}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				nc := r.NodeClaims[0]
+				if nc.InstanceTypes[0] != "fake-it-1" || nc.Requests.CPU != 1300 {
+					t.Errorf("type %s requests %v", nc.InstanceTypes[0], nc.Requests)
+				}
+			}},
+		},
+		{
+			name: "existing node first, then in flight",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "1", "100Mi"), pod("b", "1", "100Mi"), pod("c", "1", "100Mi")}, NodePools: []packer.NodePool{pool("p", 10)},
+				Nodes: []packer.Node{
+					{Name: "inflight", InFlight: true, Labels: map[string]string{wellknown.LabelHostname: "inflight"}, Allocatable: vec("1", "1Gi", "10")},
+					{Name: "n1", Labels: map[string]string{wellknown.LabelHostname: "n1"}, Allocatable: vec("1500m", "1Gi", "10")},
+					{Name: "cordoned", Unschedulable: true, Labels: map[string]string{wellknown.LabelHostname: "cordoned"}, Allocatable: vec("8", "8Gi", "10")},
+				}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if len(r.Placements) != 2 || r.Placements[0].Node != "inflight" || r.Placements[1].Node != "n1" {
+					t.Errorf("placements %v", r.Placements)
+				}
+			}},
+		},
+		{
+			name: "pvc without zones is ignored, with zones honoured",
+			in: packer.Input{Pods: []*corev1.Pod{
+				pod("a", "100m", "100Mi", withPVC("data")), pod("b", "100m", "100Mi", withPVC("data2")),
+			}, NodePools: []packer.NodePool{pool("p", 10)}, VolumeZones: map[types.NamespacedName][]string{{Namespace: "default", Name: "b"}: {"test-zone-3"}}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if len(r.Ignored) != 1 || r.Ignored[0].Pod.Name != "a" || !strings.Contains(r.Ignored[0].Reason, "data") {
+					t.Errorf("ignored %v", r.Ignored)
+				}
+				if !slices.Equal(r.NodeClaims[0].Zones, []string{"test-zone-3"}) {
+					t.Errorf("zones %v", r.NodeClaims[0].Zones)
+				}
+			}},
+		},
+		{
+			name: "preferred node affinity is free",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+					Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: wellknown.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-3"}}}},
+				}}}}
+			})}, NodePools: []packer.NodePool{pool("p", 10)}},
+			want: want{nodes: 1, check: func(t *testing.T, r packer.Result) {
+				if !slices.Equal(r.NodeClaims[0].Zones, []string{"test-zone-3"}) {
+					t.Errorf("zones %v", r.NodeClaims[0].Zones)
+				}
+			}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkConsistent(t, tc.in)
+			if len(r.NodeClaims) != tc.want.nodes {
+				t.Errorf("%d node claims, want %d: %+v", len(r.NodeClaims), tc.want.nodes, r.NodeClaims)
+			}
+			if len(r.Unschedulable) != tc.want.unschedulable {
+				t.Fatalf("%d unschedulable, want %d: %+v", len(r.Unschedulable), tc.want.unschedulable, r.Unschedulable)
+			}
+			if tc.want.code != "" {
+				v := r.Unschedulable[0].NodePools[0]
+				if v.Code != tc.want.code {
+					t.Errorf("code %s, want %s: %s", v.Code, tc.want.code, v.Message)
+				}
+				for _, s := range tc.want.contains {
+					if !strings.Contains(v.Message, s) {
+						t.Errorf("message %q lacks %q", v.Message, s)
+					}
+				}
+				if r.Unschedulable[0].Reason == "" {
+					t.Error("empty reason")
+				}
+			}
+			if tc.want.check != nil {
+				tc.want.check(t, r)
+			}
+		})
+	}
+}
+
+func withPVC(claim string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
+func TestFeasibleMessages(t *testing.T) {
+	node := func(name, zone string, pods ...*corev1.Pod) packer.Node {
+		return packer.Node{Name: name, Labels: map[string]string{wellknown.LabelHostname: name, wellknown.LabelTopologyZone: zone}, Allocatable: vec("2", "4Gi", "3"), Pods: pods}
+	}
+	tainted := node("t", "z1")
+	tainted.Taints = []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}}
+	cordoned := node("c", "z1")
+	cordoned.Unschedulable = true
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		nodes []packer.Node
+		want  string
+	}{
+		{"fits", pod("p", "1", "1Gi"), []packer.Node{node("a", "z1")}, ""},
+		{"cpu", pod("p", "3", "1Gi"), []packer.Node{node("a", "z1")}, "Insufficient cpu"},
+		{"pods", pod("p", "1", "1Gi"), []packer.Node{node("a", "z1", pod("x", "0", "0"), pod("y", "0", "0"), pod("z", "0", "0"))}, "Too many pods"},
+		{"taint", pod("p", "1", "1Gi"), []packer.Node{tainted}, "node(s) had untolerated taint {k: v}"},
+		{"unschedulable", pod("p", "1", "1Gi"), []packer.Node{cordoned}, "node(s) were unschedulable"},
+		{"selector", pod("p", "1", "1Gi", withSelector("a", "b")), []packer.Node{node("a", "z1")}, "node(s) didn't match Pod's node affinity/selector"},
+		{"ports", pod("p", "1", "1Gi", hostPort(80)), []packer.Node{node("a", "z1", pod("x", "0", "0", hostPort(80)))}, "node(s) didn't have free ports for the requested pod ports"},
+		{"anti", pod("p", "1", "1Gi", antiHost("x")), []packer.Node{node("a", "z1", pod("x", "0", "0", withLabels("app", "x")))}, "node(s) didn't match pod anti-affinity rules"},
+		{"existing anti", pod("p", "1", "1Gi", withLabels("app", "x")), []packer.Node{node("a", "z1", pod("x", "0", "0", antiHost("x")))}, "node(s) didn't satisfy existing pods anti-affinity rules"},
+		{"affinity", pod("p", "1", "1Gi", affZone("x")), []packer.Node{node("a", "z1"), node("b", "z2", pod("x", "0", "0", withLabels("aff", "x")))}, "node(s) didn't match pod affinity rules"},
+		{"affinity bootstrap", pod("p", "1", "1Gi", affZone("x")), []packer.Node{node("a", "z1")}, ""},
+		{"spread", pod("p", "1", "1Gi", spreadZone("x")), []packer.Node{node("a", "z1", pod("x", "0", "0", withLabels("app", "x"))), node("b", "z2")}, "node(s) didn't match pod topology spread constraints"},
+		{"spread label", pod("p", "1", "1Gi", spreadZone("x")), []packer.Node{{Name: "a", Allocatable: vec("2", "4Gi", "3")}}, "node(s) didn't match pod topology spread constraints (missing required label)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := packer.Feasible(tc.pod, tc.nodes, 0, nil)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,630 @@
+package packer
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
+)
+
+const (
+	domAbsent   int32 = -1 // the node does not have the label
+	domUnpinned int32 = -2 // a new claim that may still take several values
+)
+
+// bin is a place pods can go: an existing node, an in-flight NodeClaim, or a
+// NodeClaim this Result proposes.
+type bin struct {
+	id       int
+	claim    bool
+	inflight bool
+	node     *Node
+	labels   map[string]string
+	taints   []corev1.Taint
+	unsched  bool
+	alloc    resources.Vector
+	used     resources.Vector
+	ports    []hostPort
+	dom      []int32
+	npods    int
+
+	// New claims only.
+	pool  *poolIdx
+	cand  *candSet
+	cheap int
+	pods  []int32
+}
+
+// state is the packer's world: bins, topology keys and domains, and the
+// counting groups. Feasible builds one from nodes without pools.
+type state struct {
+	packer bool // new nodes may be opened: hostname spread counts a fresh node as the minimum
+
+	keys    []string
+	keyIdx  map[string]int
+	hostKey int
+	domIdx  []map[string]int32
+	domName [][]string
+
+	groups     []*group
+	groupBySig map[string]*group
+	nsLabels   map[string]map[string]string
+
+	bins  []*bin
+	pools []*poolIdx
+
+	altIDs map[string]int
+
+	pinHook  func(b *bin, k int)
+	variants int
+	newDom   int32 // hostname domain of a claim being planned; never counted
+}
+
+func newState(nsLabels map[string]map[string]string, packer bool) *state {
+	return &state{packer: packer, keyIdx: map[string]int{}, hostKey: -1, groupBySig: map[string]*group{}, nsLabels: nsLabels, altIDs: map[string]int{}}
+}
+
+func (s *state) altID(r requirements.Requirements) int {
+	if r.Len() == 0 {
+		return 0
+	}
+	k := r.String()
+	if id, ok := s.altIDs[k]; ok {
+		return id
+	}
+	id := len(s.altIDs) + 1
+	s.altIDs[k] = id
+	return id
+}
+
+// addNode adds an existing or in-flight node as a bin. Its pods are counted
+// later by countExisting, once every group is known.
+func (s *state) addNode(n *Node) *bin {
+	b := &bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
+	for _, p := range n.Pods {
+		b.used.Add(resources.PodVector(p))
+		b.ports = append(b.ports, podHostPorts(p)...)
+	}
+	b.npods = len(n.Pods)
+	b.dom = make([]int32, len(s.keys))
+	for k := range s.keys {
+		b.dom[k] = s.nodeDomain(n, k)
+	}
+	s.bins = append(s.bins, b)
+	return b
+}
+
+func (s *state) nodeDomain(n *Node, k int) int32 {
+	key := s.keys[k]
+	if v, ok := n.Labels[key]; ok {
+		return s.domain(k, v)
+	}
+	if n.InFlight {
+		if r, ok := n.Requirements.Get(key); ok && r.Finite() && r.Len() == 1 && !r.AllowsAbsent() {
+			for v := range r.Values() {
+				return s.domain(k, v)
+			}
+		}
+	}
+	return domAbsent
+}
+
+// countExisting counts the pods already on nodes into every group.
+func (s *state) countExisting() {
+	for _, b := range s.bins {
+		if b.claim {
+			continue
+		}
+		for _, p := range b.node.Pods {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			for _, g := range s.groups {
+				d := b.dom[g.key]
+				if d < 0 {
+					continue
+				}
+				if g.kind == gOwner {
+					continue
+				}
+				if !g.t.matches(p.Namespace, p.Labels) {
+					continue
+				}
+				if g.kind == gSpread && !s.eligible(g, b) {
+					continue
+				}
+				g.inc(d, 1)
+			}
+		}
+	}
+}
+
+// addOwnerGroups turns the required anti-affinity of the pods on nodes into
+// owner groups and counts them.
+func (s *state) addOwnerGroups(nodes []Node) {
+	for _, b := range s.bins {
+		if b.claim {
+			continue
+		}
+		for _, p := range b.node.Pods {
+			a := p.Spec.Affinity
+			if a == nil || a.PodAntiAffinity == nil || p.DeletionTimestamp != nil {
+				continue
+			}
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				rt, err := s.resolveTerm(p, t)
+				if err != nil {
+					continue
+				}
+				g := s.group(gOwner, rt, "")
+				if len(b.dom) <= g.key {
+					b.dom = append(b.dom, s.nodeDomain(b.node, g.key))
+				}
+				if d := b.dom[g.key]; d >= 0 {
+					g.inc(d, 1)
+				}
+			}
+		}
+	}
+}
+
+// eligible reports whether a spread group counts pods on bin b and
+// considers its domain.
+func (s *state) eligible(g *group, b *bin) bool {
+	if b.id < 0 {
+		return s.computeEligible(g, b)
+	}
+	for len(g.elig) <= b.id {
+		g.elig = append(g.elig, 0)
+	}
+	if e := g.elig[b.id]; e != 0 {
+		return e == 1
+	}
+	ok := s.computeEligible(g, b)
+	if ok {
+		g.elig[b.id] = 1
+	} else {
+		g.elig[b.id] = 2
+	}
+	return ok
+}
+
+func (s *state) computeEligible(g *group, b *bin) bool {
+	ok := b.dom[g.key] != domAbsent
+	if ok && g.honorAff {
+		ok = s.matchesAlts(b, g.affAlts)
+	}
+	if ok && g.honorTaints {
+		ok, _ = taints.ToleratesAll(g.tols, b.taints, taints.Blocking)
+	}
+	return ok
+}
+
+// matchesAlts reports whether some alternative can be met on b.
+func (s *state) matchesAlts(b *bin, alts []requirements.Requirements) bool {
+	for _, a := range alts {
+		if s.matchesAlt(b, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *state) matchesAlt(b *bin, a requirements.Requirements) bool {
+	switch {
+	case b.claim:
+		_, bad := b.cand.reqs.Conflict(a, requirements.AllowUndefinedWellKnown)
+		return !bad
+	case b.inflight:
+		if _, bad := b.node.Requirements.Conflict(a, requirements.AllowUndefinedWellKnown); bad {
+			return false
+		}
+		return true
+	default:
+		return a.Matches(b.labels) == nil
+	}
+}
+
+// registerDomains marks, for every spread group, the domains it considers:
+// those of eligible bins, and in packer mode those new nodes can take.
+func (s *state) registerDomains() {
+	for _, g := range s.groups {
+		if g.kind != gSpread {
+			continue
+		}
+		for _, b := range s.bins {
+			if d := b.dom[g.key]; d >= 0 && s.eligible(g, b) {
+				g.register(d)
+			}
+		}
+		if !s.packer || g.key == s.hostKey {
+			continue
+		}
+		for _, p := range s.pools {
+			if g.honorTaints {
+				if ok, _ := taints.ToleratesAll(g.tols, p.np.Taints, taints.Blocking); !ok {
+					continue
+				}
+			}
+			for _, v := range s.domainsFor(p, g.key) {
+				if g.honorAff {
+					ok := false
+					for _, a := range g.affAlts {
+						if r, has := a.Get(s.keys[g.key]); !has || r.Allows(v) {
+							if _, bad := p.np.Requirements.Conflict(a, requirements.AllowUndefinedWellKnown); !bad {
+								ok = true
+								break
+							}
+						}
+					}
+					if !ok {
+						continue
+					}
+				}
+				g.register(s.domain(g.key, v))
+			}
+		}
+	}
+}
+
+// spreadMin is the global minimum a spread constraint compares against.
+func (s *state) spreadMin(c *spreadC) int32 {
+	g := c.g
+	if g.key == s.hostKey && s.packer {
+		return 0
+	}
+	if int32(g.nreg) < c.minDomains {
+		return 0
+	}
+	min := int32(-1)
+	for d, ok := range g.reg {
+		if !ok {
+			continue
+		}
+		if n := g.count(int32(d)); min < 0 || n < min {
+			min = n
+		}
+	}
+	if min < 0 {
+		return 0
+	}
+	return min
+}
+
+// Failure codes of check, in the order kube-scheduler's filters run.
+type failCode uint8
+
+const (
+	okCode failCode = iota
+	failUnschedulable
+	failTaint
+	failAffinity
+	failPorts
+	failResources
+	failLimit
+	failSpreadLabel
+	failSpread
+	failPodAffinity
+	failPodAnti
+	failExistingAnti
+	failNoPin
+)
+
+// outcome is the answer of check.
+type outcome struct {
+	code  failCode
+	perm  bool // the bin can never take this variant again
+	alt   int
+	cand  *candSet
+	cheap int
+	taint *corev1.Taint
+	pins  []pinKey
+}
+
+// check reports whether the variant's pod may go on bin b now.
+func (s *state) check(v *variant, b *bin, out *outcome) {
+	sh := v.sh
+	out.code, out.perm, out.pins = okCode, true, out.pins[:0]
+	if b.unsched {
+		if s.packer || !taints.Tolerates(sh.tols, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+			out.code = failUnschedulable
+			return
+		}
+	}
+	if len(b.taints) > 0 {
+		if ok, t := taints.ToleratesAll(v.tols, b.taints, v.effects); !ok {
+			out.code, out.taint = failTaint, t
+			return
+		}
+	}
+	// Node affinity (and, for claims, the instance types left after it).
+	out.alt, out.cand = -1, b.cand
+	if v.empty {
+		out.alt = 0
+	} else {
+		for i, a := range v.alts {
+			if !s.matchesAlt(b, a) {
+				continue
+			}
+			if b.claim {
+				c := b.cand.withAlt(v.altIDs[i], a)
+				if c.n == 0 {
+					continue
+				}
+				out.cand = c
+			}
+			out.alt = i
+			break
+		}
+		if out.alt < 0 {
+			out.code = failAffinity
+			return
+		}
+	}
+	if len(sh.ports) > 0 && portsConflict(sh.ports, b.ports) {
+		out.code = failPorts
+		return
+	}
+	if !b.claim {
+		if !sumFits(b.used, sh, b.alloc) {
+			out.code = failResources
+			return
+		}
+	} else if !quickFits(b.used, sh, out.cand.max) {
+		out.code = failResources
+		return
+	}
+	// Topology: spread, then pod affinity, anti-affinity and existing pods'
+	// anti-affinity, key by key. Unpinned claims take a value here.
+	for _, k := range v.keys {
+		d := b.dom[k]
+		if d == domUnpinned {
+			if !s.pickPin(v, b, k, out) {
+				return
+			}
+			continue
+		}
+		if code, perm := s.topoAt(v, b, k, d); code != okCode {
+			out.code, out.perm = code, perm
+			return
+		}
+	}
+	// Relevant keys without constraints of the variant: pin a claim so that
+	// the pods it counts for land in a known domain.
+	if b.claim {
+		for _, k := range sh.relevant {
+			if b.dom[k] == domUnpinned && !out.pinned(k) {
+				if !s.pickPin(v, b, k, out) {
+					return
+				}
+			}
+		}
+		cheap := out.cand.cheapestFit(b.cheap, b.used, sh)
+		if cheap < 0 {
+			out.code = failResources
+			return
+		}
+		out.cheap = cheap
+		if cheap != b.cheap {
+			delta := b.pool.cap[cheap].Clone()
+			delta.Sub(b.pool.cap[b.cheap])
+			if _, _, ok := b.pool.limitAllows(delta, false); !ok {
+				out.code, out.perm = failLimit, false
+				return
+			}
+		}
+	}
+}
+
+func (o *outcome) pinned(k int) bool {
+	for _, p := range o.pins {
+		if p.key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// topoAt checks every topology constraint of v on key k for a bin in domain d.
+func (s *state) topoAt(v *variant, b *bin, k int, d int32) (failCode, bool) {
+	host := k == s.hostKey
+	for i := range v.spread {
+		c := &v.spread[i]
+		if c.g.key != k {
+			continue
+		}
+		if d == domAbsent {
+			return failSpreadLabel, true
+		}
+		if c.g.count(d)+c.self-s.spreadMin(c) > c.maxSkew {
+			return failSpread, host && s.packer
+		}
+	}
+	for _, g := range v.aff {
+		if g.key != k {
+			continue
+		}
+		if d == domAbsent {
+			return failPodAffinity, true
+		}
+		if g.count(d) <= 0 && !v.bootstrap() {
+			return failPodAffinity, false
+		}
+	}
+	for _, g := range v.anti {
+		if g.key == k && d >= 0 && g.count(d) > 0 {
+			return failPodAnti, true
+		}
+	}
+	for _, g := range v.sh.forbidden {
+		if g.key == k && d >= 0 && g.count(d) > 0 {
+			return failExistingAnti, true
+		}
+	}
+	return okCode, true
+}
+
+// pickPin chooses the value an unpinned claim takes for key k: one that
+// every constraint of v allows, the least counted by v's spread constraints
+// (and the spread groups that count the pod), with instance types left.
+func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
+	best, bestScore := "", int64(-1)
+	var bestCand *candSet
+	kr, hasKR := out.cand.reqs.Get(s.keys[k])
+	for _, val := range s.domainsFor(b.pool, k) {
+		if hasKR && !kr.Allows(val) {
+			continue
+		}
+		d := s.domain(k, val)
+		if code, _ := s.topoAt(v, b, k, d); code != okCode {
+			continue
+		}
+		var score int64
+		for i := range v.spread {
+			if v.spread[i].g.key == k {
+				score += int64(v.spread[i].g.count(d))
+			}
+		}
+		for _, g := range v.sh.matchedBy {
+			if g.kind == gSpread && g.key == k {
+				score += int64(g.count(d))
+			}
+		}
+		if bestScore >= 0 && score >= bestScore {
+			continue
+		}
+		c := out.cand.withPin(s, k, val)
+		if c.n == 0 || !quickFits(b.used, v.sh, c.max) {
+			continue
+		}
+		best, bestScore, bestCand = val, score, c
+	}
+	if bestScore < 0 {
+		out.code, out.perm = failNoPin, false
+		return false
+	}
+	out.cand = bestCand
+	out.pins = append(out.pins, pinKey{k, best})
+	return true
+}
+
+// commit places pod index pi of shape sh (through variant v) on b.
+func (s *state) commit(v *variant, b *bin, out *outcome, pi int32) {
+	sh := v.sh
+	if b.claim {
+		for _, p := range out.pins {
+			b.dom[p.key] = s.domain(p.key, p.val)
+			s.onPin(b, p.key)
+		}
+		b.cand = out.cand
+		if out.cheap != b.cheap {
+			delta := b.pool.cap[out.cheap].Clone()
+			delta.Sub(b.pool.cap[b.cheap])
+			b.pool.charge(delta, false)
+			b.cheap = out.cheap
+		}
+		b.pods = append(b.pods, pi)
+	}
+	b.used.Add(sh.req)
+	b.npods++
+	if len(sh.ports) > 0 {
+		b.ports = append(b.ports, sh.ports...)
+	}
+	for _, g := range sh.matchedBy {
+		d := b.dom[g.key]
+		if d < 0 {
+			continue
+		}
+		if g.kind == gSpread && !s.eligible(g, b) {
+			continue
+		}
+		g.inc(d, 1)
+	}
+	for _, g := range sh.ownsAnti {
+		if d := b.dom[g.key]; d >= 0 {
+			g.inc(d, 1)
+		}
+	}
+}
+
+// onPin is called when claim b takes a value for key k; the solver hooks
+// its bucket lists here.
+func (s *state) onPin(b *bin, k int) {
+	if s.pinHook != nil {
+		s.pinHook(b, k)
+	}
+}
+
+// newClaimBin creates a claim bin of pool p with candidate set c.
+func (s *state) newClaimBin(p *poolIdx, c *candSet) *bin {
+	b := s.claimBin(p, c, len(s.bins))
+	s.bins = append(s.bins, b)
+	return b
+}
+
+// claimBin builds a claim bin without adding it; id -1 plans one.
+func (s *state) claimBin(p *poolIdx, c *candSet, id int) *bin {
+	b := &bin{id: id, claim: true, pool: p, cand: c, taints: p.np.Taints, cheap: c.first}
+	b.dom = make([]int32, len(s.keys))
+	for k := range s.keys {
+		switch {
+		case k == s.hostKey && id < 0:
+			b.dom[k] = s.newDom
+		case k == s.hostKey:
+			b.dom[k] = s.domain(k, "\x00claim-"+strconv.Itoa(b.id))
+		default:
+			b.dom[k] = domUnpinned
+			if r, ok := c.reqs.Get(s.keys[k]); ok && r.Finite() && r.Len() == 1 && !r.AllowsAbsent() {
+				for val := range r.Values() {
+					b.dom[k] = s.domain(k, val)
+				}
+			} else if len(s.domainsFor(p, k)) == 0 {
+				b.dom[k] = domAbsent
+			}
+		}
+	}
+	return b
+}
+
+func (c failCode) String() string {
+	switch c {
+	case okCode:
+		return "ok"
+	case failUnschedulable:
+		return "node(s) were unschedulable"
+	case failTaint:
+		return "node(s) had untolerated taint"
+	case failAffinity:
+		return "node(s) didn't match Pod's node affinity/selector"
+	case failPorts:
+		return "node(s) didn't have free ports for the requested pod ports"
+	case failResources:
+		return "Insufficient resources"
+	case failLimit:
+		return "NodePool limit reached"
+	case failSpreadLabel:
+		return "node(s) didn't match pod topology spread constraints (missing required label)"
+	case failSpread:
+		return "node(s) didn't match pod topology spread constraints"
+	case failPodAffinity:
+		return "node(s) didn't match pod affinity rules"
+	case failPodAnti:
+		return "node(s) didn't match pod anti-affinity rules"
+	case failExistingAnti:
+		return "node(s) didn't satisfy existing pods anti-affinity rules"
+	case failNoPin:
+		return "no topology domain satisfies the pod's constraints"
+	}
+	return fmt.Sprintf("code %d", c)
+}
+
+// availableOn is what an existing node has left.
+func availableOn(b *bin) resources.Vector {
+	a := b.alloc.Clone()
+	a.Sub(b.used)
+	return a
+}
