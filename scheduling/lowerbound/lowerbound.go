@@ -1,0 +1,294 @@
+// Package lowerbound computes a price below which no placement of a set of
+// pods can go, so that a plan's cost can be judged: Ratio = plan cost /
+// lower bound is 1 for a plan that cannot be beaten and grows with waste.
+//
+// # The resource bound
+//
+// Let the pods request C millicores and M bytes in total, and let each
+// option t (an instance type at its cheapest offering) have allocatable cpu
+// c_t, memory m_t and price p_t. Buying x_t machines of each type, allowing
+// fractions, the cheapest cover is the linear program
+//
+//	minimise Σ p_t·x_t  subject to  Σ c_t·x_t ≥ C,  Σ m_t·x_t ≥ M,  x ≥ 0.
+//
+// With two constraints an optimal basis has at most two types. Writing each
+// type as the point (c_t/p_t, m_t/p_t), the resources one dollar buys, the
+// optimum lies on the upper-right frontier of the convex hull of the points:
+// it is either a single type or two types adjacent on that frontier. Fractional
+// evaluates every single type and every adjacent pair, in O(T log T).
+//
+// # Pods that need separate nodes
+//
+// A group of k pods that must each run on a different node (required pod
+// anti-affinity on kubernetes.io/hostname against their own labels) needs k
+// nodes, each of a type that fits one of its pods. That adds a third
+// constraint, Σ_{t fits} x_t ≥ k. Compute solves the three-constraint LP
+// through its Lagrangian in the node-count constraint: for any λ in
+// [0, p_g], where p_g is the price of the cheapest type that fits one pod of
+// the group,
+//
+//	L(λ) = λ·k + LP(C, M; prices p_t − λ·[t fits])
+//
+// is a lower bound (weak duality), L(0) is the resource bound and L(p_g) is
+// at least k·p_g, the "k times the cheapest type that fits" bound. L is
+// concave; Compute searches it for its maximum, which is the optimum of the
+// three-constraint LP, and keeps the best value it evaluated. So the bound is
+//
+//	LB = max( LP(C, M), max_g max_{0≤λ≤p_g} L_g(λ) ).
+//
+// Adding k·p_g to the resource bound instead would overstate it: other pods
+// may fill the room left on the group's nodes.
+//
+// The bound ignores everything else that costs nodes (DaemonSet overhead,
+// the pods-per-node limit, other resources, node affinity, taints, topology
+// spread), each of which can only raise the true optimum, so it stays a
+// lower bound.
+package lowerbound
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Option is one way to buy capacity: an instance type at a price.
+type Option struct {
+	Name string
+	// CPU in millicores and Memory in bytes that pods may request on it.
+	CPU, Memory int64
+	// PricePerHour is its cheapest price.
+	PricePerHour float64
+}
+
+// Share is how much of one option a fractional optimum buys.
+type Share struct {
+	Name string
+	// Count is the (fractional) number of machines.
+	Count float64
+}
+
+// Group is a set of pods that must each run on a different node.
+type Group struct {
+	// Name identifies the group in Bound.Group, for example the owner.
+	Name string
+	// Count is the number of pods, hence of distinct nodes.
+	Count int
+	// Fits[i] reports whether options[i] fits one pod of the group; a nil
+	// Fits means every option does.
+	Fits []bool
+}
+
+// Bound is a lower bound on the price of running a set of pods.
+type Bound struct {
+	// PricePerHour is the bound.
+	PricePerHour float64
+	// Resources is the resource bound alone, LP(C, M).
+	Resources float64
+	// Mix is the fractional optimum of the resource bound: at most two
+	// types, by name.
+	Mix []Share
+	// Group names the group whose separation raised the bound above
+	// Resources; empty when none did.
+	Group string
+	// Feasible is false when no option has any capacity to offer.
+	Feasible bool
+}
+
+// Fractional returns the cheapest fractional cover of cpu millicores and
+// memory bytes by options (the resource bound) and its mix. It reports false
+// when the options cannot cover the demand at all. Options without cpu or
+// without memory are left out; an option with a price of zero or less makes
+// the bound zero.
+func Fractional(options []Option, cpu, memory int64) (float64, []Share, bool) {
+	prices := make([]float64, len(options))
+	for i, o := range options {
+		prices[i] = o.PricePerHour
+	}
+	return fractional(options, prices, float64(max(cpu, 0))/1000, float64(max(memory, 0))/(1<<30))
+}
+
+// point is an option in resources per dollar: cores and GiB.
+type point struct {
+	a, b  float64
+	index int
+}
+
+// fractional solves the resource LP with the given prices; cpu in cores and
+// memory in GiB, to keep the numbers of similar size.
+func fractional(options []Option, prices []float64, cpu, memory float64) (float64, []Share, bool) {
+	if cpu == 0 && memory == 0 {
+		return 0, nil, true
+	}
+	points := make([]point, 0, len(options))
+	for i, o := range options {
+		if o.CPU <= 0 || o.Memory <= 0 {
+			continue
+		}
+		if prices[i] <= 0 {
+			return 0, []Share{{Name: o.Name}}, true
+		}
+		c, m := float64(o.CPU)/1000, float64(o.Memory)/(1<<30)
+		points = append(points, point{a: c / prices[i], b: m / prices[i], index: i})
+	}
+	if len(points) == 0 {
+		return 0, nil, false
+	}
+
+	// Single types: spend enough on t to cover both resources.
+	best, mix := math.Inf(1), []Share(nil)
+	for _, p := range points {
+		dollars := max(cpu/p.a, memory/p.b)
+		if dollars < best {
+			o := options[p.index]
+			best, mix = dollars, []Share{{Name: o.Name, Count: dollars / prices[p.index]}}
+		}
+	}
+
+	// Adjacent pairs on the upper-right frontier of the hull.
+	frontier := paretoHull(points)
+	for i := 0; i+1 < len(frontier); i++ {
+		s, t := frontier[i], frontier[i+1] // s.a < t.a, s.b > t.b
+		det := s.a*t.b - t.a*s.b
+		if det == 0 {
+			continue
+		}
+		ds := (cpu*t.b - memory*t.a) / det
+		dt := (memory*s.a - cpu*s.b) / det
+		if ds < 0 || dt < 0 {
+			continue
+		}
+		if dollars := ds + dt; dollars < best {
+			best = dollars
+			mix = []Share{
+				{Name: options[s.index].Name, Count: ds / prices[s.index]},
+				{Name: options[t.index].Name, Count: dt / prices[t.index]},
+			}
+		}
+	}
+	slices.SortFunc(mix, func(x, y Share) int { return cmp.Compare(x.Name, y.Name) })
+	return best, mix, true
+}
+
+// paretoHull returns the points of the upper-right frontier of the convex
+// hull of points, by increasing a (and so decreasing b): from the point with
+// the most memory per dollar to the one with the most cpu per dollar.
+func paretoHull(points []point) []point {
+	sorted := slices.Clone(points)
+	slices.SortFunc(sorted, func(x, y point) int {
+		if c := cmp.Compare(x.a, y.a); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.b, x.b) // higher b first among equal a
+	})
+	// Among equal a only the highest b can be on the upper hull.
+	uniq := sorted[:0]
+	for i, p := range sorted {
+		if i > 0 && p.a == sorted[i-1].a {
+			continue
+		}
+		uniq = append(uniq, p)
+	}
+	// Upper hull, left to right (Andrew's monotone chain): drop a middle
+	// point that does not make a strict clockwise turn.
+	var hull []point
+	for _, p := range uniq {
+		for len(hull) >= 2 {
+			o, q := hull[len(hull)-2], hull[len(hull)-1]
+			if (q.a-o.a)*(p.b-o.b)-(q.b-o.b)*(p.a-o.a) >= 0 {
+				hull = hull[:len(hull)-1]
+				continue
+			}
+			break
+		}
+		hull = append(hull, p)
+	}
+	// The frontier starts at the highest b (the last one, if tied).
+	top := 0
+	for i, p := range hull {
+		if p.b >= hull[top].b {
+			top = i
+		}
+	}
+	return hull[top:]
+}
+
+// searchSteps is the number of golden-section steps over λ; the interval
+// shrinks by 0.618 per step, to below 1e-10 of its width after 50.
+const searchSteps = 50
+
+// Compute returns the lower bound on the price of pods that request cpu
+// millicores and memory bytes in total, among which the groups must each
+// spread over Count distinct nodes (see the package documentation for the
+// formula). Groups with no fitting option are left out: their pods cannot be
+// placed at all.
+func Compute(options []Option, cpu, memory int64, groups []Group) Bound {
+	c, m := float64(max(cpu, 0))/1000, float64(max(memory, 0))/(1<<30)
+	prices := make([]float64, len(options))
+	for i, o := range options {
+		prices[i] = o.PricePerHour
+	}
+	base, mix, ok := fractional(options, prices, c, m)
+	if !ok {
+		return Bound{}
+	}
+	out := Bound{PricePerHour: base, Resources: base, Mix: mix, Feasible: true}
+	reduced := make([]float64, len(options))
+	for _, g := range groups {
+		if g.Count <= 0 {
+			continue
+		}
+		fits := func(i int) bool { return g.Fits == nil || g.Fits[i] }
+		cheapest := math.Inf(1)
+		for i, o := range options {
+			if fits(i) && o.CPU > 0 && o.Memory > 0 {
+				cheapest = min(cheapest, o.PricePerHour)
+			}
+		}
+		if math.IsInf(cheapest, 1) {
+			continue
+		}
+		cheapest = max(cheapest, 0)
+		lagrangian := func(lambda float64) float64 {
+			for i, o := range options {
+				reduced[i] = o.PricePerHour
+				if fits(i) {
+					reduced[i] -= lambda
+				}
+			}
+			v, _, _ := fractional(options, reduced, c, m)
+			return lambda*float64(g.Count) + v
+		}
+		best := lagrangian(cheapest)
+		lo, hi := 0.0, cheapest
+		const phi = 0.6180339887498949
+		x1, x2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
+		f1, f2 := lagrangian(x1), lagrangian(x2)
+		for range searchSteps {
+			best = max(best, f1, f2)
+			if f1 < f2 {
+				lo, x1, f1 = x1, x2, f2
+				x2 = lo + phi*(hi-lo)
+				f2 = lagrangian(x2)
+			} else {
+				hi, x2, f2 = x2, x1, f1
+				x1 = hi - phi*(hi-lo)
+				f1 = lagrangian(x1)
+			}
+		}
+		best = max(best, f1, f2)
+		// Only a clear improvement names the group, not rounding noise.
+		if best > out.PricePerHour*(1+1e-9) {
+			out.PricePerHour, out.Group = best, g.Name
+		}
+	}
+	return out
+}
+
+// Ratio returns cost / bound, or 0 when the bound is zero (nothing to
+// place, or a free option).
+func Ratio(cost, bound float64) float64 {
+	if bound <= 0 {
+		return 0
+	}
+	return cost / bound
+}
