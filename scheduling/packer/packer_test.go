@@ -2,6 +2,7 @@ package packer_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -285,6 +286,34 @@ func TestConstraints(t *testing.T) {
 				}
 				if len(r.NodeClaims[0].CapacityTypes) != 2 || len(r.NodeClaims[0].Zones) != 3 {
 					t.Errorf("capacity types %v zones %v", r.NodeClaims[0].CapacityTypes, r.NodeClaims[0].Zones)
+				}
+			}},
+		},
+		{
+			// Sizes 2, 4 and 8 vCPU at prices proportional to size: five 1-vCPU
+			// pods cost less on a 4- and a 2-vCPU node than on one 8-vCPU node.
+			name: "no larger node where a second small one is cheaper",
+			in: packer.Input{
+				Pods: []*corev1.Pod{pod("a", "1", "1Gi"), pod("b", "1", "1Gi"), pod("c", "1", "1Gi"), pod("d", "1", "1Gi"), pod("e", "1", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 8, func(np *packer.NodePool) {
+					its := np.InstanceTypes
+					np.InstanceTypes = []*packer.InstanceType{its[1], its[3], its[7]}
+				})},
+			},
+			want: want{nodes: 2, check: func(t *testing.T, r packer.Result) {
+				var got []string
+				total := 0.0
+				for _, c := range r.NodeClaims {
+					got = append(got, fmt.Sprintf("%s:%d", c.InstanceTypes[0], len(c.Pods)))
+					total += c.PricePerHour
+				}
+				slices.Sort(got)
+				if want := []string{"fake-it-1:1", "fake-it-3:4"}; !slices.Equal(got, want) {
+					t.Errorf("claims %v, want %v", got, want)
+				}
+				its := karpenterbench.InstanceTypes(8)
+				if want := its[1].Offerings[0].PricePerHour + its[3].Offerings[0].PricePerHour; math.Abs(total-want) > 1e-9 {
+					t.Errorf("total %v $/hour, want %v", total, want)
 				}
 			}},
 		},

@@ -210,6 +210,7 @@ type solver struct {
 	poolsOrd []*poolIdx
 	trace    []step
 	binOf    []int
+	alone    map[int]float64 // variant id → price of a claim for one pod
 }
 
 // Solve packs in.Pods onto in.Nodes and new NodeClaims of in.NodePools.
@@ -500,6 +501,10 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 			continue
 		}
 		sv.s.check(v, b, out)
+		if out.code == okCode && !sv.worthGrowing(v, b, out) {
+			// Not permanent: a later, larger pod may still be worth it.
+			out.code, out.perm = failResources, false
+		}
 		if out.code == okCode {
 			sv.ptr[pk] = int32(start)
 			return b.id
@@ -512,6 +517,36 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 	}
 	sv.ptr[pk] = int32(start)
 	return -1
+}
+
+// worthGrowing reports whether moving claim b up to the larger instance type
+// the outcome needs costs no more than a new claim for the pod alone. Without
+// it, first fit keeps growing one claim into a large node where a second small
+// node would be cheaper (ten 500m pods: one 8-vCPU node instead of a 4-vCPU
+// and a 2-vCPU node at three quarters of the price).
+func (sv *solver) worthGrowing(v *variant, b *bin, out *outcome) bool {
+	if !b.claim || out.cheap == b.cheap {
+		return true
+	}
+	growth := offerPrice(b.pool.types[out.cheap], out.cand.reqs) - offerPrice(b.pool.types[b.cheap], b.cand.reqs)
+	return growth <= sv.alonePrice(v)*(1+1e-9)
+}
+
+// alonePrice is the price of the cheapest new claim that holds one pod of
+// the variant, computed once per variant; +Inf when no new claim can.
+func (sv *solver) alonePrice(v *variant) float64 {
+	if p, ok := sv.alone[v.id]; ok {
+		return p
+	}
+	price := math.Inf(1)
+	if p, ok := sv.planNew(v); ok {
+		price = p.price
+	}
+	if sv.alone == nil {
+		sv.alone = map[int]float64{}
+	}
+	sv.alone[v.id] = price
+	return price
 }
 
 func (sv *solver) commit(v *variant, id int, pi int32) {
