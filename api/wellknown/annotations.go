@@ -69,12 +69,18 @@ const (
 // as before. Bump it whenever a default changes, a hashed field is added with
 // a value already set, a field is removed from the hash, or a field changes
 // type.
+//
+// stevedore's hashes are its own, not Karpenter's byte for byte, so its
+// versions are its own too: NodeClaims of a cluster that moves from Karpenter
+// carry Karpenter's versions (v3 and up), the versions differ, the hash
+// comparison is skipped, and the NodeClaims are re-stamped instead of the
+// whole fleet drifting at once.
 const (
 	// NodePoolHashVersion is the current value of AnnotationNodePoolHashVersion.
-	NodePoolHashVersion = "v3"
+	NodePoolHashVersion = "stevedore-v1"
 	// EC2NodeClassHashVersion is the current value of
 	// AnnotationEC2NodeClassHashVersion.
-	EC2NodeClassHashVersion = "v5"
+	EC2NodeClassHashVersion = "stevedore-v1"
 )
 
 // Taints.
