@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -78,7 +75,7 @@ func Load(paths []string, stdin io.Reader) (*Objects, []validation.Problem, erro
 			sources = append(sources, source{"-", data})
 			continue
 		}
-		files, err := manifestFiles(p)
+		files, err := validation.ManifestFiles(p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -108,37 +105,6 @@ func Load(paths []string, stdin io.Reader) (*Objects, []validation.Problem, erro
 		}
 	}
 	return objs, problems, nil
-}
-
-// manifestFiles returns p itself when it is a file, or the manifests under
-// it when it is a directory.
-func manifestFiles(p string) ([]string, error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{p}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, path)
-		}
-		return nil
-	})
-	slices.Sort(files)
-	return files, err
 }
 
 // Decode adds the objects of a stream of YAML documents or JSON values to

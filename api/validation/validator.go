@@ -116,7 +116,7 @@ func (v *Validator) Paths(paths []string, stdin io.Reader) ([]Problem, error) {
 			b.addStream("-", data)
 			continue
 		}
-		files, err := manifestFiles(p)
+		files, err := ManifestFiles(p)
 		if err != nil {
 			return nil, err
 		}
@@ -131,9 +131,11 @@ func (v *Validator) Paths(paths []string, stdin io.Reader) ([]Problem, error) {
 	return b.finish(), nil
 }
 
-// manifestFiles returns p itself when it is a file, or the manifests under
-// it when it is a directory.
-func manifestFiles(p string) ([]string, error) {
+// ManifestFiles returns p itself when it is a file, or the manifests under it
+// when it is a directory: *.yaml, *.yml and *.json files, recursively, in
+// lexical order, skipping hidden directories. Every command that reads
+// manifests (validate, plan) finds them the same way.
+func ManifestFiles(p string) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {
 		return nil, err
