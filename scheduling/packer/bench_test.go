@@ -2,8 +2,12 @@ package packer_test
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 	"testing"
 
+	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
+	"github.com/stevedore-autoscaler/stevedore/plan"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads/karpenterbench"
 )
@@ -30,6 +34,30 @@ func runBench(b *testing.B, in packer.Input) {
 	b.ReportMetric(float64(len(in.Pods))/(b.Elapsed().Seconds()/float64(b.N)), "pods/s")
 	b.ReportMetric(float64(len(r.NodeClaims)), "nodes")
 	b.ReportMetric(cost(r), "$/hour")
+	if lb := plan.Bound(in, r).PricePerHour; lb > 0 {
+		b.ReportMetric(cost(r)/lb, "cost/lb")
+	}
+}
+
+// catalogInput is the benchmark workload against the embedded EC2 catalog
+// (1,363 types; spot at the default fraction of on-demand) instead of the 400
+// synthetic types, offered in the benchmark's three zones.
+func catalogInput(b *testing.B, pods func(int) []*corev1.Pod, n int, policy packer.PreferencePolicy) packer.Input {
+	b.Helper()
+	types, err := offerings.Catalog(offerings.Options{Zones: karpenterbench.Zones})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var offered []*packer.InstanceType
+	for _, it := range types {
+		if len(it.Offerings) > 0 {
+			offered = append(offered, it)
+		}
+	}
+	in := karpenterbench.Input(pods(n), policy)
+	np := karpenterbench.NodePool(offered)
+	in.NodePools = []packer.NodePool{np}
+	return in
 }
 
 func BenchmarkPack(b *testing.B) {
@@ -44,6 +72,22 @@ func BenchmarkPreferences(b *testing.B) {
 	for _, p := range []packer.PreferencePolicy{packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore} {
 		b.Run(string(p), func(b *testing.B) {
 			runBench(b, karpenterbench.Input(karpenterbench.PreferencePods(4000), p))
+		})
+	}
+}
+
+func BenchmarkPackCatalog(b *testing.B) {
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			runBench(b, catalogInput(b, karpenterbench.DiversePods, n, packer.PreferenceScore))
+		})
+	}
+}
+
+func BenchmarkPreferencesCatalog(b *testing.B) {
+	for _, p := range []packer.PreferencePolicy{packer.PreferenceScore, packer.PreferenceIgnore} {
+		b.Run(string(p), func(b *testing.B) {
+			runBench(b, catalogInput(b, karpenterbench.PreferencePods, 4000, p))
 		})
 	}
 }

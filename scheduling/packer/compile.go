@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
@@ -79,9 +80,25 @@ type term struct {
 	nsAll bool
 	ns    []string // sorted; used when !nsAll
 	sig   string
+	// all, when set, are every required affinity term of the owner: a pod
+	// counts only when it matches each of them, as kube-scheduler counts
+	// pods for a pod with several required affinity terms.
+	all []term
 }
 
 func (t *term) matches(ns string, l map[string]string) bool {
+	if !t.matchesOne(ns, l) {
+		return false
+	}
+	for i := range t.all {
+		if !t.all[i].matchesOne(ns, l) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *term) matchesOne(ns string, l map[string]string) bool {
 	if !t.nsAll {
 		if _, ok := slices.BinarySearch(t.ns, ns); !ok {
 			return false
@@ -110,8 +127,13 @@ type group struct {
 	t    term
 	key  int // index into state.keys
 	// Spread eligibility (gSpread only).
-	honorAff    bool
-	affAlts     []requirements.Requirements
+	honorAff bool
+	affAlts  []requirements.Requirements
+	// nodeAff, when set, judges the owner's required node affinity on
+	// existing nodes instead of affAlts (it includes matchFields).
+	nodeAff *nodeaffinity.RequiredNodeAffinity
+	// keys, when set, are topology keys a node must all have to count.
+	keys        []int
 	honorTaints bool
 	tols        []corev1.Toleration
 
@@ -276,12 +298,22 @@ func termSig(t *term) string {
 	var b strings.Builder
 	b.WriteString(t.key)
 	b.WriteByte(0)
-	b.WriteString(t.sel.String())
+	// A nil selector (selects nothing) and an empty one (selects
+	// everything) both print as "".
+	if _, ok := t.sel.Requirements(); !ok {
+		b.WriteString("\x02nothing")
+	} else {
+		b.WriteString(t.sel.String())
+	}
 	b.WriteByte(0)
 	if t.nsAll {
 		b.WriteByte('*')
 	} else {
 		b.WriteString(strings.Join(t.ns, ","))
+	}
+	for i := range t.all {
+		b.WriteString("\x03")
+		b.WriteString(t.all[i].sig)
 	}
 	return b.String()
 }
@@ -331,16 +363,34 @@ func (s *state) group(kind groupKind, t term, extra string) *group {
 }
 
 // spreadGroup builds the group for a topology spread constraint of pod.
-func (s *state) spreadConstraint(pod *corev1.Pod, alts []requirements.Requirements, c corev1.TopologySpreadConstraint) (spreadC, error) {
+//
+// keys are the topology keys of all the pod's constraints with the same
+// whenUnsatisfiable: kube-scheduler leaves a node that lacks any of them out
+// of the counts of every one (nodeLabelsMatchSpreadConstraints).
+func (s *state) spreadConstraint(pod *corev1.Pod, alts []requirements.Requirements, c corev1.TopologySpreadConstraint, keys []int) (spreadC, error) {
 	sel, err := selectorWithKeys(c.LabelSelector, pod.Labels, c.MatchLabelKeys, nil)
 	if err != nil {
 		return spreadC{}, err
+	}
+	// The pod counts itself when the selector matches it, but
+	// kube-scheduler counts no existing pod for an empty selector
+	// (countPodsMatchSelector), so the group counts nothing then.
+	self := sel.Matches(labels.Set(pod.Labels))
+	if sel.Empty() {
+		sel = labels.Nothing()
 	}
 	t := term{key: wellknown.NormalizeLabel(c.TopologyKey), sel: sel, ns: []string{pod.Namespace}}
 	t.sig = termSig(&t)
 	honorAff := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
 	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 	var extra strings.Builder
+	if len(keys) > 1 {
+		extra.WriteString("K:")
+		for _, k := range keys {
+			extra.WriteString(strconv.Itoa(k))
+			extra.WriteByte(',')
+		}
+	}
 	if honorAff {
 		extra.WriteString("A:")
 		for _, a := range alts {
@@ -355,6 +405,9 @@ func (s *state) spreadConstraint(pod *corev1.Pod, alts []requirements.Requiremen
 	}
 	g := s.group(gSpread, t, extra.String())
 	g.honorAff, g.honorTaints = honorAff, honorTaints
+	if len(keys) > 1 {
+		g.keys = keys
+	}
 	if honorAff {
 		g.affAlts = alts
 	}
@@ -365,7 +418,7 @@ func (s *state) spreadConstraint(pod *corev1.Pod, alts []requirements.Requiremen
 	if c.MinDomains != nil {
 		out.minDomains = *c.MinDomains
 	}
-	if t.matches(pod.Namespace, pod.Labels) {
+	if self {
 		out.self = 1
 	}
 	return out, nil
@@ -545,8 +598,25 @@ func (s *state) compileShape(pod *corev1.Pod, req resources.Vector, zones []stri
 		}
 	}
 	sh.alts = alts
+	var hardKeys, softKeys []int
 	for _, c := range pod.Spec.TopologySpreadConstraints {
-		sc, err := s.spreadConstraint(pod, alts, c)
+		k := s.keyIndex(wellknown.NormalizeLabel(c.TopologyKey))
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			softKeys = append(softKeys, k)
+		} else {
+			hardKeys = append(hardKeys, k)
+		}
+	}
+	slices.Sort(hardKeys)
+	hardKeys = slices.Compact(hardKeys)
+	slices.Sort(softKeys)
+	softKeys = slices.Compact(softKeys)
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		keys := hardKeys
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			keys = softKeys
+		}
+		sc, err := s.spreadConstraint(pod, alts, c, keys)
 		if err != nil {
 			return nil, err
 		}
@@ -558,10 +628,19 @@ func (s *state) compileShape(pod *corev1.Pod, req resources.Vector, zones []stri
 	}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
+			var rts []term
 			for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
 				rt, err := s.resolveTerm(pod, t)
 				if err != nil {
 					return nil, err
+				}
+				rts = append(rts, rt)
+			}
+			for _, rt := range rts {
+				if len(rts) > 1 {
+					// Only pods that match every term count for any of them.
+					rt.all = rts
+					rt.sig = termSig(&rt)
 				}
 				sh.aff = append(sh.aff, s.group(gMatch, rt, ""))
 			}

@@ -29,8 +29,13 @@ func Feasible(pod *corev1.Pod, nodes []Node, i int, namespaceLabels map[string]m
 	}
 	s := newState(namespaceLabels, false)
 	// Node affinity with matchFields cannot be expressed as label
-	// requirements; judge it with the API's own matcher and drop it.
+	// requirements; judge it with the API's own matcher and drop it. Spread
+	// constraints that honour node affinity still need it to decide which
+	// nodes they count, so keep the matcher for them.
+	var fieldAff *nodeaffinity.RequiredNodeAffinity
 	if _, err := requirements.FromPod(pod); errors.Is(err, requirements.ErrMatchFields) {
+		m := nodeaffinity.GetRequiredNodeAffinity(pod)
+		fieldAff = &m
 		if !nodes[i].Unschedulable || taints.Tolerates(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 			if ok, t := taints.ToleratesAll(pod.Spec.Tolerations, nodes[i].Taints, taints.Blocking); ok {
 				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes[i].Name, Labels: nodes[i].Labels}}
@@ -50,6 +55,13 @@ func Feasible(pod *corev1.Pod, nodes []Node, i int, namespaceLabels map[string]m
 	sh, err := c.compile(pod, nil, false)
 	if err != nil {
 		return err
+	}
+	if fieldAff != nil {
+		for _, sc := range sh.spread {
+			if sc.g.honorAff {
+				sc.g.nodeAff = fieldAff
+			}
+		}
 	}
 	for k := range nodes {
 		for _, p := range nodes[k].Pods {

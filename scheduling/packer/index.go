@@ -49,6 +49,29 @@ type candSet struct {
 	typeOK int
 	alts   map[int]*candSet
 	pins   map[pinKey]*candSet
+	// front lists, in price order, the members that no cheaper member
+	// dominates (has at least as much of every resource): only they can be
+	// the cheapest fit. Built on first use.
+	front []int32
+	// prices memoizes offerPrice of each type under reqs; NaN when unknown.
+	prices []float64
+}
+
+// priceOf is the cheapest available offering of type i that c's
+// requirements allow.
+func (c *candSet) priceOf(i int) float64 {
+	if c.prices == nil {
+		c.prices = make([]float64, len(c.pool.types))
+		for k := range c.prices {
+			c.prices[k] = math.NaN()
+		}
+	}
+	if p := c.prices[i]; !math.IsNaN(p) {
+		return p
+	}
+	p := offerPrice(c.pool.types[i], c.reqs)
+	c.prices[i] = p
+	return p
 }
 
 type pinKey struct {
@@ -239,11 +262,29 @@ func (c *candSet) cheapestFit(from int, used resources.Vector, sh *shape) int {
 	if !quickFits(used, sh, c.max) {
 		return -1
 	}
-	if from < c.first {
-		from = c.first
+	// A member dominated by a cheaper one fits only where that one does;
+	// when that one lies before from, it does not fit (from is where the
+	// previous, smaller fit was), so neither does the dominated member.
+	front := c.frontier()
+	k, _ := slices.BinarySearch(front, int32(from))
+	eff := c.pool.eff
+	for _, i := range front[k:] {
+		if sumFits(used, sh, eff[i]) {
+			return int(i)
+		}
 	}
+	return -1
+}
+
+// frontier returns c.front, computing it on first use.
+func (c *candSet) frontier() []int32 {
+	if c.front != nil || c.n == 0 {
+		return c.front
+	}
+	eff := c.pool.eff
+	front := make([]int32, 0, 64)
 	n := len(c.pool.types)
-	for i := from; i < n; {
+	for i := c.first; i < n; {
 		w := c.bits[i>>6] >> (uint(i) & 63)
 		if w == 0 {
 			i = (i | 63) + 1
@@ -253,12 +294,20 @@ func (c *candSet) cheapestFit(from int, used resources.Vector, sh *shape) int {
 		if i >= n {
 			break
 		}
-		if sumFits(used, sh, c.pool.eff[i]) {
-			return i
+		dominated := false
+		for _, j := range front {
+			if eff[i].Fits(eff[j]) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			front = append(front, int32(i))
 		}
 		i++
 	}
-	return -1
+	c.front = front
+	return front
 }
 
 // quickFits checks the scalar resources only, against an upper bound.
@@ -279,6 +328,20 @@ func sumFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
 	}
 	for _, e := range sh.ext {
 		if e.value > 0 && used.Get(e.name)+e.value > avail.Get(e.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// growthAllowed reports whether the pool's limits let a claim move from
+// type from to type to.
+func (p *poolIdx) growthAllowed(from, to int) bool {
+	if len(p.limited) == 0 {
+		return true
+	}
+	for _, name := range p.limited {
+		if d := p.cap[to].Get(name) - p.cap[from].Get(name); d > 0 && d > p.rem.Get(name) {
 			return false
 		}
 	}

@@ -560,3 +560,172 @@ func TestFeasibleMessages(t *testing.T) {
 		})
 	}
 }
+
+func podAffinity(anti bool, terms ...corev1.PodAffinityTerm) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &corev1.Affinity{}
+		}
+		if anti {
+			p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}
+		} else {
+			p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}
+		}
+	}
+}
+
+func affTerm(key string, sel *metav1.LabelSelector) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: sel}
+}
+
+func spreadOn(key string, sel *metav1.LabelSelector, mod ...func(*corev1.TopologySpreadConstraint)) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}
+		for _, m := range mod {
+			m(&c)
+		}
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, c)
+	}
+}
+
+func matchLabels(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+// TestFeasibleSchedulerSemantics pins cases where kube-scheduler's filters
+// have a subtle rule, each once found to disagree with Feasible.
+func TestFeasibleSchedulerSemantics(t *testing.T) {
+	node := func(name string, labels map[string]string, pods ...*corev1.Pod) packer.Node {
+		return packer.Node{Name: name, Labels: labels, Allocatable: vec("8", "8Gi", "110"), Pods: pods}
+	}
+	zone := func(host, z string) map[string]string {
+		l := map[string]string{wellknown.LabelTopologyZone: z}
+		if host != "" {
+			l[wellknown.LabelHostname] = host
+		}
+		return l
+	}
+	notIn := func(key, val string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: []string{val}}}}
+	}
+	const tier = "example.com/tier"
+	nilAnti := pod("x", "0", "0", podAffinity(true, affTerm(wellknown.LabelHostname, nil)))
+	emptyAnti := pod("y", "0", "0", podAffinity(true, affTerm(wellknown.LabelHostname, &metav1.LabelSelector{})))
+	byName := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+		}}}
+	}
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		nodes []packer.Node
+		i     int
+		want  string
+	}{
+		// Existing pods' anti-affinity terms bring in topology keys one
+		// node after another.
+		{"existing anti-affinity keys added node by node", pod("p", "1", "1Gi"), []packer.Node{
+			node("n0", nil, pod("p3", "0", "0", podAffinity(true, affTerm(wellknown.LabelHostname, notIn("version", "v2"))))),
+			node("n5", nil, pod("p1", "0", "0", podAffinity(true, affTerm(tier, notIn("team", "a"))))),
+		}, 0, ""},
+		// Several required affinity terms: only a pod matching all of them
+		// counts, and the pending pod matching all of them bootstraps.
+		{"affinity terms matched by no single pod bootstrap", pod("p", "1", "1Gi", withLabels("version", "v1"),
+			podAffinity(false, affTerm(tier, notIn("version", "v2")), affTerm(tier, matchLabels("version", "v1")))),
+			[]packer.Node{node("n0", map[string]string{tier: "gold"}, pod("p4", "0", "0"))}, 0, ""},
+		{"affinity terms matched by separate pods do not count", pod("p", "1", "1Gi", withLabels("app", "x", "role", "y"),
+			podAffinity(false, affTerm(wellknown.LabelTopologyZone, matchLabels("app", "x")), affTerm(wellknown.LabelTopologyZone, matchLabels("role", "y")))),
+			[]packer.Node{
+				node("a", zone("a", "z1"), pod("x", "0", "0", withLabels("app", "x")), pod("y", "0", "0", withLabels("role", "y"))),
+				node("b", zone("b", "z2"), pod("z", "0", "0", withLabels("app", "x", "role", "y"))),
+			}, 0, "node(s) didn't match pod affinity rules"},
+		{"affinity terms matched by one pod", pod("p", "1", "1Gi",
+			podAffinity(false, affTerm(wellknown.LabelTopologyZone, matchLabels("app", "x")), affTerm(wellknown.LabelTopologyZone, matchLabels("role", "y")))),
+			[]packer.Node{
+				node("a", zone("a", "z1")),
+				node("b", zone("b", "z2"), pod("z", "0", "0", withLabels("app", "x", "role", "y"))),
+			}, 1, ""},
+		// A nil selector selects no pod, an empty one every pod.
+		{"nil anti-affinity selector next to an empty one: nil", pod("p", "1", "1Gi"), []packer.Node{
+			node("a", zone("a", "z1"), nilAnti), node("b", zone("b", "z1"), emptyAnti)}, 0, ""},
+		{"nil anti-affinity selector next to an empty one: empty", pod("p", "1", "1Gi"), []packer.Node{
+			node("a", zone("a", "z1"), nilAnti), node("b", zone("b", "z1"), emptyAnti)}, 1, "node(s) didn't satisfy existing pods anti-affinity rules"},
+		{"empty anti-affinity selector next to a nil one: nil", pod("p", "1", "1Gi"), []packer.Node{
+			node("b", zone("b", "z1"), emptyAnti), node("a", zone("a", "z1"), nilAnti)}, 1, ""},
+		{"empty anti-affinity selector next to a nil one: empty", pod("p", "1", "1Gi"), []packer.Node{
+			node("b", zone("b", "z1"), emptyAnti), node("a", zone("a", "z1"), nilAnti)}, 0, "node(s) didn't satisfy existing pods anti-affinity rules"},
+		// An empty spread selector counts no existing pod; the pod itself
+		// still counts.
+		{"spread with empty selector counts no pod", pod("p", "1", "1Gi", spreadOn(wellknown.LabelTopologyZone, &metav1.LabelSelector{})), []packer.Node{
+			node("a", zone("a", "z3")), node("b", zone("b", "z2"), pod("x", "0", "0"), pod("y", "0", "0"))}, 1, ""},
+		{"spread with empty selector and minDomains", pod("p", "1", "1Gi", spreadOn(wellknown.LabelTopologyZone, &metav1.LabelSelector{}, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptrTo(int32(2)) })),
+			[]packer.Node{node("a", zone("a", "z3"), pod("x", "0", "0"))}, 0, ""},
+		// Honoured node affinity decides which nodes a spread counts, with
+		// matchFields too.
+		{"spread honours matchFields", pod("p", "1", "1Gi", withLabels("app", "x"), byName, spreadOn(wellknown.LabelTopologyZone, matchLabels("app", "x"))), []packer.Node{
+			node("a", zone("a", "z1"), pod("x", "0", "0", withLabels("app", "x"))), node("b", zone("b", "z2"))}, 0, ""},
+		{"spread ignoring node affinity counts every node", pod("p", "1", "1Gi", withLabels("app", "x"), byName, spreadOn(wellknown.LabelTopologyZone, matchLabels("app", "x"), func(c *corev1.TopologySpreadConstraint) {
+			c.NodeAffinityPolicy = ptrTo(corev1.NodeInclusionPolicyIgnore)
+		})), []packer.Node{
+			node("a", zone("a", "z1"), pod("x", "0", "0", withLabels("app", "x"))), node("b", zone("b", "z2"))}, 0, "node(s) didn't match pod topology spread constraints"},
+		// A node without one constraint's key counts for none.
+		{"several spread constraints skip nodes lacking any key", pod("p", "1", "1Gi", withLabels("app", "x"),
+			spreadOn(wellknown.LabelTopologyZone, matchLabels("app", "x")), spreadOn(wellknown.LabelHostname, matchLabels("app", "x"))), []packer.Node{
+			node("a", zone("a", "z1"), pod("x", "0", "0", withLabels("app", "x"))), node("b", zone("", "z2"))}, 0, ""},
+		{"one spread constraint counts nodes lacking other keys", pod("p", "1", "1Gi", withLabels("app", "x"),
+			spreadOn(wellknown.LabelTopologyZone, matchLabels("app", "x"))), []packer.Node{
+			node("a", zone("a", "z1"), pod("x", "0", "0", withLabels("app", "x"))), node("b", zone("", "z2"))}, 0, "node(s) didn't match pod topology spread constraints"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := packer.Feasible(tc.pod, tc.nodes, tc.i, nil)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestGrowsWhereSmallTypesArePoorValue: when the cheapest type for a pod
+// is poor value per pod (here one 1-vCPU pod per small node), a claim grows
+// into a larger type that holds pods for less each, rather than opening a
+// small node per pod.
+func TestGrowsWhereSmallTypesArePoorValue(t *testing.T) {
+	mk := func(name string, cpu, pods int64, price float64) *packer.InstanceType {
+		c := resources.NewVector(corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(2*cpu<<30, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+		})
+		return &packer.InstanceType{
+			Name:         name,
+			Requirements: requirements.New(req(wellknown.LabelInstanceType, corev1.NodeSelectorOpIn, name)),
+			Capacity:     c, Allocatable: c.Clone(),
+			Offerings: []packer.Offering{{Zone: "z1", CapacityType: packer.CapacityTypeOnDemand, PricePerHour: price, Available: true}},
+		}
+	}
+	np := pool("p", 1)
+	np.InstanceTypes = []*packer.InstanceType{mk("small", 1, 2, 0.01), mk("large", 8, 100, 0.06)}
+	var pods []*corev1.Pod
+	for i := range 8 {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), "1", "1Gi"))
+	}
+	r := checkConsistent(t, packer.Input{Pods: pods, NodePools: []packer.NodePool{np}})
+	if len(r.NodeClaims) != 1 || r.NodeClaims[0].InstanceTypes[0] != "large" {
+		t.Fatalf("claims %v, want one large node", claimSummary(r))
+	}
+	if got := cost(r); math.Abs(got-0.06) > 1e-9 {
+		t.Errorf("cost %v, want 0.06", got)
+	}
+}

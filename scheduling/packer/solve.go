@@ -210,7 +210,7 @@ type solver struct {
 	poolsOrd []*poolIdx
 	trace    []step
 	binOf    []int
-	alone    map[int]float64 // variant id → price of a claim for one pod
+	alone    map[int]alone // variant id → the cheapest claim for one pod
 }
 
 // Solve packs in.Pods onto in.Nodes and new NodeClaims of in.NodePools.
@@ -502,8 +502,11 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 		}
 		sv.s.check(v, b, out)
 		if out.code == okCode && !sv.worthGrowing(v, b, out) {
-			// Not permanent: a later, larger pod may still be worth it.
-			out.code, out.perm = failResources, false
+			// Permanent for this variant: its pods all request the same,
+			// so growing b only gets dearer until some other pod grows b,
+			// and rescanning b for every later pod made the scan
+			// quadratic in the number of claims.
+			out.code, out.perm = failResources, true
 		}
 		if out.code == okCode {
 			sv.ptr[pk] = int32(start)
@@ -520,33 +523,81 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 }
 
 // worthGrowing reports whether moving claim b up to the larger instance type
-// the outcome needs costs no more than a new claim for the pod alone. Without
-// it, first fit keeps growing one claim into a large node where a second small
-// node would be cheaper (ten 500m pods: one 8-vCPU node instead of a 4-vCPU
-// and a 2-vCPU node at three quarters of the price).
+// the outcome needs is better than opening a new claim for the pod. Without
+// it, first fit keeps growing one claim into a large node where a second
+// small node would be cheaper (ten 500m pods: one 8-vCPU node instead of a
+// 4-vCPU and a 2-vCPU node at three quarters of the price).
+//
+// Growing is worth it when it costs no more than the new claim would, or
+// when it buys room for pods like this one at a strictly lower price per pod
+// than the new claim does. The second rule matters where small types are
+// poor value (on real catalogs the cheapest type that fits a small pod may
+// hold only a few pods or a sliver of memory after system reservations):
+// comparing prices alone would keep every claim at its first, smallest type.
+// Where prices are proportional to size, as in the example above, the rate
+// of growing equals that of a new claim and the first rule decides.
 func (sv *solver) worthGrowing(v *variant, b *bin, out *outcome) bool {
 	if !b.claim || out.cheap == b.cheap {
 		return true
 	}
-	growth := offerPrice(b.pool.types[out.cheap], out.cand.reqs) - offerPrice(b.pool.types[b.cheap], b.cand.reqs)
-	return growth <= sv.alonePrice(v)*(1+1e-9)
+	growth := out.cand.priceOf(out.cheap) - b.cand.priceOf(b.cheap)
+	a := sv.alonePlan(v)
+	if growth <= a.price*(1+1e-9) {
+		return true
+	}
+	n := copiesLeft(b.pool.eff[out.cheap], b.used, &v.sh.req)
+	return n > 0 && growth/n < a.rate*(1-1e-9)
 }
 
-// alonePrice is the price of the cheapest new claim that holds one pod of
-// the variant, computed once per variant; +Inf when no new claim can.
-func (sv *solver) alonePrice(v *variant) float64 {
-	if p, ok := sv.alone[v.id]; ok {
-		return p
+// alone is the cheapest new claim for one pod of a variant: its price and
+// how many such pods its instance type holds.
+type alone struct {
+	price float64
+	rate  float64
+}
+
+// alonePlan computes the cheapest new claim for one pod of the variant,
+// once per variant; the price is +Inf when no new claim can hold it.
+func (sv *solver) alonePlan(v *variant) alone {
+	if a, ok := sv.alone[v.id]; ok {
+		return a
 	}
-	price := math.Inf(1)
+	a := alone{price: math.Inf(1), rate: math.Inf(1)}
 	if p, ok := sv.planNew(v); ok {
-		price = p.price
+		a.price = p.price
+		// The best price per pod of this kind among the types the new
+		// claim could have.
+		// A dominated type holds no more pods for no less, so the
+		// frontier suffices.
+		c := p.out.cand
+		for _, i := range c.frontier() {
+			if n := copiesLeft(c.pool.eff[i], resources.Vector{}, &v.sh.req); n >= 1 {
+				a.rate = min(a.rate, c.priceOf(int(i))/n)
+			}
+		}
 	}
 	if sv.alone == nil {
-		sv.alone = map[int]float64{}
+		sv.alone = map[int]alone{}
 	}
-	sv.alone[v.id] = price
-	return price
+	sv.alone[v.id] = a
+	return a
+}
+
+// copiesLeft is how many pods requesting req fit in avail beyond used,
+// counting cpu, memory, ephemeral storage and pods (fractionally); +Inf
+// when req asks for none of them.
+func copiesLeft(avail, used resources.Vector, req *resources.Vector) float64 {
+	n := math.Inf(1)
+	dim := func(have, use, want int64) {
+		if want > 0 {
+			n = min(n, float64(max(have-use, 0))/float64(want))
+		}
+	}
+	dim(avail.CPU, used.CPU, req.CPU)
+	dim(avail.Memory, used.Memory, req.Memory)
+	dim(avail.EphemeralStorage, used.EphemeralStorage, req.EphemeralStorage)
+	dim(avail.Pods, used.Pods, req.Pods)
+	return n
 }
 
 func (sv *solver) commit(v *variant, id int, pi int32) {

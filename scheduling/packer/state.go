@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
@@ -161,8 +162,10 @@ func (s *state) addOwnerGroups(nodes []Node) {
 					continue
 				}
 				g := s.group(gOwner, rt, "")
-				if len(b.dom) <= g.key {
-					b.dom = append(b.dom, s.nodeDomain(b.node, g.key))
+				// The term may have introduced a key (or several, through
+				// earlier pods) that this node's domains do not cover yet.
+				for len(b.dom) <= g.key {
+					b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
 				}
 				if d := b.dom[g.key]; d >= 0 {
 					g.inc(d, 1)
@@ -195,8 +198,18 @@ func (s *state) eligible(g *group, b *bin) bool {
 
 func (s *state) computeEligible(g *group, b *bin) bool {
 	ok := b.dom[g.key] != domAbsent
+	for _, k := range g.keys {
+		if ok && (k >= len(b.dom) || b.dom[k] == domAbsent) {
+			ok = false
+		}
+	}
 	if ok && g.honorAff {
-		ok = s.matchesAlts(b, g.affAlts)
+		if g.nodeAff != nil && !b.claim {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: b.node.Name, Labels: b.labels}}
+			ok, _ = g.nodeAff.Match(n)
+		} else {
+			ok = s.matchesAlts(b, g.affAlts)
+		}
 	}
 	if ok && g.honorTaints {
 		ok, _ = taints.ToleratesAll(g.tols, b.taints, taints.Blocking)
@@ -250,6 +263,9 @@ func (s *state) registerDomains() {
 					continue
 				}
 			}
+			if !s.poolHasKeys(p, g.keys) {
+				continue
+			}
 			for _, v := range s.domainsFor(p, g.key) {
 				if g.honorAff {
 					ok := false
@@ -269,6 +285,16 @@ func (s *state) registerDomains() {
 			}
 		}
 	}
+}
+
+// poolHasKeys reports whether new nodes of p can carry every key of keys.
+func (s *state) poolHasKeys(p *poolIdx, keys []int) bool {
+	for _, k := range keys {
+		if k != s.hostKey && len(s.domainsFor(p, k)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // spreadMin is the global minimum a spread constraint compares against.
@@ -409,13 +435,9 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 			return
 		}
 		out.cheap = cheap
-		if cheap != b.cheap {
-			delta := b.pool.cap[cheap].Clone()
-			delta.Sub(b.pool.cap[b.cheap])
-			if _, _, ok := b.pool.limitAllows(delta, false); !ok {
-				out.code, out.perm = failLimit, false
-				return
-			}
+		if cheap != b.cheap && !b.pool.growthAllowed(b.cheap, cheap) {
+			out.code, out.perm = failLimit, false
+			return
 		}
 	}
 }
