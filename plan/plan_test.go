@@ -435,3 +435,19 @@ spec:
 		t.Errorf("resources bound %v should be below the separated bound", r.LowerBound.Resources)
 	}
 }
+
+// TestSpotMixIsRightSized pins the cost of the operations example: the ten
+// 500m/512Mi web pods fit a 4-vCPU and a 2-vCPU Graviton spot node (7 + 3
+// pods) for $0.0714/hour; one 8-vCPU node would cost $0.0952.
+func TestSpotMixIsRightSized(t *testing.T) {
+	r, err := Run(load(t, "../examples/spot-mix.yaml"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.PricePerHour-0.0714) > 1e-9 || len(r.NodeClaims) != 2 {
+		t.Errorf("%d NodeClaims at $%v/hour, want 2 at $0.0714/hour", len(r.NodeClaims), r.PricePerHour)
+	}
+	if r.LowerBound.Ratio > 1.2 {
+		t.Errorf("cost / lower bound = %v, want at most 1.2", r.LowerBound.Ratio)
+	}
+}

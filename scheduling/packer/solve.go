@@ -359,6 +359,7 @@ func solve(in Input) (Result, []step) {
 		}
 		pending = failed
 	}
+	sv.rightSize()
 	sv.result(&res, pending)
 	return res, sv.trace
 }
