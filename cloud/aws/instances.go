@@ -1,0 +1,198 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/instancetype"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+)
+
+// ownedStates are the instance states List reports.
+var ownedStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
+
+// describeInstance returns the instance, or a cloud.NodeClaimNotFoundError
+// when EC2 does not know it or it has terminated.
+func (p *Provider) describeInstance(ctx context.Context, id string) (ec2types.Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if launch.ErrorCode(err) == "InvalidInstanceID.NotFound" {
+			return ec2types.Instance{}, cloud.NewNodeClaimNotFoundError(fmt.Errorf("instance %s: %w", id, err))
+		}
+		return ec2types.Instance{}, fmt.Errorf("describing instance %s: %w", id, err)
+	}
+	for _, r := range out.Reservations {
+		for _, inst := range r.Instances {
+			if deref(inst.InstanceId) != id {
+				continue
+			}
+			if inst.State != nil && inst.State.Name == ec2types.InstanceStateNameTerminated {
+				return ec2types.Instance{}, cloud.NewNodeClaimNotFoundError(fmt.Errorf("instance %s is terminated", id))
+			}
+			return inst, nil
+		}
+	}
+	return ec2types.Instance{}, cloud.NewNodeClaimNotFoundError(fmt.Errorf("instance %s does not exist", id))
+}
+
+// Delete implements cloud.CloudProvider. An instance already shutting down is
+// left to finish; once it has terminated (or if it never existed) Delete
+// returns a cloud.NodeClaimNotFoundError.
+func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	id, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return cloud.NewNodeClaimNotFoundError(err)
+	}
+	inst, err := p.describeInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.State != nil && inst.State.Name == ec2types.InstanceStateNameShuttingDown {
+		return nil
+	}
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		if launch.ErrorCode(err) == "InvalidInstanceID.NotFound" {
+			return cloud.NewNodeClaimNotFoundError(fmt.Errorf("instance %s: %w", id, err))
+		}
+		return fmt.Errorf("terminating instance %s: %w", id, err)
+	}
+	return nil
+}
+
+// Get implements cloud.CloudProvider.
+func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	id, err := parseProviderID(providerID)
+	if err != nil {
+		return nil, cloud.NewNodeClaimNotFoundError(err)
+	}
+	inst, err := p.describeInstance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.instanceNodeClaim(inst), nil
+}
+
+// List implements cloud.CloudProvider: every instance of this cluster that
+// carries stevedore's ownership tags and has not terminated.
+func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	in := &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: ptr("tag-key"), Values: []string{wellknown.TagNodePool}},
+		{Name: ptr("tag-key"), Values: []string{wellknown.TagEC2NodeClass}},
+		{Name: ptr("tag:" + wellknown.TagEKSClusterName), Values: []string{p.cluster.Name}},
+		{Name: ptr("instance-state-name"), Values: ownedStates},
+	}}
+	var out []*karpv1.NodeClaim
+	pg := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			for _, inst := range r.Instances {
+				out = append(out, p.instanceNodeClaim(inst))
+			}
+		}
+	}
+	return out, nil
+}
+
+// instanceNodeClaim describes an instance as a NodeClaim: its name from the
+// nodeclaim tag, the labels EC2 can tell, the provider and image IDs, and a
+// deletion timestamp once it is shutting down.
+func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
+	tags := tagMap(inst.Tags)
+	zone := ""
+	if inst.Placement != nil {
+		zone = deref(inst.Placement.AvailabilityZone)
+	}
+	ct := wellknown.CapacityTypeOnDemand
+	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		ct = wellknown.CapacityTypeSpot
+	}
+	labels := map[string]string{}
+	p.mu.Lock()
+	if i, ok := p.cache.byName[string(inst.InstanceType)]; ok {
+		for k, v := range instancetype.Labels(p.cache.types[i], instancetype.DefaultOptions()) {
+			labels[k] = v
+		}
+	}
+	region := p.region
+	p.mu.Unlock()
+	labels[wellknown.LabelInstanceType] = string(inst.InstanceType)
+	labels[wellknown.LabelTopologyZone] = zone
+	labels[wellknown.LabelCapacityType] = ct
+	if region != "" {
+		labels[wellknown.LabelTopologyRegion] = region
+	}
+	if np, ok := tags[wellknown.TagNodePool]; ok {
+		labels[wellknown.LabelNodePool] = np
+	}
+	if nc, ok := tags[wellknown.TagEC2NodeClass]; ok {
+		labels[wellknown.LabelEC2NodeClass] = nc
+	}
+	out := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: tags[wellknown.TagNodeClaim], Labels: labels},
+		Status: karpv1.NodeClaimStatus{
+			ProviderID: providerID(zone, deref(inst.InstanceId)),
+			ImageID:    deref(inst.ImageId),
+		},
+	}
+	if inst.LaunchTime != nil {
+		out.CreationTimestamp = metav1.NewTime(*inst.LaunchTime)
+	}
+	if inst.State != nil && (inst.State.Name == ec2types.InstanceStateNameShuttingDown || inst.State.Name == ec2types.InstanceStateNameTerminated) {
+		now := metav1.NewTime(p.clk.Now())
+		out.DeletionTimestamp = &now
+	}
+	return out
+}
+
+// IsDrifted implements cloud.CloudProvider with drift.Check on the instance's
+// image, subnet and security groups. A NodeClaim whose node class is gone is
+// not drifted here (it cannot be replaced by anything).
+func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloud.DriftReason, error) {
+	if nodeClaim.Spec.NodeClassRef == nil {
+		return cloud.NoDrift, nil
+	}
+	nc, err := p.getNodeClass(ctx, nodeClaim.Spec.NodeClassRef.Name)
+	if err != nil || nc == nil {
+		return cloud.NoDrift, err
+	}
+	id, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return cloud.NoDrift, err
+	}
+	inst, err := p.describeInstance(ctx, id)
+	if err != nil {
+		return cloud.NoDrift, err
+	}
+	sgs := make([]string, 0, len(inst.SecurityGroups))
+	for _, g := range inst.SecurityGroups {
+		sgs = append(sgs, deref(g.GroupId))
+	}
+	snap, err := p.refresh(ctx)
+	if err != nil {
+		return cloud.NoDrift, err
+	}
+	var typeLabels map[string]string
+	if i, ok := snap.byName[string(inst.InstanceType)]; ok {
+		typeLabels = instancetype.Labels(snap.types[i], p.typeOptions(nc, snap.region))
+	}
+	return drift.Check(drift.Input{
+		NodeClaim: nodeClaim,
+		NodeClass: nc,
+		Instance: drift.Instance{
+			ImageID: deref(inst.ImageId), SubnetID: deref(inst.SubnetId), SecurityGroupIDs: sgs,
+		},
+		InstanceTypeLabels: typeLabels,
+	})
+}

@@ -1,0 +1,375 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/amifamily"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/instancetype"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+)
+
+// describeCache holds what EC2 and the Price List API said, each part with
+// the time it was fetched.
+type describeCache struct {
+	types   []ec2types.InstanceTypeInfo // sorted by name
+	byName  map[string]int
+	zones   map[string][]string // instance type → zones offering it, sorted
+	typesAt time.Time
+
+	onDemand   map[string]float64
+	onDemandAt time.Time
+
+	spot      map[spotKey]float64
+	spotAt    time.Time
+	spotKnown bool // a spot price query has succeeded at least once
+}
+
+type spotKey struct{ instanceType, zone string }
+
+// snapshot is a consistent view of the cache for one call.
+type snapshot struct {
+	types     []ec2types.InstanceTypeInfo
+	byName    map[string]int
+	zones     map[string][]string
+	onDemand  map[string]float64
+	spot      map[spotKey]float64
+	spotKnown bool
+	region    string
+}
+
+func (p *Provider) expired(at time.Time) bool {
+	return at.IsZero() || !p.clk.Now().Before(at.Add(p.ttl))
+}
+
+// refresh returns the cached descriptions, describing again what expired.
+// Instance types and offerings must be described; prices fall back to the
+// last known ones, then to the embedded catalog.
+func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := &p.cache
+	if p.region == "" {
+		out, err := p.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
+		if err != nil {
+			return snapshot{}, fmt.Errorf("finding the region: %w", err)
+		}
+		for _, z := range out.AvailabilityZones {
+			if z.RegionName != nil {
+				p.region = *z.RegionName
+				break
+			}
+		}
+	}
+	if p.expired(c.typesAt) {
+		types, err := p.describeInstanceTypes(ctx)
+		if err != nil {
+			return snapshot{}, err
+		}
+		zones, err := p.describeOfferings(ctx)
+		if err != nil {
+			return snapshot{}, err
+		}
+		c.types, c.zones, c.typesAt = types, zones, p.clk.Now()
+		c.byName = make(map[string]int, len(types))
+		for i, t := range types {
+			c.byName[string(t.InstanceType)] = i
+		}
+	}
+	if p.expired(c.onDemandAt) && p.pricing != nil && !p.settings.IsolatedVPC {
+		// A failure keeps the last known prices (or the catalog's).
+		if prices, err := p.describeOnDemandPrices(ctx); err == nil {
+			if c.onDemand == nil {
+				c.onDemand = map[string]float64{}
+			}
+			for k, v := range prices {
+				c.onDemand[k] = v
+			}
+			c.onDemandAt = p.clk.Now()
+		}
+	}
+	if p.expired(c.spotAt) {
+		if prices, err := p.describeSpotPrices(ctx); err == nil {
+			if c.spot == nil {
+				c.spot = map[spotKey]float64{}
+			}
+			for k, v := range prices {
+				c.spot[k] = v
+			}
+			c.spotAt, c.spotKnown = p.clk.Now(), true
+		}
+	}
+	return snapshot{
+		types: c.types, byName: c.byName, zones: c.zones,
+		onDemand: c.onDemand, spot: c.spot, spotKnown: c.spotKnown, region: p.region,
+	}, nil
+}
+
+func (p *Provider) describeInstanceTypes(ctx context.Context) ([]ec2types.InstanceTypeInfo, error) {
+	in := &ec2.DescribeInstanceTypesInput{Filters: []ec2types.Filter{
+		{Name: ptr("supported-virtualization-type"), Values: []string{"hvm"}},
+		{Name: ptr("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
+	}}
+	var out []ec2types.InstanceTypeInfo
+	pg := ec2.NewDescribeInstanceTypesPaginator(p.ec2, in)
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance types: %w", err)
+		}
+		out = append(out, page.InstanceTypes...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].InstanceType < out[j].InstanceType })
+	return out, nil
+}
+
+func (p *Provider) describeOfferings(ctx context.Context) (map[string][]string, error) {
+	in := &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone}
+	zones := map[string][]string{}
+	pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, in)
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance type offerings: %w", err)
+		}
+		for _, o := range page.InstanceTypeOfferings {
+			t := string(o.InstanceType)
+			zones[t] = append(zones[t], deref(o.Location))
+		}
+	}
+	for _, z := range zones {
+		sort.Strings(z)
+	}
+	return zones, nil
+}
+
+// describeOnDemandPrices queries the Price List API for Linux on-demand
+// prices in the region: shared-tenancy instances and bare-metal ones.
+func (p *Provider) describeOnDemandPrices(ctx context.Context) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, q := range []struct{ tenancy, family string }{
+		{"Shared", "Compute Instance"},
+		{"Dedicated", "Compute Instance (bare metal)"},
+	} {
+		term := func(field, value string) pricingtypes.Filter {
+			return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: ptr(field), Value: ptr(value)}
+		}
+		in := &pricing.GetProductsInput{
+			ServiceCode: ptr("AmazonEC2"),
+			Filters: []pricingtypes.Filter{
+				term("regionCode", p.region), term("preInstalledSw", "NA"), term("operatingSystem", "Linux"),
+				term("capacitystatus", "Used"), term("marketoption", "OnDemand"),
+				term("tenancy", q.tenancy), term("productFamily", q.family),
+			},
+		}
+		pg := pricing.NewGetProductsPaginator(p.pricing, in)
+		for pg.HasMorePages() {
+			page, err := pg.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("getting on-demand prices: %w", err)
+			}
+			for _, doc := range page.PriceList {
+				if name, price, ok := parsePriceListItem(doc, currency(p.region)); ok {
+					out[name] = price
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func currency(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "CNY"
+	}
+	return "USD"
+}
+
+// parsePriceListItem reads the instance type and its hourly price from one
+// Price List product document.
+func parsePriceListItem(doc, cur string) (string, float64, bool) {
+	var item struct {
+		Product struct {
+			Attributes struct {
+				InstanceType string `json:"instanceType"`
+			} `json:"attributes"`
+		} `json:"product"`
+		Terms struct {
+			OnDemand map[string]struct {
+				PriceDimensions map[string]struct {
+					PricePerUnit map[string]string `json:"pricePerUnit"`
+				} `json:"priceDimensions"`
+			} `json:"OnDemand"`
+		} `json:"terms"`
+	}
+	if err := json.Unmarshal([]byte(doc), &item); err != nil {
+		return "", 0, false
+	}
+	name := item.Product.Attributes.InstanceType
+	for _, term := range item.Terms.OnDemand {
+		for _, dim := range term.PriceDimensions {
+			if v, err := strconv.ParseFloat(dim.PricePerUnit[cur], 64); err == nil && v > 0 && name != "" {
+				return name, v, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// describeSpotPrices returns the latest Linux spot price per type and zone.
+func (p *Provider) describeSpotPrices(ctx context.Context) (map[spotKey]float64, error) {
+	in := &ec2.DescribeSpotPriceHistoryInput{
+		StartTime:           ptr(p.clk.Now()),
+		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
+	}
+	latest := map[spotKey]time.Time{}
+	out := map[spotKey]float64{}
+	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, in)
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing spot prices: %w", err)
+		}
+		for _, sp := range page.SpotPriceHistory {
+			price, err := strconv.ParseFloat(deref(sp.SpotPrice), 64)
+			if err != nil {
+				continue
+			}
+			k := spotKey{string(sp.InstanceType), deref(sp.AvailabilityZone)}
+			ts := deref(sp.Timestamp)
+			if at, ok := latest[k]; ok && at.After(ts) {
+				continue
+			}
+			latest[k], out[k] = ts, price
+		}
+	}
+	return out, nil
+}
+
+// onDemandPrice returns the type's on-demand price: the Price List API's,
+// else the embedded catalog's.
+func (s snapshot) onDemandPrice(name string) (float64, bool) {
+	if v, ok := s.onDemand[name]; ok && v > 0 {
+		return v, true
+	}
+	if t, ok := catalog.Lookup(name); ok && t.Priced() {
+		return t.OnDemandPricePerHour, true
+	}
+	return 0, false
+}
+
+// spotPrice returns the spot price of a pool. Until spot prices have been
+// described once the on-demand price stands in; after that a pool without a
+// spot price has no spot offering.
+func (s snapshot) spotPrice(name, zone string) (float64, bool) {
+	if !s.spotKnown {
+		return s.onDemandPrice(name)
+	}
+	v, ok := s.spot[spotKey{name, zone}]
+	return v, ok && v > 0
+}
+
+// resolvedType is an instance type as a node class launches it.
+type resolvedType struct {
+	info    ec2types.InstanceTypeInfo
+	it      *instancetype.InstanceType
+	packer  *packer.InstanceType
+	imageID string
+}
+
+func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancetype.Options {
+	opts := instancetype.DefaultOptions()
+	opts.AMIFamily = amifamily.ResolvedFamily(&nc.Spec)
+	opts.Kubelet = nc.Spec.Kubelet
+	opts.BlockDeviceMappings = nc.Spec.BlockDeviceMappings
+	opts.InstanceStorePolicy = nc.Spec.InstanceStorePolicy
+	if p.settings.VMMemoryOverheadPercent > 0 {
+		opts.VMMemoryOverheadPercent = p.settings.VMMemoryOverheadPercent
+	}
+	opts.ReservedENIs = p.settings.ReservedENIs
+	opts.Region = region
+	return opts
+}
+
+// resolve returns the instance types the node class can launch, each with
+// its offerings in the zones of the node class's subnets (on-demand, then
+// spot, per zone in order), unavailable where the ICE cache says so. Types no
+// selected image suits are left out when the node class has images.
+func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*resolvedType, snapshot, error) {
+	snap, err := p.refresh(ctx)
+	if err != nil {
+		return nil, snap, err
+	}
+	subnetZones := map[string]bool{}
+	for _, s := range nc.Status.Subnets {
+		subnetZones[s.Zone] = true
+	}
+	opts := p.typeOptions(nc, snap.region)
+	var out []*resolvedType
+	for _, info := range snap.types {
+		name := string(info.InstanceType)
+		it, err := instancetype.New(info, opts)
+		if err != nil {
+			continue // a type EC2 describes incompletely cannot be modelled
+		}
+		var imageID string
+		if len(nc.Status.AMIs) > 0 {
+			ami, ok := amifamily.ImageFor(nc.Status.AMIs, it.Labels)
+			if !ok {
+				continue
+			}
+			imageID = ami.ID
+		}
+		var offs []packer.Offering
+		for _, zone := range snap.zones[name] {
+			if !subnetZones[zone] {
+				continue
+			}
+			if price, ok := snap.onDemandPrice(name); ok {
+				offs = append(offs, packer.Offering{Zone: zone, CapacityType: wellknown.CapacityTypeOnDemand, PricePerHour: price,
+					Available: p.ice.Available(name, zone, wellknown.CapacityTypeOnDemand)})
+			}
+			if price, ok := snap.spotPrice(name, zone); ok {
+				offs = append(offs, packer.Offering{Zone: zone, CapacityType: wellknown.CapacityTypeSpot, PricePerHour: price,
+					Available: p.ice.Available(name, zone, wellknown.CapacityTypeSpot)})
+			}
+		}
+		out = append(out, &resolvedType{info: info, it: it, packer: it.ToPacker(offs), imageID: imageID})
+	}
+	return out, snap, nil
+}
+
+// GetInstanceTypes implements cloud.CloudProvider.
+func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*packer.InstanceType, error) {
+	ref := nodePool.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return nil, nil
+	}
+	nc, err := p.getNodeClass(ctx, ref.Name)
+	if err != nil || nc == nil {
+		return nil, err
+	}
+	types, _, err := p.resolve(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*packer.InstanceType, 0, len(types))
+	for _, t := range types {
+		out = append(out, t.packer)
+	}
+	return out, nil
+}

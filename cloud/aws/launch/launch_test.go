@@ -1,0 +1,166 @@
+package launch
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
+)
+
+func TestICECache(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := NewICECache(clk)
+	c.MarkUnavailable("m6i.large", "us-east-1b", "spot")
+	c.MarkUnavailable("c6i.large", "us-east-1a", "spot")
+	if c.Available("m6i.large", "us-east-1b", "spot") || !c.Available("m6i.large", "us-east-1b", "on-demand") {
+		t.Error("availability wrong")
+	}
+	if l := c.List(); len(l) != 2 || l[0].InstanceType != "c6i.large" {
+		t.Errorf("List = %v", l)
+	}
+	clk.Step(UnavailableTTL)
+	if !c.Available("m6i.large", "us-east-1b", "spot") || len(c.List()) != 0 {
+		t.Error("mark did not expire")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	subnets := []Subnet{{"subnet-a1", "a", 10}, {"subnet-a2", "a", 50}, {"subnet-b", "b", 5}}
+	cands := []Candidate{
+		{"m", "a", "on-demand", 0.10}, {"m", "b", "on-demand", 0.10},
+		{"m", "a", "spot", 0.04}, {"c", "b", "spot", 0.03}, {"c", "z", "spot", 0.01},
+	}
+	tests := []struct {
+		name   string
+		cands  []Candidate
+		marked [][3]string
+		max    int
+		wantCT string
+		want   []string // type/zone/subnet
+	}{
+		{"spot before on-demand, cheapest first, no subnet zone dropped", cands, nil, 0, "spot", []string{"c/b/subnet-b", "m/a/subnet-a2"}},
+		{"ICE'd pools skipped", cands, [][3]string{{"c", "b", "spot"}}, 0, "spot", []string{"m/a/subnet-a2"}},
+		{"all spot ICE'd falls to on-demand", cands, [][3]string{{"c", "b", "spot"}, {"m", "a", "spot"}}, 0, "on-demand", []string{"m/a/subnet-a2", "m/b/subnet-b"}},
+		{"capped", cands, nil, 1, "spot", []string{"c/b/subnet-b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ice := NewICECache(clocktesting.NewFakeClock(time.Unix(0, 0)))
+			for _, m := range tt.marked {
+				ice.MarkUnavailable(m[0], m[1], m[2])
+			}
+			sel, err := Select(tt.cands, subnets, ice, tt.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range sel.Overrides {
+				got = append(got, o.InstanceType+"/"+o.Zone+"/"+o.SubnetID)
+			}
+			if sel.CapacityType != tt.wantCT || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("Select = %s %v, want %s %v", sel.CapacityType, got, tt.wantCT, tt.want)
+			}
+		})
+	}
+	if _, err := Select(nil, subnets, nil, 0); err != ErrNoOffering {
+		t.Errorf("empty Select = %v", err)
+	}
+}
+
+func TestBuildCreateFleet(t *testing.T) {
+	for _, ct := range []string{"spot", "on-demand"} {
+		in := BuildCreateFleet(FleetSpec{
+			Selection: Selection{CapacityType: ct, Overrides: []Override{
+				{InstanceType: "c", Zone: "b", SubnetID: "s-b", Price: 1, Template: "t2", ImageID: "ami-2"},
+				{InstanceType: "m", Zone: "a", SubnetID: "s-a", Price: 2, Template: "t1", ImageID: "ami-1"},
+				{InstanceType: "r", Zone: "a", SubnetID: "s-a", Price: 3, Template: "t2", ImageID: "ami-2"},
+			}},
+			Tags: map[string]string{"k": "v"},
+		})
+		if in.Type != ec2types.FleetTypeInstant || *in.TargetCapacitySpecification.TotalTargetCapacity != 1 ||
+			string(in.TargetCapacitySpecification.DefaultTargetCapacityType) != ct {
+			t.Errorf("%s: target %+v", ct, in.TargetCapacitySpecification)
+		}
+		if len(in.LaunchTemplateConfigs) != 2 || *in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName != "t1" ||
+			len(in.LaunchTemplateConfigs[1].Overrides) != 2 || in.LaunchTemplateConfigs[1].Overrides[1].InstanceType != "r" {
+			t.Errorf("%s: configs %+v", ct, in.LaunchTemplateConfigs)
+		}
+		if ct == "spot" && (in.SpotOptions == nil || in.SpotOptions.AllocationStrategy != SpotAllocationStrategy || in.OnDemandOptions != nil) {
+			t.Errorf("spot options %+v", in.SpotOptions)
+		}
+		if ct == "on-demand" && (in.OnDemandOptions == nil || in.OnDemandOptions.AllocationStrategy != OnDemandAllocationStrategy || in.SpotOptions != nil) {
+			t.Errorf("on-demand options %+v", in.OnDemandOptions)
+		}
+		if len(in.TagSpecifications) != 3 {
+			t.Errorf("tag specs %+v", in.TagSpecifications)
+		}
+	}
+}
+
+func TestInterpret(t *testing.T) {
+	spec := FleetSpec{Selection: Selection{CapacityType: "spot", Overrides: []Override{{InstanceType: "m", Zone: "a", SubnetID: "s-a", ImageID: "ami-1"}}}}
+	ltor := func(it, zone string) *ec2types.LaunchTemplateAndOverridesResponse {
+		return &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{InstanceType: ec2types.InstanceType(it), AvailabilityZone: ptr(zone)}}
+	}
+	ice := NewICECache(clocktesting.NewFakeClock(time.Unix(0, 0)))
+	_, err := Interpret(ec2CreateFleetOutput{Errors: []ec2types.CreateFleetError{
+		{ErrorCode: ptr("InsufficientInstanceCapacity"), LaunchTemplateAndOverrides: ltor("m", "a"), Lifecycle: "spot"},
+	}}.out(), spec, ice, "p")
+	if !cloud.IsInsufficientCapacityError(err) || ice.Available("m", "a", "spot") {
+		t.Errorf("ICE: %v", err)
+	}
+	_, err = Interpret(ec2CreateFleetOutput{Errors: []ec2types.CreateFleetError{
+		{ErrorCode: ptr("UnauthorizedOperation"), ErrorMessage: ptr("User: x is not authorized to perform: iam:PassRole on resource: role"), LaunchTemplateAndOverrides: ltor("m", "a")},
+	}}.out(), spec, ice, "my-profile")
+	if ce, ok := cloud.AsCreateError(err); !ok || ce.Reason != cloud.ReasonUnauthorized || !strings.Contains(ce.Message, "iam:PassRole") || !strings.Contains(ce.Message, "my-profile") {
+		t.Errorf("PassRole: %v", err)
+	}
+	l, err := Interpret(ec2CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{
+		{InstanceIds: []string{"i-1"}, LaunchTemplateAndOverrides: ltor("m", "a"), Lifecycle: "spot"},
+	}}.out(), spec, ice, "p")
+	if err != nil || l.InstanceID != "i-1" || l.Zone != "a" || l.ImageID != "ami-1" || l.CapacityType != "spot" {
+		t.Errorf("success: %+v %v", l, err)
+	}
+}
+
+func TestBuildTemplate(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec:       awsv1.EC2NodeClassSpec{AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Tags: map[string]string{"team": "x"}},
+		Status:     awsv1.EC2NodeClassStatus{InstanceProfile: "p", SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-2"}, {ID: "sg-1"}}},
+	}
+	params := TemplateParams{ClusterName: "c", ClusterEndpoint: "https://e", CABundle: "Q0E=", ClusterCIDR: "10.0.0.0/16", NodeClass: nc, ImageID: "ami-1", MaxPods: 29}
+	a, err := BuildTemplate(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := BuildTemplate(params)
+	params.MaxPods = 58
+	c, _ := BuildTemplate(params)
+	if a.Name != b.Name || a.Name == c.Name || !strings.HasPrefix(a.Name, "stevedore/c/") {
+		t.Errorf("names %s %s %s", a.Name, b.Name, c.Name)
+	}
+	if strings.Join(a.Data.SecurityGroupIds, ",") != "sg-1,sg-2" || *a.Data.IamInstanceProfile.Name != "p" ||
+		a.Tags["karpenter.k8s.aws/ec2nodeclass"] != "default" || a.Tags["team"] != "x" || a.Tags["kubernetes.io/cluster/c"] != "owned" {
+		t.Errorf("template %+v tags %v", a.Data, a.Tags)
+	}
+	if bd := a.Data.BlockDeviceMappings; len(bd) != 1 || *bd[0].Ebs.VolumeSize != 20 || *bd[0].DeviceName != "/dev/xvda" {
+		t.Errorf("block devices %+v", bd)
+	}
+}
+
+type ec2CreateFleetOutput struct {
+	Instances []ec2types.CreateFleetInstance
+	Errors    []ec2types.CreateFleetError
+}
+
+func (o ec2CreateFleetOutput) out() *ec2.CreateFleetOutput {
+	return &ec2.CreateFleetOutput{Instances: o.Instances, Errors: o.Errors}
+}

@@ -1,0 +1,223 @@
+// Package aws is the AWS cloud provider: it implements cloud.CloudProvider on
+// EC2 through the narrow client interfaces of package sdk. The same Provider
+// runs in production against the AWS SDK and in tests and the simulator
+// against the in-memory AWS; only the clients differ.
+//
+// The provider reads its EC2NodeClasses through a function rather than a
+// Kubernetes client, and time from an injected clock: the instance-type and
+// price caches and the insufficient-capacity marks all expire on that clock.
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+)
+
+// ProviderName is what Name returns.
+const ProviderName = "aws"
+
+// DefaultCacheTTL is how long instance-type descriptions, offerings and
+// prices are reused before they are described again.
+const DefaultCacheTTL = 5 * time.Minute
+
+// RepairToleration is how long a node may be NotReady before it is replaced.
+const RepairToleration = 10 * time.Minute
+
+// NodeClassGetter returns the EC2NodeClass with the given name. A node class
+// that does not exist is reported as (nil, nil) or as an error for which
+// apierrors.IsNotFound holds.
+type NodeClassGetter func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error)
+
+// ClusterInfo is what nodes need to join the cluster.
+type ClusterInfo struct {
+	// Name is the EKS cluster name; it defaults to Settings.ClusterName.
+	Name string
+	// Endpoint is the API server URL; it defaults to Settings.ClusterEndpoint.
+	Endpoint string
+	// CABundle is the base64 cluster CA; it defaults to
+	// Settings.ClusterCABundle.
+	CABundle string
+	// ServiceCIDR is the cluster's service CIDR (AL2023 needs it).
+	ServiceCIDR string
+	// DNS are the cluster DNS addresses (the kube-dns ClusterIP).
+	DNS []string
+}
+
+// Options configure a Provider.
+type Options struct {
+	Clients   sdk.Clients
+	Settings  settings.Settings
+	Clock     clock.PassiveClock
+	NodeClass NodeClassGetter
+	Cluster   ClusterInfo
+	// Region is the AWS region; empty means ask DescribeAvailabilityZones.
+	Region string
+	// CacheTTL defaults to DefaultCacheTTL.
+	CacheTTL time.Duration
+}
+
+// Provider is the AWS cloud provider. Create it with New; it is safe for
+// concurrent use.
+type Provider struct {
+	ec2       sdk.EC2
+	pricing   sdk.Pricing
+	settings  settings.Settings
+	clk       clock.PassiveClock
+	nodeClass NodeClassGetter
+	cluster   ClusterInfo
+	ttl       time.Duration
+	ice       *launch.ICECache
+	templates *launch.Templates
+
+	mu     sync.Mutex
+	region string
+	cache  describeCache
+}
+
+var _ cloud.CloudProvider = (*Provider)(nil)
+
+// New returns a Provider.
+func New(opts Options) (*Provider, error) {
+	if opts.Clients.EC2 == nil {
+		return nil, errors.New("aws provider: no EC2 client")
+	}
+	if opts.NodeClass == nil {
+		return nil, errors.New("aws provider: no EC2NodeClass getter")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = DefaultCacheTTL
+	}
+	c := opts.Cluster
+	if c.Name == "" {
+		c.Name = opts.Settings.ClusterName
+	}
+	if c.Endpoint == "" {
+		c.Endpoint = opts.Settings.ClusterEndpoint
+	}
+	if c.CABundle == "" {
+		c.CABundle = opts.Settings.ClusterCABundle
+	}
+	if c.Name == "" {
+		return nil, errors.New("aws provider: no cluster name: set --cluster-name (CLUSTER_NAME)")
+	}
+	return &Provider{
+		ec2:       opts.Clients.EC2,
+		pricing:   opts.Clients.Pricing,
+		settings:  opts.Settings,
+		clk:       opts.Clock,
+		nodeClass: opts.NodeClass,
+		cluster:   c,
+		ttl:       opts.CacheTTL,
+		ice:       launch.NewICECache(opts.Clock),
+		templates: launch.NewTemplates(opts.Clients.EC2),
+		region:    opts.Region,
+	}, nil
+}
+
+// Name implements cloud.CloudProvider.
+func (p *Provider) Name() string { return ProviderName }
+
+// ICE returns the provider's cache of offerings that recently lacked
+// capacity. The interruption handler marks interrupted spot pools in it.
+func (p *Provider) ICE() *launch.ICECache { return p.ice }
+
+// GetSupportedNodeClasses implements cloud.CloudProvider.
+func (p *Provider) GetSupportedNodeClasses() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{awsv1.GroupVersion.WithKind("EC2NodeClass")}
+}
+
+// RepairPolicies implements cloud.CloudProvider: a node whose Ready condition
+// has been False or Unknown for RepairToleration is replaced.
+func (p *Provider) RepairPolicies() []cloud.RepairPolicy {
+	return []cloud.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: RepairToleration},
+	}
+}
+
+// getNodeClass returns the node class, or (nil, nil) when it does not exist.
+func (p *Provider) getNodeClass(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+	nc, err := p.nodeClass(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting EC2NodeClass %q: %w", name, err)
+	}
+	return nc, nil
+}
+
+// checkReady returns the error Create returns for a node class that may not
+// launch, or nil.
+func checkReady(nc *awsv1.EC2NodeClass) error {
+	cond := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
+	switch {
+	case cond == nil || cond.Status == metav1.ConditionUnknown:
+		return cloud.NewCreateError(nil, cloud.ReasonNodeClassReadinessUnknown, fmt.Sprintf(
+			"EC2NodeClass %q has not been resolved yet (Ready is Unknown); the launch is retried once its status is set", nc.Name))
+	case cond.Status == metav1.ConditionFalse:
+		return cloud.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q is not ready: %s: %s", nc.Name, cond.Reason, cond.Message))
+	case cond.ObservedGeneration != nc.Generation:
+		return cloud.NewCreateError(nil, cloud.ReasonNodeClassReadinessUnknown, fmt.Sprintf(
+			"the status of EC2NodeClass %q is for generation %d but its spec is at generation %d; the launch is retried once the new spec is resolved",
+			nc.Name, cond.ObservedGeneration, nc.Generation))
+	}
+	return nil
+}
+
+// providerID returns aws:///<zone>/<instance-id>.
+func providerID(zone, id string) string { return "aws:///" + zone + "/" + id }
+
+// parseProviderID returns the instance ID of a provider ID.
+func parseProviderID(id string) (string, error) {
+	if !strings.HasPrefix(id, "aws://") {
+		return "", fmt.Errorf("provider ID %q is not an AWS provider ID (aws:///<zone>/<instance-id>)", id)
+	}
+	i := strings.LastIndex(id, "/")
+	inst := id[i+1:]
+	if !strings.HasPrefix(inst, "i-") {
+		return "", fmt.Errorf("provider ID %q names no instance (aws:///<zone>/<instance-id>)", id)
+	}
+	return inst, nil
+}
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		if t.Key != nil {
+			m[*t.Key] = deref(t.Value)
+		}
+	}
+	return m
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var z T
+		return z
+	}
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }
