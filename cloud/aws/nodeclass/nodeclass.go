@@ -1,0 +1,232 @@
+// Package nodeclass resolves an EC2NodeClass against AWS into its status: the
+// subnets, security groups and images its selector terms match, the instance
+// profile its nodes launch with, whether the controller is allowed to launch
+// with all of that, and the conditions that say so.
+//
+// Each condition goes False only for an outcome that needs the user to act
+// (nothing matches, a role does not exist, a permission is missing), with a
+// stable reason and a message that names the fix. An AWS error that says
+// nothing about the node class (throttling, a server error, a network
+// failure) changes nothing: the part it hit keeps its previous values and
+// condition, and Resolve returns the error so the caller retries.
+package nodeclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/smithy-go"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
+)
+
+// Reasons of False (and Unknown) conditions. They are stable: alerts and
+// tools match on them.
+const (
+	ReasonSubnetsNotFound         = "SubnetsNotFound"
+	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
+	ReasonAMINotFound             = "AMINotFound"
+	ReasonUnsupportedAlias        = "UnsupportedAlias"
+	ReasonInvalidAMISelector      = "InvalidAMISelectorTerms"
+	ReasonRoleNotFound            = "RoleNotFound"
+	ReasonInstanceProfileNotFound = "InstanceProfileNotFound"
+	ReasonInstanceProfileNoRole   = "InstanceProfileHasNoRole"
+	// ReasonUnauthorized: the controller's own IAM policy lacks an action
+	// needed to resolve the condition; the message names it.
+	ReasonUnauthorized                = "Unauthorized"
+	ReasonDependenciesNotReady        = "DependenciesNotReady"
+	ReasonTagValidationFailed         = "TagValidationFailed"
+	ReasonCreateFleetAuthCheckFailed  = "CreateFleetAuthCheckFailed"
+	ReasonRunInstancesAuthCheckFailed = "RunInstancesAuthCheckFailed"
+	ReasonPassRoleAuthCheckFailed     = "PassRoleAuthCheckFailed"
+	ReasonDryRunDisabled              = "DryRunDisabled"
+	ReasonReadinessUnknown            = "ReadinessUnknown"
+)
+
+// Options configure a Resolver.
+type Options struct {
+	// ClusterName is the EKS cluster's name; it appears in the managed
+	// instance profiles' names and tags and in the dry-run launch tags.
+	ClusterName string
+	// Region is the AWS region; it is part of the managed instance
+	// profiles' path and tags (IAM is global, clusters are regional).
+	Region string
+	// Clock stamps condition transitions and decides image deprecation.
+	// Default: the real clock.
+	Clock clock.PassiveClock
+	// DisableDryRun skips the dry-run launch checks; ValidationSucceeded is
+	// then True as soon as its dependencies are.
+	DisableDryRun bool
+}
+
+// Resolver computes EC2NodeClass statuses.
+type Resolver struct {
+	ec2  sdk.EC2
+	ssm  sdk.SSM
+	iam  sdk.IAM
+	opts Options
+}
+
+// NewResolver returns a Resolver that calls AWS through clients (EC2, SSM
+// and IAM are used).
+func NewResolver(clients sdk.Clients, opts Options) *Resolver {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, opts: opts}
+}
+
+// outcome is a decided condition.
+type outcome struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+func ok(conditionType string) outcome {
+	return outcome{status: metav1.ConditionTrue, reason: conditionType}
+}
+
+func failed(reason, format string, args ...any) outcome {
+	return outcome{status: metav1.ConditionFalse, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// Resolve returns nc's new status for a cluster running kubernetesVersion.
+//
+// The status is always safe to write. When an AWS call fails for a reason
+// that says nothing about the node class, the part it hit (subnets, security
+// groups, images, instance profile or validation) keeps its values and
+// condition from nc.Status, and the returned error says what failed; the
+// caller should write the status and retry. Ready is recomputed every time:
+// it is True only when every other condition is True for nc's generation.
+func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernetesVersion string) (awsv1.EC2NodeClassStatus, error) {
+	st := *nc.Status.DeepCopy()
+	now := metav1.NewTime(r.opts.Clock.Now())
+	set := func(conditionType string, o outcome) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: conditionType, Status: o.status, Reason: o.reason, Message: o.message,
+			ObservedGeneration: nc.Generation, LastTransitionTime: now,
+		})
+	}
+	var errs []error
+	kept := false
+
+	if amis, o, err := r.resolveAMIs(ctx, nc, kubernetesVersion); err != nil {
+		errs, kept = append(errs, fmt.Errorf("resolving amiSelectorTerms: %w", err)), true
+	} else {
+		st.AMIs = amis
+		set(awsv1.ConditionTypeAMIsReady, o)
+	}
+	if subnets, o, err := r.resolveSubnets(ctx, nc.Spec.SubnetSelectorTerms); err != nil {
+		errs, kept = append(errs, fmt.Errorf("resolving subnetSelectorTerms: %w", err)), true
+	} else {
+		st.Subnets = subnets
+		set(awsv1.ConditionTypeSubnetsReady, o)
+	}
+	if groups, o, err := r.resolveSecurityGroups(ctx, nc.Spec.SecurityGroupSelectorTerms); err != nil {
+		errs, kept = append(errs, fmt.Errorf("resolving securityGroupSelectorTerms: %w", err)), true
+	} else {
+		st.SecurityGroups = groups
+		set(awsv1.ConditionTypeSecurityGroupsReady, o)
+	}
+	profile, o, err := r.resolveInstanceProfile(ctx, nc)
+	if err != nil {
+		errs, kept = append(errs, fmt.Errorf("resolving the instance profile: %w", err)), true
+	} else {
+		st.InstanceProfile = profile.name
+		set(awsv1.ConditionTypeInstanceProfileReady, o)
+	}
+	// Validation launches with what the other parts resolved; if one of
+	// them could not be resolved now, there is nothing current to validate.
+	if !kept {
+		if o, err := r.validate(ctx, nc, &st, profile); err != nil {
+			errs = append(errs, fmt.Errorf("validating launch permissions: %w", err))
+		} else {
+			set(awsv1.ConditionTypeValidationSucceeded, o)
+		}
+	}
+	set(awsv1.ConditionTypeReady, readiness(st.Conditions, nc.Generation))
+	return st, errors.Join(errs...)
+}
+
+// readyDependencies are the conditions Ready is the conjunction of, in the
+// order their messages appear in Ready's.
+var readyDependencies = []string{
+	awsv1.ConditionTypeAMIsReady,
+	awsv1.ConditionTypeSubnetsReady,
+	awsv1.ConditionTypeSecurityGroupsReady,
+	awsv1.ConditionTypeInstanceProfileReady,
+	awsv1.ConditionTypeValidationSucceeded,
+}
+
+// readiness computes Ready. A dependency evaluated for an older generation
+// counts as unknown: its verdict was about a spec that no longer exists.
+func readiness(conditions []metav1.Condition, generation int64) outcome {
+	var falseReason string
+	var falses, unknowns []string
+	for _, t := range readyDependencies {
+		c := meta.FindStatusCondition(conditions, t)
+		switch {
+		case c == nil:
+			unknowns = append(unknowns, t+" has not been evaluated yet")
+		case c.ObservedGeneration < generation:
+			unknowns = append(unknowns, fmt.Sprintf("%s was last evaluated for generation %d", t, c.ObservedGeneration))
+		case c.Status == metav1.ConditionFalse:
+			if t == awsv1.ConditionTypeValidationSucceeded && c.Reason == ReasonDependenciesNotReady && len(falses) > 0 {
+				continue // it only repeats the conditions already listed
+			}
+			if falseReason == "" {
+				falseReason = c.Reason
+			}
+			falses = append(falses, fmt.Sprintf("%s=False (%s): %s", t, c.Reason, c.Message))
+		case c.Status != metav1.ConditionTrue:
+			unknowns = append(unknowns, fmt.Sprintf("%s is %s", t, c.Status))
+		}
+	}
+	switch {
+	case len(falses) > 0:
+		return outcome{status: metav1.ConditionFalse, reason: falseReason, message: strings.Join(falses, "; ")}
+	case len(unknowns) > 0:
+		return outcome{status: metav1.ConditionUnknown, reason: ReasonReadinessUnknown, message: strings.Join(unknowns, "; ")}
+	}
+	return ok(awsv1.ConditionTypeReady)
+}
+
+// apiErrorCode returns the AWS error code of err, or "".
+func apiErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func apiErrorMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorMessage()
+	}
+	return err.Error()
+}
+
+// isUnauthorized reports whether err is the controller's IAM policy refusing
+// the call.
+func isUnauthorized(err error) bool {
+	switch apiErrorCode(err) {
+	case "UnauthorizedOperation", "AccessDenied", "AccessDeniedException":
+		return true
+	}
+	return false
+}
+
+// unauthorized is the outcome for a call the controller may not make.
+func unauthorized(action string, err error) outcome {
+	return failed(ReasonUnauthorized, "the controller is not allowed to call %s (%s); grant %s to the controller's IAM role",
+		action, apiErrorCode(err), action)
+}
