@@ -1,5 +1,6 @@
 // Package nodeclass resolves an EC2NodeClass against AWS into its status: the
-// subnets, security groups and images its selector terms match, the instance
+// subnets, security groups, images and capacity reservations its selector
+// terms match, the instance
 // profile its nodes launch with, whether the controller is allowed to launch
 // with all of that, and the conditions that say so.
 //
@@ -47,6 +48,15 @@ const (
 	ReasonPassRoleAuthCheckFailed     = "PassRoleAuthCheckFailed"
 	ReasonDryRunDisabled              = "DryRunDisabled"
 	ReasonReadinessUnknown            = "ReadinessUnknown"
+	// ReasonNotConfigured: the part the condition is about is optional and
+	// the spec does not use it (CapacityReservationsReady without
+	// capacityReservationSelectorTerms). The condition is True.
+	ReasonNotConfigured = "NotConfigured"
+	// ReasonCapacityReservationsNotFound: capacityReservationSelectorTerms
+	// match no active reservation. CapacityReservationsReady stays True with
+	// it, as nodes still launch on on-demand and spot capacity; the message
+	// names the terms.
+	ReasonCapacityReservationsNotFound = "CapacityReservationsNotFound"
 )
 
 // Options configure a Resolver.
@@ -101,10 +111,11 @@ func failed(reason, format string, args ...any) outcome {
 //
 // The status is always safe to write. When an AWS call fails for a reason
 // that says nothing about the node class, the part it hit (subnets, security
-// groups, images, instance profile or validation) keeps its values and
-// condition from nc.Status, and the returned error says what failed; the
-// caller should write the status and retry. Ready is recomputed every time:
-// it is True only when every other condition is True for nc's generation.
+// groups, images, capacity reservations, instance profile or validation)
+// keeps its values and condition from nc.Status, and the returned error says
+// what failed; the caller should write the status and retry. Ready is
+// recomputed every time: it is True only when every condition in
+// readyDependencies is True for nc's generation.
 func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernetesVersion string) (awsv1.EC2NodeClassStatus, error) {
 	st := *nc.Status.DeepCopy()
 	now := metav1.NewTime(r.opts.Clock.Now())
@@ -135,6 +146,14 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 		st.SecurityGroups = groups
 		set(awsv1.ConditionTypeSecurityGroupsReady, o)
 	}
+	// Validation does not launch into reservations, so a failure here does
+	// not hold it back.
+	if reservations, o, err := r.resolveCapacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms); err != nil {
+		errs = append(errs, fmt.Errorf("resolving capacityReservationSelectorTerms: %w", err))
+	} else {
+		st.CapacityReservations = reservations
+		set(awsv1.ConditionTypeCapacityReservationsReady, o)
+	}
 	profile, o, err := r.resolveInstanceProfile(ctx, nc)
 	if err != nil {
 		errs, kept = append(errs, fmt.Errorf("resolving the instance profile: %w", err)), true
@@ -157,6 +176,18 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 
 // readyDependencies are the conditions Ready is the conjunction of, in the
 // order their messages appear in Ready's.
+//
+// CapacityReservationsReady is not one of them. Reservations are an extra
+// place to launch, not a requirement: without them the node class still
+// launches on-demand and spot capacity, and nothing about them should stop
+// those launches. The condition is True when nothing matches (as Karpenter
+// has it), so counting it could only hold Ready back for a missing
+// ec2:DescribeCapacityReservations permission (False) or a
+// DescribeCapacityReservations outage after a spec change (evaluated for an
+// older generation), and either would stop every launch of the node class
+// for the sake of an optional feature. Karpenter counts it only while its
+// reserved-capacity feature gate is on; stevedore has no such gate, and the
+// condition's message, not Ready, is where a reservation problem shows.
 var readyDependencies = []string{
 	awsv1.ConditionTypeAMIsReady,
 	awsv1.ConditionTypeSubnetsReady,
