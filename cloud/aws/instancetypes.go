@@ -297,9 +297,9 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 	opts.Kubelet = nc.Spec.Kubelet
 	opts.BlockDeviceMappings = nc.Spec.BlockDeviceMappings
 	opts.InstanceStorePolicy = nc.Spec.InstanceStorePolicy
-	if p.settings.VMMemoryOverheadPercent > 0 {
-		opts.VMMemoryOverheadPercent = p.settings.VMMemoryOverheadPercent
-	}
+	// The setting is taken as given: 0 is a valid choice (no VM overhead),
+	// and settings.Default() supplies the usual 0.075.
+	opts.VMMemoryOverheadPercent = p.settings.VMMemoryOverheadPercent
 	opts.ReservedENIs = p.settings.ReservedENIs
 	opts.Region = region
 	return opts
