@@ -33,6 +33,12 @@ type poolIdx struct {
 	limited  []corev1.ResourceName
 	rem      resources.Vector // limit minus in use minus what this result launches
 	limNodes int64            // remaining node count; -1 means no limit
+
+	// minv are the pool's requirements with minValues; nil when none.
+	minv   []minValue
+	mvSeen [][]bool // scratch of coverMinValues, per key
+	mvList []int    // scratch of minValuesShort
+	mvBuf  []int
 }
 
 // candSet is a memoized set of instance types of one pool that are
@@ -154,6 +160,7 @@ func newPoolIdx(np *NodePool, idx int, daemons []*corev1.Pod, daemonAlts [][]req
 			}
 		}
 	}
+	p.indexMinValues()
 	p.root = p.set(np.Requirements)
 	return p
 }

@@ -729,3 +729,192 @@ func TestGrowsWhereSmallTypesArePoorValue(t *testing.T) {
 		t.Errorf("cost %v, want 0.06", got)
 	}
 }
+
+const labelFamily = "karpenter.k8s.aws/instance-family"
+
+// withMinValues adds key Exists with minValues n to the pool's requirements.
+func withMinValues(key string, n int) func(*packer.NodePool) {
+	return func(np *packer.NodePool) {
+		np.Requirements = np.Requirements.Add(req(key, corev1.NodeSelectorOpExists).WithMinValues(n))
+	}
+}
+
+// withFamilies labels the pool's types with an instance family: family[i]
+// for type i.
+func withFamilies(family ...string) func(*packer.NodePool) {
+	return func(np *packer.NodePool) {
+		for i, it := range np.InstanceTypes {
+			c := *it
+			c.Requirements = c.Requirements.Add(req(labelFamily, corev1.NodeSelectorOpIn, family[i]))
+			np.InstanceTypes[i] = &c
+		}
+	}
+}
+
+// checkMinValues checks that every claim lists, for every requirement of its
+// pool with minValues, that many distinct values among its instance types.
+func checkMinValues(t *testing.T, in packer.Input, r packer.Result) {
+	t.Helper()
+	for ci, nc := range r.NodeClaims {
+		var np packer.NodePool
+		for _, p := range in.NodePools {
+			if p.Name == nc.NodePool {
+				np = p
+			}
+		}
+		types := map[string]*packer.InstanceType{}
+		for _, it := range np.InstanceTypes {
+			types[it.Name] = it
+		}
+		for rq := range np.Requirements.All() {
+			n, ok := rq.MinValues()
+			if !ok {
+				continue
+			}
+			vals := map[string]bool{}
+			for _, name := range nc.InstanceTypes {
+				if tr, ok := types[name].Requirements.Get(rq.Key()); ok {
+					for v := range tr.Values() {
+						vals[v] = true
+					}
+				}
+			}
+			if len(vals) < n {
+				t.Errorf("claim %d lists %v: %d values of %s, minValues %d", ci, nc.InstanceTypes, len(vals), rq.Key(), n)
+			}
+		}
+	}
+}
+
+func TestMinValues(t *testing.T) {
+	// Types 0-7 are family m, types 8 and 9 (9 and 10 vCPU) family c.
+	fams := []string{"m", "m", "m", "m", "m", "m", "m", "m", "c", "c"}
+	cases := []struct {
+		name          string
+		in            packer.Input
+		nodes         int
+		unschedulable int
+		contains      []string // substrings of the first unschedulable pod's verdict
+		check         func(t *testing.T, r packer.Result)
+	}{
+		{
+			// 8 vCPU fit types 7-9; 9 vCPU would leave only 8 and 9.
+			name: "a pod that would leave too few instance types opens a new claim",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "8", "1Gi"), pod("b", "1", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withMinValues(wellknown.LabelInstanceType, 3))}},
+			nodes: 2,
+		},
+		{
+			name: "a pod no claim can list three types for is unschedulable",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "9500m", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withMinValues(wellknown.LabelInstanceType, 3))}},
+			unschedulable: 1, contains: []string{wellknown.LabelInstanceType, "minValues 3", "only 1 distinct"},
+		},
+		{
+			// Together the two pods need 9 vCPU: family c only.
+			name: "families: pods that together leave one family go on two claims",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "4500m", "1Gi"), pod("b", "4500m", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...), withMinValues(labelFamily, 2))}},
+			nodes: 2,
+		},
+		{
+			name: "truncation keeps a type of the second family",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi")}, MaxInstanceTypes: 2,
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...), withMinValues(labelFamily, 2))}},
+			nodes: 1,
+			check: func(t *testing.T, r packer.Result) {
+				if got := r.NodeClaims[0].InstanceTypes; !slices.Equal(got, []string{"fake-it-0", "fake-it-8"}) {
+					t.Errorf("types %v, want [fake-it-0 fake-it-8]", got)
+				}
+				if r.NodeClaims[0].PricePerHour != karpenterbench.InstanceTypes(1)[0].Offerings[0].PricePerHour {
+					t.Errorf("price %v, want that of fake-it-0", r.NodeClaims[0].PricePerHour)
+				}
+			},
+		},
+		{
+			name: "truncation to one type cannot keep two families",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi")}, MaxInstanceTypes: 1,
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...), withMinValues(labelFamily, 2))}},
+			unschedulable: 1, contains: []string{labelFamily, "minValues 2", "1 instance types"},
+		},
+		{
+			// Without minValues: a 4- and a 2-vCPU node after the split.
+			// With it, no claim grows past two types left, and each half of
+			// a split lists at least two.
+			name: "right-sizing keeps minValues",
+			in: packer.Input{
+				Pods: []*corev1.Pod{pod("a", "1", "1Gi"), pod("b", "1", "1Gi"), pod("c", "1", "1Gi"), pod("d", "1", "1Gi"), pod("e", "1", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 8, withMinValues(wellknown.LabelInstanceType, 2), func(np *packer.NodePool) {
+					its := np.InstanceTypes
+					np.InstanceTypes = []*packer.InstanceType{its[1], its[3], its[7]}
+				})},
+			},
+			nodes: 2,
+		},
+		{
+			name: "zone spread pods each find a zone with enough types",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi", spreadZone("x")), pod("b", "100m", "100Mi", spreadZone("x")), pod("c", "100m", "100Mi", spreadZone("x"))},
+				NodePools: []packer.NodePool{pool("p", 10, withMinValues(wellknown.LabelInstanceType, 5), func(np *packer.NodePool) {
+					// Zone 3 offers only two types.
+					for i, it := range np.InstanceTypes {
+						if i < 8 {
+							c := *it
+							c.Offerings = slices.DeleteFunc(slices.Clone(it.Offerings), func(o packer.Offering) bool { return o.Zone == "test-zone-3" })
+							np.InstanceTypes[i] = &c
+						}
+					}
+				})}},
+			nodes: 2, unschedulable: 1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkConsistent(t, tc.in)
+			checkMinValues(t, tc.in, r)
+			if len(r.NodeClaims) != tc.nodes {
+				t.Errorf("%d node claims, want %d: %v", len(r.NodeClaims), tc.nodes, claimSummary(r))
+			}
+			if len(r.Unschedulable) != tc.unschedulable {
+				t.Fatalf("%d unschedulable, want %d: %+v", len(r.Unschedulable), tc.unschedulable, r.Unschedulable)
+			}
+			if tc.contains != nil {
+				v := r.Unschedulable[0].NodePools[0]
+				if v.Code != packer.CodeMinValuesUnsatisfiable {
+					t.Errorf("code %s, want %s: %s", v.Code, packer.CodeMinValuesUnsatisfiable, v.Message)
+				}
+				for _, s := range tc.contains {
+					if !strings.Contains(v.Message, s) {
+						t.Errorf("message %q lacks %q", v.Message, s)
+					}
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
+	}
+}
+
+// TestDiverseNodeCount checks that the benchmark workload takes no more
+// nodes than its hostname anti-affinity group forces (n/5). From about 30,000
+// pods on, there are more generic pods of the largest size than the largest
+// type holds: packed before the anti-affinity pods, they filled nodes of
+// their own that no anti-affinity pod could join.
+func TestDiverseNodeCount(t *testing.T) {
+	for _, n := range []int{1000, 31000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			r := packer.Solve(karpenterbench.Input(karpenterbench.DiversePods(n), packer.PreferenceScore))
+			if len(r.Unschedulable) > 0 {
+				t.Fatalf("%d unschedulable", len(r.Unschedulable))
+			}
+			if len(r.NodeClaims) != n/5 {
+				for i, nc := range r.NodeClaims {
+					if !slices.ContainsFunc(nc.Pods, func(p types.NamespacedName) bool { return strings.HasPrefix(p.Name, "host-anti") }) {
+						t.Logf("claim %d (%s, %d pods) holds no anti-affinity pod", i, nc.InstanceTypes[0], len(nc.Pods))
+					}
+				}
+				t.Errorf("%d nodes, want %d", len(r.NodeClaims), n/5)
+			}
+		})
+	}
+}

@@ -27,6 +27,9 @@ func (sv *solver) rightSize() {
 			continue
 		}
 		p := b.pool
+		if p.minv != nil && !sv.coversMinValues(b.cand, keep, move) {
+			continue
+		}
 		delta := p.cap[typeKeep].Clone()
 		delta.Add(p.cap[typeMove])
 		delta.Sub(p.cap[b.cheap])
@@ -117,6 +120,20 @@ func (sv *solver) bestSplit(b *bin) (keep, move []int32, typeKeep, typeMove int,
 		}
 	}
 	return keep, move, typeKeep, typeMove, ok
+}
+
+// coversMinValues reports whether a node for each group of pods would
+// still list enough instance types for the pool's minValues. Fewer pods fit
+// at least the types that all of them did, so this holds whenever the
+// claim did; it is checked all the same, as the split must never break it.
+func (sv *solver) coversMinValues(c *candSet, groups ...[]int32) bool {
+	for _, g := range groups {
+		used, _, _ := sv.usage(g)
+		if sv.s.minValuesShortAt(c, used) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // usage sums what pods request on a node, and the host ports they bind.

@@ -28,6 +28,7 @@ const (
 	CodeAffinityUnsatisfiable   = "AffinityUnsatisfiable"
 	CodeHostPortConflict        = "HostPortConflict"
 	CodeNoAvailableOffering     = "NoAvailableOffering"
+	CodeMinValuesUnsatisfiable  = "MinValuesUnsatisfiable"
 )
 
 // DefaultMaxInstanceTypes caps the instance types listed on a NodeClaim when
@@ -227,6 +228,10 @@ func solve(in Input) (Result, []step) {
 		policy = PreferenceScore
 	}
 	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}}
+	s.maxTypes = in.MaxInstanceTypes
+	if s.maxTypes <= 0 {
+		s.maxTypes = DefaultMaxInstanceTypes
+	}
 	s.pinHook = sv.onPin
 
 	// Compile pods into shapes.
@@ -323,12 +328,26 @@ func solve(in Input) (Result, []step) {
 		sh.variants = s.buildVariants(sh, policy, softTaints)
 	}
 
-	// Order: largest cpu, then memory, then name, as first-fit decreasing.
+	// Order: first the pods that need a node apart from every other pod
+	// like them, then by largest cpu, then memory, then name, as first-fit
+	// decreasing. The first open the nodes that the rest must fill: packed
+	// after the rest, they find the nodes that the rest opened full and
+	// open nodes of their own beside them.
 	order := make([]int32, len(sv.pods))
 	for i := range order {
 		order[i] = int32(i)
 	}
+	apart := map[*shape]bool{}
+	for _, sh := range c.list {
+		apart[sh] = s.apart(sh)
+	}
 	slices.SortFunc(order, func(a, b int32) int {
+		if aa, ab := apart[sv.shapeOf[a]], apart[sv.shapeOf[b]]; aa != ab {
+			if aa {
+				return -1
+			}
+			return 1
+		}
 		ra, rb := &sv.shapeOf[a].req, &sv.shapeOf[b].req
 		if c := cmp.Compare(rb.CPU, ra.CPU); c != 0 {
 			return c
@@ -362,6 +381,17 @@ func solve(in Input) (Result, []step) {
 	sv.rightSize()
 	sv.result(&res, pending)
 	return res, sv.trace
+}
+
+// apart reports whether no two pods of the shape may share a node: a
+// required anti-affinity term on the hostname key selects the pod itself.
+func (s *state) apart(sh *shape) bool {
+	for _, g := range sh.anti {
+		if g.key == s.hostKey && g.t.matches(sh.ns, sh.labels) {
+			return true
+		}
+	}
+	return false
 }
 
 func cmpNN(a, b types.NamespacedName) int {
@@ -719,10 +749,7 @@ func (sv *solver) result(res *Result, failed []int32) {
 		}
 		return cmpNN(a.Pod, b.Pod)
 	})
-	maxTypes := sv.in.MaxInstanceTypes
-	if maxTypes <= 0 {
-		maxTypes = DefaultMaxInstanceTypes
-	}
+	maxTypes := s.maxTypes
 	fin := newFinalizer()
 	for _, id := range sv.claims {
 		b := s.bins[id]
@@ -782,6 +809,16 @@ func (f *finalizer) claim(b *bin, maxTypes int) NodeClaim {
 		}
 		f.fit[i>>6] |= 1 << (uint(i) & 63)
 	}
+	if p.minv != nil && len(p.limited) > 0 && f.short(p, c, maxTypes) {
+		// Leaving out the types the limits would not let the claim grow
+		// into breaks minValues: list every type that fits, as packing
+		// checked. The pool is charged for the cheapest one either way.
+		for i := c.first; i < len(p.types); i++ {
+			if c.has(i) && b.used.Fits(p.eff[i]) {
+				f.fit[i>>6] |= 1 << (uint(i) & 63)
+			}
+		}
+	}
 	f.key = append(f.key[:0], c.reqs.String()...)
 	for _, w := range f.fit {
 		f.key = binary.LittleEndian.AppendUint64(f.key, w)
@@ -822,7 +859,27 @@ func template(p *poolIdx, c *candSet, fit []uint64, maxTypes int) *claimTmpl {
 		return strings.Compare(p.types[a.i].Name, p.types[b.i].Name)
 	})
 	if len(list) > maxTypes {
-		list = list[:maxTypes]
+		if p.minv == nil {
+			list = list[:maxTypes]
+		} else {
+			// Keep the cheapest types, but enough distinct values of every
+			// key with minValues.
+			idx := make([]int, len(list))
+			at := make(map[int]tp, len(list))
+			for j, e := range list {
+				idx[j] = e.i
+				at[e.i] = e
+			}
+			chosen, short := p.coverMinValues(idx, maxTypes, nil)
+			if short != nil {
+				// Packing checked the claim; keep the cheapest as before.
+				chosen = idx[:maxTypes]
+			}
+			list = list[:0]
+			for _, i := range chosen {
+				list = append(list, at[i])
+			}
+		}
 	}
 	zone, hasZone := c.reqs.Get(wellknown.LabelTopologyZone)
 	ct, hasCT := c.reqs.Get(wellknown.LabelCapacityType)
@@ -945,6 +1002,9 @@ func (sv *solver) verdict(v *variant, p *poolIdx) NodePoolVerdict {
 			case failLimit:
 				vd.Code = CodeLimitExceeded
 				vd.Message = "the NodePool's limits leave no room"
+			case failMinValues:
+				vd.Code = CodeMinValuesUnsatisfiable
+				vd.Message = o.short.message()
 			default:
 				vd.Code = CodeNoInstanceTypeFits
 				vd.Message = largestMessage(p, c, sh)

@@ -60,6 +60,8 @@ type state struct {
 
 	altIDs map[string]int
 
+	maxTypes int // instance types a new NodeClaim may list
+
 	pinHook  func(b *bin, k int)
 	variants int
 	newDom   int32 // hostname domain of a claim being planned; never counted
@@ -338,6 +340,7 @@ const (
 	failPodAnti
 	failExistingAnti
 	failNoPin
+	failMinValues
 )
 
 // outcome is the answer of check.
@@ -349,6 +352,7 @@ type outcome struct {
 	cheap int
 	taint *corev1.Taint
 	pins  []pinKey
+	short *mvShort // why failMinValues
 }
 
 // check reports whether the variant's pod may go on bin b now.
@@ -434,6 +438,15 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 			out.code = failResources
 			return
 		}
+		// The types left must still cover the pool's minValues. Pods only
+		// add requests and narrow the candidates, so once short, the claim
+		// stays short for this variant.
+		if b.pool.minv != nil {
+			if short := s.minValuesShort(out.cand, b.used, sh); short != nil {
+				out.code, out.short = failMinValues, short
+				return
+			}
+		}
 		out.cheap = cheap
 		if cheap != b.cheap && !b.pool.growthAllowed(b.cheap, cheap) {
 			out.code, out.perm = failLimit, false
@@ -496,6 +509,7 @@ func (s *state) topoAt(v *variant, b *bin, k int, d int32) (failCode, bool) {
 func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 	best, bestScore := "", int64(-1)
 	var bestCand *candSet
+	var short *mvShort
 	kr, hasKR := out.cand.reqs.Get(s.keys[k])
 	for _, val := range s.domainsFor(b.pool, k) {
 		if hasKR && !kr.Allows(val) {
@@ -523,10 +537,19 @@ func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 		if c.n == 0 || !quickFits(b.used, v.sh, c.max) {
 			continue
 		}
+		if b.pool.minv != nil {
+			if sh := s.minValuesShort(c, b.used, v.sh); sh != nil {
+				short = sh
+				continue
+			}
+		}
 		best, bestScore, bestCand = val, score, c
 	}
 	if bestScore < 0 {
 		out.code, out.perm = failNoPin, false
+		if short != nil {
+			out.code, out.short = failMinValues, short
+		}
 		return false
 	}
 	out.cand = bestCand
@@ -640,6 +663,8 @@ func (c failCode) String() string {
 		return "node(s) didn't satisfy existing pods anti-affinity rules"
 	case failNoPin:
 		return "no topology domain satisfies the pod's constraints"
+	case failMinValues:
+		return "the instance types left do not cover the NodePool's minValues"
 	}
 	return fmt.Sprintf("code %d", c)
 }

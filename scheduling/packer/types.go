@@ -205,7 +205,9 @@ type NodePoolVerdict struct {
 	// Code is a stable machine-readable cause: TaintNotTolerated,
 	// RequirementIncompatible, LimitExceeded, NoInstanceTypeFits,
 	// TopologyUnsatisfiable, AffinityUnsatisfiable, HostPortConflict,
-	// NoAvailableOffering.
+	// NoAvailableOffering, MinValuesUnsatisfiable (the instance types that
+	// fit the pod carry fewer distinct values of a requirement's key than its
+	// minValues).
 	Code string
 	// Message explains it with the numbers behind it, for example which
 	// taint, which requirement key and values, or which limit and by how
