@@ -7,7 +7,7 @@ GO ?= go
 # is what a two-core machine runs comfortably.
 TEST_FLAGS ?= -p 2 -timeout 20m
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean
+.PHONY: all build test e2e bench generate lint kube-binaries clean
 
 all: build
 
@@ -23,10 +23,6 @@ test: kube-binaries
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/schedulerdiff && $(GO) vet ./...
 	cd hack/schedulerdiff && $(GO) test ./...
-
-## unit: the tests that need no control plane binaries.
-unit:
-	$(GO) test -short ./...
 
 ## e2e: the end-to-end suite on a local control plane (test/e2e).
 e2e: kube-binaries

@@ -122,7 +122,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	if startErr != nil {
 		if errors.Is(startErr, apiserver.ErrNoBinaries) {
-			t.Skip(startErr)
+			t.Fatal(startErr)
 		}
 		t.Fatal(startErr)
 	}

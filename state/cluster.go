@@ -1,0 +1,387 @@
+package state
+
+import (
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+)
+
+// Cluster is the in-memory view of the cluster. It is safe for concurrent
+// use; every method takes one mutex, so none of them calls out while holding
+// it. The zero value is not usable: call NewCluster.
+type Cluster struct {
+	mu sync.Mutex
+
+	nodes      map[string]*corev1.Node
+	nodeClaims map[string]*karpv1.NodeClaim
+	// claimByProviderID and nodeByProviderID join Nodes and NodeClaims.
+	claimByProviderID map[string]string
+	nodeByProviderID  map[string]string
+
+	pods map[types.NamespacedName]*corev1.Pod
+	// podsByNode indexes the pods bound to each node name.
+	podsByNode map[string]map[types.NamespacedName]struct{}
+	// pending holds the pods not bound to a node.
+	pending map[types.NamespacedName]struct{}
+
+	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
+	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
+	nodePools   map[string]*karpv1.NodePool
+	nodeClasses map[string]*awsv1.EC2NodeClass
+	namespaces  map[string]*corev1.Namespace
+	pvcs        map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	pvs         map[string]*corev1.PersistentVolume
+
+	// nominations and markedForDeletion are keyed by the name they were
+	// given under, a node name or a NodeClaim name; lookups try both names
+	// of a StateNode, so a mark survives the NodeClaim's node registering.
+	nominations       map[string]time.Time
+	markedForDeletion map[string]bool
+}
+
+// NewCluster returns an empty Cluster.
+func NewCluster() *Cluster {
+	return &Cluster{
+		nodes:             map[string]*corev1.Node{},
+		nodeClaims:        map[string]*karpv1.NodeClaim{},
+		claimByProviderID: map[string]string{},
+		nodeByProviderID:  map[string]string{},
+		pods:              map[types.NamespacedName]*corev1.Pod{},
+		podsByNode:        map[string]map[types.NamespacedName]struct{}{},
+		pending:           map[types.NamespacedName]struct{}{},
+		daemonSets:        map[types.NamespacedName]*appsv1.DaemonSet{},
+		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
+		nodePools:         map[string]*karpv1.NodePool{},
+		nodeClasses:       map[string]*awsv1.EC2NodeClass{},
+		namespaces:        map[string]*corev1.Namespace{},
+		pvcs:              map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
+		pvs:               map[string]*corev1.PersistentVolume{},
+		nominations:       map[string]time.Time{},
+		markedForDeletion: map[string]bool{},
+	}
+}
+
+func key(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+// UpdateNode records the current version of a Node.
+func (c *Cluster) UpdateNode(n *corev1.Node) {
+	n = n.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodes[n.Name]; ok {
+		c.unjoinNode(old)
+	}
+	c.nodes[n.Name] = n
+	if id := n.Spec.ProviderID; id != "" {
+		c.nodeByProviderID[id] = n.Name
+	}
+}
+
+// DeleteNode forgets a Node. Its nomination and deletion mark go with it
+// unless a NodeClaim of the same name remains.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodes[name]; ok {
+		c.unjoinNode(old)
+	}
+	delete(c.nodes, name)
+	if _, ok := c.nodeClaims[name]; !ok {
+		delete(c.nominations, name)
+		delete(c.markedForDeletion, name)
+	}
+}
+
+// UpdateNodeClaim records the current version of a NodeClaim.
+func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
+	nc = nc.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodeClaims[nc.Name]; ok && old.Status.ProviderID != nc.Status.ProviderID {
+		c.unjoin(old)
+	}
+	c.nodeClaims[nc.Name] = nc
+	if id := nc.Status.ProviderID; id != "" {
+		c.claimByProviderID[id] = nc.Name
+	}
+}
+
+// DeleteNodeClaim forgets a NodeClaim. Its nomination and deletion mark go
+// with it unless a Node of the same name remains.
+func (c *Cluster) DeleteNodeClaim(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodeClaims[name]; ok {
+		c.unjoin(old)
+	}
+	delete(c.nodeClaims, name)
+	if _, ok := c.nodes[name]; !ok {
+		delete(c.nominations, name)
+		delete(c.markedForDeletion, name)
+	}
+}
+
+func (c *Cluster) unjoinNode(n *corev1.Node) {
+	if id := n.Spec.ProviderID; id != "" && c.nodeByProviderID[id] == n.Name {
+		delete(c.nodeByProviderID, id)
+	}
+}
+
+func (c *Cluster) unjoin(nc *karpv1.NodeClaim) {
+	if id := nc.Status.ProviderID; id != "" && c.claimByProviderID[id] == nc.Name {
+		delete(c.claimByProviderID, id)
+	}
+}
+
+// UpdatePod records the current version of a Pod. Pods that have finished
+// (Succeeded or Failed) hold no resources and are forgotten.
+func (c *Cluster) UpdatePod(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		c.DeletePod(p.Namespace, p.Name)
+		return
+	}
+	p = p.DeepCopy()
+	k := key(p.Namespace, p.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unindexPod(k)
+	c.pods[k] = p
+	if p.Spec.NodeName == "" {
+		c.pending[k] = struct{}{}
+		return
+	}
+	set := c.podsByNode[p.Spec.NodeName]
+	if set == nil {
+		set = map[types.NamespacedName]struct{}{}
+		c.podsByNode[p.Spec.NodeName] = set
+	}
+	set[k] = struct{}{}
+}
+
+// DeletePod forgets a Pod.
+func (c *Cluster) DeletePod(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key(namespace, name)
+	c.unindexPod(k)
+	delete(c.pods, k)
+}
+
+func (c *Cluster) unindexPod(k types.NamespacedName) {
+	old, ok := c.pods[k]
+	if !ok {
+		return
+	}
+	if old.Spec.NodeName == "" {
+		delete(c.pending, k)
+		return
+	}
+	if set := c.podsByNode[old.Spec.NodeName]; set != nil {
+		delete(set, k)
+		if len(set) == 0 {
+			delete(c.podsByNode, old.Spec.NodeName)
+		}
+	}
+}
+
+// UpdateDaemonSet records the current version of a DaemonSet.
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
+	ds = ds.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemonSets[key(ds.Namespace, ds.Name)] = ds
+}
+
+// DeleteDaemonSet forgets a DaemonSet.
+func (c *Cluster) DeleteDaemonSet(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, key(namespace, name))
+}
+
+// UpdatePodDisruptionBudget records the current version of a PDB.
+func (c *Cluster) UpdatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) {
+	pdb = pdb.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pdbs[key(pdb.Namespace, pdb.Name)] = pdb
+}
+
+// DeletePodDisruptionBudget forgets a PDB.
+func (c *Cluster) DeletePodDisruptionBudget(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pdbs, key(namespace, name))
+}
+
+// UpdateNodePool records the current version of a NodePool.
+func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) {
+	np = np.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodePools[np.Name] = np
+}
+
+// DeleteNodePool forgets a NodePool.
+func (c *Cluster) DeleteNodePool(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodePools, name)
+}
+
+// UpdateEC2NodeClass records the current version of an EC2NodeClass.
+func (c *Cluster) UpdateEC2NodeClass(nc *awsv1.EC2NodeClass) {
+	nc = nc.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodeClasses[nc.Name] = nc
+}
+
+// DeleteEC2NodeClass forgets an EC2NodeClass.
+func (c *Cluster) DeleteEC2NodeClass(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodeClasses, name)
+}
+
+// UpdateNamespace records the current version of a Namespace, for pod
+// affinity terms with a namespaceSelector.
+func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
+	ns = ns.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces[ns.Name] = ns
+}
+
+// DeleteNamespace forgets a Namespace.
+func (c *Cluster) DeleteNamespace(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.namespaces, name)
+}
+
+// UpdatePersistentVolumeClaim records the current version of a PVC, for the
+// zones a pod's volumes allow.
+func (c *Cluster) UpdatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	pvc = pvc.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pvcs[key(pvc.Namespace, pvc.Name)] = pvc
+}
+
+// DeletePersistentVolumeClaim forgets a PVC.
+func (c *Cluster) DeletePersistentVolumeClaim(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pvcs, key(namespace, name))
+}
+
+// UpdatePersistentVolume records the current version of a PV.
+func (c *Cluster) UpdatePersistentVolume(pv *corev1.PersistentVolume) {
+	pv = pv.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pvs[pv.Name] = pv
+}
+
+// DeletePersistentVolume forgets a PV.
+func (c *Cluster) DeletePersistentVolume(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pvs, name)
+}
+
+// NominationWindow is how long a node stays nominated after the provisioner
+// expects pods to land on it: twice the longest provisioning batch, and at
+// least 10 seconds, so that the scheduler has time to bind them.
+func NominationWindow(batchMaxDuration time.Duration) time.Duration {
+	return max(2*batchMaxDuration, 10*time.Second)
+}
+
+// Nominate marks the node or NodeClaim called name as expecting pods until
+// until; a later nomination extends an earlier one, never shortens it.
+func (c *Cluster) Nominate(name string, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until.After(c.nominations[name]) {
+		c.nominations[name] = until
+	}
+}
+
+// IsNominated reports whether the node or NodeClaim called name, under
+// either of its names, is nominated at now.
+func (c *Cluster) IsNominated(name string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nominatedUntil(c.namesOf(name)).After(now)
+}
+
+// MarkForDeletion records that the nodes or NodeClaims named are being taken
+// away: they take no new pods from now on.
+func (c *Cluster) MarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		c.markedForDeletion[n] = true
+	}
+}
+
+// UnmarkForDeletion undoes MarkForDeletion, for example when a disruption
+// command is abandoned.
+func (c *Cluster) UnmarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range names {
+		for _, n := range c.namesOf(name) {
+			delete(c.markedForDeletion, n)
+		}
+	}
+}
+
+// namesOf returns the names of the StateNode that name identifies: its node
+// name and its NodeClaim name, whichever exist, and name itself.
+func (c *Cluster) namesOf(name string) []string {
+	names := []string{name}
+	if n, ok := c.nodes[name]; ok && n.Spec.ProviderID != "" {
+		if claim, ok := c.claimByProviderID[n.Spec.ProviderID]; ok && claim != name {
+			names = append(names, claim)
+		}
+	}
+	if nc, ok := c.nodeClaims[name]; ok {
+		if nc.Status.NodeName != "" && nc.Status.NodeName != name {
+			names = append(names, nc.Status.NodeName)
+		}
+		if node, ok := c.nodeByProviderID[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" && node != name {
+			names = append(names, node)
+		}
+	}
+	return names
+}
+
+func (c *Cluster) nominatedUntil(names []string) time.Time {
+	var until time.Time
+	for _, n := range names {
+		if t := c.nominations[n]; t.After(until) {
+			until = t
+		}
+	}
+	return until
+}
+
+func (c *Cluster) marked(names []string) bool {
+	for _, n := range names {
+		if c.markedForDeletion[n] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+package state
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+)
+
+// Snapshot is the cluster at one moment. Later updates to the Cluster do not
+// change it. Every slice is sorted by name (namespace first where there is
+// one), so that decisions made from it do not depend on map order. The
+// objects it points to are shared with the Cluster and must not be modified.
+type Snapshot struct {
+	// Time is the moment it was taken; nominations are judged against it.
+	Time time.Time
+	// Nodes are the registered nodes and in-flight NodeClaims, by Name().
+	Nodes []*StateNode
+	// PendingPods are the pods not bound to a node (provisionable or not).
+	PendingPods []*corev1.Pod
+	NodePools   []*karpv1.NodePool
+	NodeClasses []*awsv1.EC2NodeClass
+	DaemonSets  []*appsv1.DaemonSet
+	PDBs        []*policyv1.PodDisruptionBudget
+	Namespaces  []*corev1.Namespace
+	nodeIndex   map[string]int
+	pvcs        map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	pvs         map[string]*corev1.PersistentVolume
+}
+
+// Snapshot returns the cluster as it is now.
+func (c *Cluster) Snapshot(now time.Time) Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Snapshot{
+		Time:        now,
+		PendingPods: podsOf(c.pods, c.pending),
+		NodePools:   sortedValues(c.nodePools, clusterScoped),
+		NodeClasses: sortedValues(c.nodeClasses, clusterScoped),
+		DaemonSets:  sortedValues(c.daemonSets, namespaced),
+		PDBs:        sortedValues(c.pdbs, namespaced),
+		Namespaces:  sortedValues(c.namespaces, clusterScoped),
+		pvcs:        maps.Clone(c.pvcs),
+		pvs:         maps.Clone(c.pvs),
+	}
+	joined := map[string]bool{}
+	for _, nc := range c.nodeClaims {
+		sn := &StateNode{NodeClaim: nc}
+		if id := nc.Status.ProviderID; id != "" {
+			if name, ok := c.nodeByProviderID[id]; ok {
+				sn.Node = c.nodes[name]
+				joined[name] = true
+			}
+		}
+		s.Nodes = append(s.Nodes, sn)
+	}
+	for name, n := range c.nodes {
+		if !joined[name] {
+			s.Nodes = append(s.Nodes, &StateNode{Node: n})
+		}
+	}
+	slices.SortFunc(s.Nodes, func(a, b *StateNode) int {
+		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(claimName(a), claimName(b)))
+	})
+	s.nodeIndex = make(map[string]int, len(s.Nodes))
+	for i, sn := range s.Nodes {
+		names := []string{sn.Name()}
+		if sn.Node != nil {
+			sn.Pods = podsOf(c.pods, c.podsByNode[sn.Node.Name])
+		}
+		if sn.Node != nil && sn.NodeClaim != nil && sn.NodeClaim.Name != sn.Node.Name {
+			names = append(names, sn.NodeClaim.Name)
+		}
+		sn.MarkedForDeletion = c.marked(names)
+		sn.NominatedUntil = c.nominatedUntil(names)
+		for _, n := range names {
+			if _, dup := s.nodeIndex[n]; !dup {
+				s.nodeIndex[n] = i
+			}
+		}
+	}
+	return s
+}
+
+// claimName is the NodeClaim's name, empty for unmanaged nodes; it breaks
+// ties in the order of a Snapshot's nodes.
+func claimName(n *StateNode) string {
+	if n.NodeClaim == nil {
+		return ""
+	}
+	return n.NodeClaim.Name
+}
+
+// Node returns the StateNode with the node name or NodeClaim name given.
+func (s Snapshot) Node(name string) (*StateNode, bool) {
+	i, ok := s.nodeIndex[name]
+	if !ok {
+		return nil, false
+	}
+	return s.Nodes[i], true
+}
+
+// PersistentVolumeClaim returns the PVC, if the Cluster knew it.
+func (s Snapshot) PersistentVolumeClaim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+	pvc, ok := s.pvcs[key(namespace, name)]
+	return pvc, ok
+}
+
+// PersistentVolume returns the PV, if the Cluster knew it.
+func (s Snapshot) PersistentVolume(name string) (*corev1.PersistentVolume, bool) {
+	pv, ok := s.pvs[name]
+	return pv, ok
+}
+
+// ProvisionablePods returns the pending pods that IsProvisionable accepts.
+func (s Snapshot) ProvisionablePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range s.PendingPods {
+		if IsProvisionable(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podsOf(pods map[types.NamespacedName]*corev1.Pod, keys map[types.NamespacedName]struct{}) []*corev1.Pod {
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make([]*corev1.Pod, 0, len(keys))
+	for k := range keys {
+		out = append(out, pods[k])
+	}
+	slices.SortFunc(out, namespaced)
+	return out
+}
+
+func clusterScoped[T metav1.Object](a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) }
+
+func namespaced[T metav1.Object](a, b T) int {
+	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+}
+
+func sortedValues[K comparable, T metav1.Object](m map[K]T, order func(a, b T) int) []T {
+	if len(m) == 0 {
+		return nil
+	}
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, order)
+	return out
+}
+
+// nodesResource is the pseudo-resource NodePool limits count nodes with.
+const nodesResource corev1.ResourceName = "nodes"
+
+// InUse returns the capacity of a NodePool's nodes and in-flight NodeClaims,
+// and their number as "nodes", as counted against its limits.
+func (s Snapshot) InUse(nodePool string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	count := int64(0)
+	for _, sn := range s.Nodes {
+		if sn.NodePool() != nodePool {
+			continue
+		}
+		count++
+		for name, q := range sn.Capacity() {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	out[nodesResource] = *resource.NewQuantity(count, resource.DecimalSI)
+	return out
+}
