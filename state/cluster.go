@@ -195,109 +195,74 @@ func (c *Cluster) unindexPod(k types.NamespacedName) {
 
 // UpdateDaemonSet records the current version of a DaemonSet.
 func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
-	ds = ds.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.daemonSets[key(ds.Namespace, ds.Name)] = ds
+	remember(c, c.daemonSets, key(ds.Namespace, ds.Name), ds.DeepCopy())
 }
 
 // DeleteDaemonSet forgets a DaemonSet.
 func (c *Cluster) DeleteDaemonSet(namespace, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.daemonSets, key(namespace, name))
+	forget(c, c.daemonSets, key(namespace, name))
 }
 
 // UpdatePodDisruptionBudget records the current version of a PDB.
 func (c *Cluster) UpdatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) {
-	pdb = pdb.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pdbs[key(pdb.Namespace, pdb.Name)] = pdb
+	remember(c, c.pdbs, key(pdb.Namespace, pdb.Name), pdb.DeepCopy())
 }
 
 // DeletePodDisruptionBudget forgets a PDB.
 func (c *Cluster) DeletePodDisruptionBudget(namespace, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pdbs, key(namespace, name))
+	forget(c, c.pdbs, key(namespace, name))
 }
 
 // UpdateNodePool records the current version of a NodePool.
 func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) {
-	np = np.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nodePools[np.Name] = np
+	remember(c, c.nodePools, np.Name, np.DeepCopy())
 }
 
 // DeleteNodePool forgets a NodePool.
 func (c *Cluster) DeleteNodePool(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.nodePools, name)
+	forget(c, c.nodePools, name)
 }
 
 // UpdateEC2NodeClass records the current version of an EC2NodeClass.
 func (c *Cluster) UpdateEC2NodeClass(nc *awsv1.EC2NodeClass) {
-	nc = nc.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nodeClasses[nc.Name] = nc
+	remember(c, c.nodeClasses, nc.Name, nc.DeepCopy())
 }
 
 // DeleteEC2NodeClass forgets an EC2NodeClass.
 func (c *Cluster) DeleteEC2NodeClass(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.nodeClasses, name)
+	forget(c, c.nodeClasses, name)
 }
 
 // UpdateNamespace records the current version of a Namespace, for pod
 // affinity terms with a namespaceSelector.
 func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
-	ns = ns.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.namespaces[ns.Name] = ns
+	remember(c, c.namespaces, ns.Name, ns.DeepCopy())
 }
 
 // DeleteNamespace forgets a Namespace.
 func (c *Cluster) DeleteNamespace(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.namespaces, name)
+	forget(c, c.namespaces, name)
 }
 
 // UpdatePersistentVolumeClaim records the current version of a PVC, for the
 // zones a pod's volumes allow.
 func (c *Cluster) UpdatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
-	pvc = pvc.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pvcs[key(pvc.Namespace, pvc.Name)] = pvc
+	remember(c, c.pvcs, key(pvc.Namespace, pvc.Name), pvc.DeepCopy())
 }
 
 // DeletePersistentVolumeClaim forgets a PVC.
 func (c *Cluster) DeletePersistentVolumeClaim(namespace, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pvcs, key(namespace, name))
+	forget(c, c.pvcs, key(namespace, name))
 }
 
 // UpdatePersistentVolume records the current version of a PV.
 func (c *Cluster) UpdatePersistentVolume(pv *corev1.PersistentVolume) {
-	pv = pv.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pvs[pv.Name] = pv
+	remember(c, c.pvs, pv.Name, pv.DeepCopy())
 }
 
 // DeletePersistentVolume forgets a PV.
 func (c *Cluster) DeletePersistentVolume(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pvs, name)
+	forget(c, c.pvs, name)
 }
 
 // NominationWindow is how long a node stays nominated after the provisioner
@@ -384,4 +349,19 @@ func (c *Cluster) marked(names []string) bool {
 		}
 	}
 	return false
+}
+
+// remember stores obj under k in one of the cluster's maps of objects that
+// need no more bookkeeping than that.
+func remember[K comparable, T any](c *Cluster, m map[K]T, k K, obj T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m[k] = obj
+}
+
+// forget removes k from one of those maps.
+func forget[K comparable, T any](c *Cluster, m map[K]T, k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(m, k)
 }
