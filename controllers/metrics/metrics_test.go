@@ -1,0 +1,145 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
+func TestNewTwiceOnOneRegistryFails(t *testing.T) {
+	_, reg := newMetrics(t)
+	if _, err := New(reg); err == nil {
+		t.Fatal("second New on the same registry succeeded")
+	}
+}
+
+func TestNodePoolUsageAndLimit(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.SetNodePool("default",
+		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")})
+	m.SetNodePool("gpu", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}, nil)
+
+	want := `
+# HELP karpenter_nodepools_limit Limits specified on the NodePool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.
+# TYPE karpenter_nodepools_limit gauge
+karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 100
+# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
+# TYPE karpenter_nodepools_usage gauge
+karpenter_nodepools_usage{nodepool="default",resource_type="cpu"} 4
+karpenter_nodepools_usage{nodepool="default",resource_type="memory"} 8.589934592e+09
+karpenter_nodepools_usage{nodepool="gpu",resource_type="cpu"} 0.5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodePoolUsage, NameNodePoolLimit); err != nil {
+		t.Fatal(err)
+	}
+
+	// A resource that leaves the usage leaves the gauge; other pools stay.
+	m.SetNodePool("default", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, nil)
+	if got := testutil.ToFloat64(m.nodePoolUsage.WithLabelValues("default", "cpu")); got != 2 {
+		t.Errorf("usage cpu = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(m.nodePoolUsage); n != 2 {
+		t.Errorf("usage series = %d, want 2 (default/cpu, gpu/cpu)", n)
+	}
+	if n := testutil.CollectAndCount(m.nodePoolLimit); n != 0 {
+		t.Errorf("limit series = %d, want 0", n)
+	}
+
+	m.DeleteNodePool("gpu")
+	if n := testutil.CollectAndCount(m.nodePoolUsage); n != 1 {
+		t.Errorf("usage series after delete = %d, want 1", n)
+	}
+}
+
+func TestNodeClaimCounters(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.NodeClaimCreated("provisioning", "default", false)
+	m.NodeClaimCreated("provisioning", "default", false)
+	m.NodeClaimCreated("disruption", "default", true)
+	m.NodeClaimTerminated("default", "spot", "us-east-1a")
+
+	want := `
+# HELP karpenter_nodeclaims_created_total Number of NodeClaims created. Labeled by the reason they were created, the owning nodepool, and whether minValues were relaxed.
+# TYPE karpenter_nodeclaims_created_total counter
+karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="provisioning"} 2
+karpenter_nodeclaims_created_total{min_values_relaxed="true",nodepool="default",reason="disruption"} 1
+# HELP karpenter_nodeclaims_terminated_total Number of NodeClaims terminated. Labeled by the owning nodepool, capacity type and zone.
+# TYPE karpenter_nodeclaims_terminated_total counter
+karpenter_nodeclaims_terminated_total{capacity_type="spot",nodepool="default",zone="us-east-1a"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodeClaimsCreated, NameNodeClaimsTerminated); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeAllocatable(t *testing.T) {
+	m, reg := newMetrics(t)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{
+			"karpenter.sh/nodepool":            "default",
+			"karpenter.sh/capacity-type":       "on-demand",
+			"node.kubernetes.io/instance-type": "m6i.large",
+			"topology.kubernetes.io/zone":      "us-east-1a",
+			"topology.kubernetes.io/region":    "us-east-1",
+			"kubernetes.io/arch":               "amd64",
+			"kubernetes.io/os":                 "linux",
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU:  resource.MustParse("1930m"),
+			corev1.ResourcePods: resource.MustParse("29"),
+		}},
+	}
+	m.SetNodeAllocatable(node)
+	want := `
+# HELP karpenter_nodes_allocatable Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.
+# TYPE karpenter_nodes_allocatable gauge
+karpenter_nodes_allocatable{karpenter_sh_capacity_type="on-demand",kubernetes_io_arch="amd64",kubernetes_io_os="linux",node_kubernetes_io_instance_type="m6i.large",node_name="ip-10-0-0-1",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="us-east-1",topology_kubernetes_io_zone="us-east-1a"} 1.93
+karpenter_nodes_allocatable{karpenter_sh_capacity_type="on-demand",kubernetes_io_arch="amd64",kubernetes_io_os="linux",node_kubernetes_io_instance_type="m6i.large",node_name="ip-10-0-0-1",nodepool="default",resource_type="pods",topology_kubernetes_io_region="us-east-1",topology_kubernetes_io_zone="us-east-1a"} 29
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodesAllocatable); err != nil {
+		t.Fatal(err)
+	}
+	m.DeleteNode("ip-10-0-0-1")
+	if n := testutil.CollectAndCount(m.nodesAllocatable); n != 0 {
+		t.Errorf("series after DeleteNode = %d, want 0", n)
+	}
+}
+
+func TestNilMetricsIsANoOp(t *testing.T) {
+	var m *Metrics
+	m.SetNodePool("x", nil, nil)
+	m.DeleteNodePool("x")
+	m.NodeClaimCreated("r", "x", false)
+	m.NodeClaimTerminated("x", "spot", "z")
+	m.SetNodeAllocatable(&corev1.Node{})
+	m.DeleteNode("x")
+}
+
+func TestLint(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.SetNodePool("default", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, nil)
+	m.NodeClaimCreated("provisioning", "default", false)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}

@@ -1,0 +1,221 @@
+// Package status is the EC2NodeClass controller. For each EC2NodeClass it:
+//
+//   - adds the karpenter.k8s.aws/termination finalizer;
+//   - writes the karpenter.k8s.aws/ec2nodeclass-hash and -hash-version
+//     annotations (drift.Hash, drift.HashVersion), which NodeClaims launched
+//     from it are compared against;
+//   - resolves the node class against AWS (nodeclass.Resolver) and writes
+//     the status it returns. When an AWS call fails the resolver keeps the
+//     affected conditions as they were; the status is written anyway and the
+//     error returned, so the work queue retries with backoff. Otherwise the
+//     node class is resolved again after ReadyRequeue, or NotReadyRequeue
+//     while it is not Ready;
+//   - on deletion, waits while any NodeClaim references it (with an event),
+//     then removes the finalizer.
+//
+// Writes are merge patches guarded by the resource version.
+package status
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
+)
+
+// Name is the controller's name, as registered with the manager.
+const Name = "nodeclass.status"
+
+// Timers.
+const (
+	// ReadyRequeue is how soon a Ready node class is resolved again, to
+	// follow new images, subnets and security groups.
+	ReadyRequeue = 5 * time.Minute
+	// NotReadyRequeue is how soon a node class that is not Ready is resolved
+	// again.
+	NotReadyRequeue = time.Minute
+	// DeletionPoll is how often a deleting node class checks for NodeClaims
+	// that still reference it, besides being woken by their changes.
+	DeletionPoll = 30 * time.Second
+)
+
+// ReasonWaitingOnNodeClaims is the reason of the event recorded while a
+// deleting node class waits for its NodeClaims.
+const ReasonWaitingOnNodeClaims = "WaitingOnNodeClaimTermination"
+
+// Resolver computes a node class's status; *nodeclass.Resolver is the
+// production one.
+type Resolver interface {
+	Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernetesVersion string) (awsv1.EC2NodeClassStatus, error)
+}
+
+// Options configure a Reconciler.
+type Options struct {
+	// KubernetesVersion is the cluster's version, such as "1.33"; the
+	// caller reads it from the API server's /version. It decides which
+	// images an alias selects.
+	KubernetesVersion string
+	// CABundle is the cluster's certificate authority bundle, part of the
+	// node class hash. It must be the one the cloud provider stamps
+	// NodeClaims with, or every NodeClaim drifts.
+	CABundle string
+}
+
+// Reconciler is the EC2NodeClass controller. Create it with New.
+type Reconciler struct {
+	client   client.Client
+	resolver Resolver
+	recorder events.EventRecorder
+	opts     Options
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// New returns a Reconciler. The recorder may be nil, which drops events.
+// Condition transition times come from the resolver's clock.
+func New(c client.Client, resolver Resolver, recorder events.EventRecorder, opts Options) *Reconciler {
+	return &Reconciler{client: c, resolver: resolver, recorder: recorder, opts: opts}
+}
+
+// Register runs the Reconciler under the manager, woken by EC2NodeClass
+// changes and by changes to the NodeClaims that reference one (so that a
+// deletion waiting on them goes on as soon as they are gone).
+func (r *Reconciler) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(Name).
+		For(&awsv1.EC2NodeClass{}).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodeClassOfNodeClaim)).
+		Complete(r)
+}
+
+func nodeClassOfNodeClaim(_ context.Context, o client.Object) []reconcile.Request {
+	nc, ok := o.(*karpv1.NodeClaim)
+	if !ok || !references(nc, "") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Spec.NodeClassRef.Name}}}
+}
+
+// references reports whether claim uses an EC2NodeClass, named name unless
+// name is empty.
+func references(claim *karpv1.NodeClaim, name string) bool {
+	ref := claim.Spec.NodeClassRef
+	return ref != nil && ref.Group == wellknown.GroupAWS && ref.Kind == "EC2NodeClass" && (name == "" || ref.Name == name)
+}
+
+// Reconcile resolves one EC2NodeClass, or finishes its deletion.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &awsv1.EC2NodeClass{}
+	if err := r.client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, nc)
+	}
+
+	if err := r.patchMeta(ctx, nc, func(nc *awsv1.EC2NodeClass) {
+		if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
+			nc.Finalizers = append(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination)
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[wellknown.AnnotationEC2NodeClassHash] = drift.Hash(nc, r.opts.CABundle)
+		nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = drift.HashVersion
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	status, resolveErr := r.resolver.Resolve(ctx, nc, r.opts.KubernetesVersion)
+	base := nc.DeepCopy()
+	nc.Status = status
+	if !equality.Semantic.DeepEqual(base.Status, nc.Status) {
+		if err := r.client.Status().Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, fmt.Errorf("patching status of EC2NodeClass %s: %w", nc.Name, err)
+		}
+	}
+	if resolveErr != nil {
+		// The work queue retries with its backoff.
+		return reconcile.Result{}, fmt.Errorf("resolving EC2NodeClass %s: %w", nc.Name, resolveErr)
+	}
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeReady) {
+		return reconcile.Result{RequeueAfter: NotReadyRequeue}, nil
+	}
+	return reconcile.Result{RequeueAfter: ReadyRequeue}, nil
+}
+
+// finalize removes the finalizer once no NodeClaim references the node
+// class.
+func (r *Reconciler) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
+	if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
+		return reconcile.Result{}, nil
+	}
+	var claims karpv1.NodeClaimList
+	if err := r.client.List(ctx, &claims); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing NodeClaims of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	var names []string
+	for i := range claims.Items {
+		if references(&claims.Items[i], nc.Name) {
+			names = append(names, claims.Items[i].Name)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		if r.recorder != nil {
+			r.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonWaitingOnNodeClaims, "Delete",
+				"waiting on NodeClaims %s to terminate before deleting EC2NodeClass %s", summarize(names), nc.Name)
+		}
+		return reconcile.Result{RequeueAfter: DeletionPoll}, nil
+	}
+
+	// Not done here yet: deleting the instance profiles stevedore manages
+	// for this node class (IAM path nodeclass.ProfilePath) and the launch
+	// templates tagged with it. They must go before the finalizer does.
+
+	if err := r.patchMeta(ctx, nc, func(nc *awsv1.EC2NodeClass) {
+		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == wellknown.FinalizerEC2NodeClassTermination })
+	}); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// summarize lists at most five names and how many more there are.
+func summarize(names []string) string {
+	const max = 5
+	if len(names) <= max {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v and %d more", names[:max], len(names)-max)
+}
+
+// patchMeta applies mutate to nc and, if its metadata changed, writes it with
+// a merge patch guarded by the resource version.
+func (r *Reconciler) patchMeta(ctx context.Context, nc *awsv1.EC2NodeClass, mutate func(*awsv1.EC2NodeClass)) error {
+	base := nc.DeepCopy()
+	mutate(nc)
+	if equality.Semantic.DeepEqual(base.ObjectMeta, nc.ObjectMeta) {
+		return nil
+	}
+	if err := r.client.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/crds"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
+	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+)
+
+const (
+	clusterName = "test"
+	k8sVersion  = "1.33"
+	caBundle    = "Q0E="
+)
+
+var (
+	kube   client.Client
+	scheme = runtime.NewScheme()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	all, err := crds.All()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv, err := apiserver.Start(apiserver.Options{CRDs: all})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = srv.Stop() }()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	kube, err = client.New(srv.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// recorder keeps the events the reconciler records.
+type recorder struct {
+	mu     sync.Mutex
+	events []string // "<reason>: <note>"
+}
+
+func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
+}
+
+func (r *recorder) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.events, "\n")
+}
+
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	clk      *clocktesting.FakeClock
+	aws      *fake.AWS
+	world    *fake.ClusterWorld
+	resolver *nodeclass.Resolver
+	rec      *recorder
+	r        *Reconciler
+}
+
+func newEnv(t *testing.T, seed uint64) *env {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	f := fake.New(fake.Options{Seed: seed, Clock: clk, InstanceTypes: []string{"c6i.large", "m6i.large", "m6g.large"}})
+	w, err := f.StandardCluster(clusterName, k8sVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := nodeclass.NewResolver(f.Clients(), nodeclass.Options{ClusterName: clusterName, Region: "us-east-1", Clock: clk})
+	e := &env{t: t, ctx: context.Background(), clk: clk, aws: f, world: w, resolver: res, rec: &recorder{}}
+	e.r = New(kube, res, e.rec, Options{KubernetesVersion: k8sVersion, CABundle: caBundle})
+	return e
+}
+
+// nodeClass creates an EC2NodeClass whose subnets are selected by the
+// discovery tag value subnetTag, and removes it when the test ends.
+func (e *env) nodeClass(name, subnetTag string) *awsv1.EC2NodeClass {
+	e.t.Helper()
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: awsv1.EC2NodeClassSpec{
+			Role:                       e.world.NodeRole,
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": subnetTag}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": clusterName}}},
+		},
+	}
+	if err := kube.Create(e.ctx, nc); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx := context.Background()
+		cur := &awsv1.EC2NodeClass{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
+			return
+		}
+		cur.Finalizers = nil
+		_ = kube.Update(ctx, cur)
+		_ = kube.Delete(ctx, cur)
+	})
+	return nc
+}
+
+func (e *env) reconcile(name string) (reconcile.Result, *awsv1.EC2NodeClass, error) {
+	e.t.Helper()
+	res, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	nc := &awsv1.EC2NodeClass{}
+	if getErr := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); getErr != nil {
+		if apierrors.IsNotFound(getErr) {
+			return res, nil, err
+		}
+		e.t.Fatal(getErr)
+	}
+	return res, nc, err
+}
+
+func condition(t *testing.T, nc *awsv1.EC2NodeClass, typ string) metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(nc.Status.Conditions, typ)
+	if c == nil {
+		t.Fatalf("EC2NodeClass %s has no %s condition: %+v", nc.Name, typ, nc.Status.Conditions)
+	}
+	return *c
+}
+
+func TestReady(t *testing.T) {
+	e := newEnv(t, 1)
+	e.nodeClass("ready", clusterName)
+	res, nc, err := e.reconcile("ready")
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if c := condition(t, nc, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %+v, want True; conditions %+v", c, nc.Status.Conditions)
+	}
+	if res.RequeueAfter != ReadyRequeue {
+		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, ReadyRequeue)
+	}
+	if len(nc.Status.Subnets) != len(e.world.SubnetIDs) || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) == 0 {
+		t.Errorf("status = %+v, want the world's subnets, security group and images", nc.Status)
+	}
+	if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
+		t.Errorf("finalizers = %v", nc.Finalizers)
+	}
+	if got, want := nc.Annotations[wellknown.AnnotationEC2NodeClassHash], drift.Hash(nc, caBundle); got != want {
+		t.Errorf("hash annotation = %q, want %q", got, want)
+	}
+	if got := nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; got != drift.HashVersion {
+		t.Errorf("hash version annotation = %q, want %q", got, drift.HashVersion)
+	}
+
+	// A spec change changes the hash.
+	old := nc.Annotations[wellknown.AnnotationEC2NodeClassHash]
+	nc.Spec.Tags = map[string]string{"team": "a"}
+	if err := kube.Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, nc, err = e.reconcile("ready"); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Annotations[wellknown.AnnotationEC2NodeClassHash] == old {
+		t.Errorf("hash %s did not change with spec.tags", old)
+	}
+}
+
+func TestUntaggedSubnets(t *testing.T) {
+	e := newEnv(t, 2)
+	e.nodeClass("untagged", "nobody-tagged-this")
+	res, nc, err := e.reconcile("untagged")
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	c := condition(t, nc, awsv1.ConditionTypeSubnetsReady)
+	if c.Status != metav1.ConditionFalse || c.Reason != nodeclass.ReasonSubnetsNotFound {
+		t.Fatalf("SubnetsReady = %+v, want False/%s", c, nodeclass.ReasonSubnetsNotFound)
+	}
+	// The message is the resolver's, unchanged.
+	want, _ := e.resolver.Resolve(e.ctx, nc, k8sVersion)
+	if w := meta.FindStatusCondition(want.Conditions, awsv1.ConditionTypeSubnetsReady); w == nil || w.Message != c.Message || c.Message == "" {
+		t.Errorf("SubnetsReady message = %q, want the resolver's %+v", c.Message, w)
+	}
+	if r := condition(t, nc, awsv1.ConditionTypeReady); r.Status == metav1.ConditionTrue {
+		t.Errorf("Ready = %+v, want not True", r)
+	}
+	if res.RequeueAfter != NotReadyRequeue {
+		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, NotReadyRequeue)
+	}
+	if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
+		t.Errorf("finalizers = %v, want %s", nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination)
+	}
+}
+
+func TestAWSErrorKeepsConditions(t *testing.T) {
+	e := newEnv(t, 3)
+	e.nodeClass("throttled", clusterName)
+	if _, _, err := e.reconcile("throttled"); err != nil {
+		t.Fatal(err)
+	}
+	e.aws.InjectError("DescribeSubnets", fake.ThrottlingError("DescribeSubnets"), -1)
+	defer e.aws.ClearErrors()
+	e.clk.Step(ReadyRequeue)
+	_, nc, err := e.reconcile("throttled")
+	if err == nil {
+		t.Fatal("Reconcile succeeded with DescribeSubnets throttled; want an error to retry with backoff")
+	}
+	if c := condition(t, nc, awsv1.ConditionTypeSubnetsReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("SubnetsReady = %+v, want it kept True", c)
+	}
+	if len(nc.Status.Subnets) != len(e.world.SubnetIDs) {
+		t.Errorf("subnets = %v, want them kept", nc.Status.Subnets)
+	}
+}
+
+func TestDeletionWaitsForNodeClaims(t *testing.T) {
+	e := newEnv(t, 4)
+	e.nodeClass("deleting", clusterName)
+	if _, _, err := e.reconcile("deleting"); err != nil {
+		t.Fatal(err)
+	}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "deleting-claim"},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
+				Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
+			}},
+			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "deleting"},
+		},
+	}
+	if err := kube.Create(e.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), claim) })
+
+	if err := kube.Delete(e.ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "deleting"}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.aws.Calls("DescribeSubnets")
+	res, nc, err := e.reconcile("deleting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc == nil || !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
+		t.Fatalf("EC2NodeClass = %+v, want it kept with its finalizer", nc)
+	}
+	if res.RequeueAfter != DeletionPoll {
+		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, DeletionPoll)
+	}
+	if ev := e.rec.all(); !strings.Contains(ev, ReasonWaitingOnNodeClaims+": waiting on NodeClaims [deleting-claim]") {
+		t.Errorf("events = %q, want the waiting event naming the NodeClaim", ev)
+	}
+	if n := e.aws.Calls("DescribeSubnets"); n != calls {
+		t.Errorf("a deleting node class was resolved (%d DescribeSubnets calls)", n-calls)
+	}
+
+	if err := kube.Delete(e.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	if _, nc, err = e.reconcile("deleting"); err != nil {
+		t.Fatal(err)
+	}
+	if nc != nil {
+		t.Errorf("EC2NodeClass still exists with finalizers %v after its NodeClaims went", nc.Finalizers)
+	}
+}
