@@ -1,0 +1,413 @@
+// Package provisioning is the provisioner: the singleton controller that turns
+// pods the scheduler could not place into new NodeClaims.
+//
+// Pods that become pending together are gathered into a batch (see Batcher).
+// When the batch closes and the cluster state has caught up with the API
+// server, the provisioner takes a snapshot, builds a packer NodePool for every
+// NodePool that may launch (its EC2NodeClass exists and is Ready, and it is not
+// being deleted), asks the packer where the provisionable pods go, and carries
+// out the answer:
+//
+//   - each proposed NodeClaim is checked once more against its NodePool's
+//     limits, created, recorded in the state and nominated, so that the next
+//     batch counts the pods as placed instead of launching for them again;
+//   - pods placed on a new NodeClaim or an existing node get a Nominated event;
+//   - pods that fit nowhere get a FailedScheduling event with the packer's
+//     reason and its verdict for every NodePool;
+//   - NodePools left out get an event that says why.
+//
+// The decision itself is the packer's, a pure function; this package only
+// gathers its inputs and acts on its result. Time comes from the injected
+// clock and the controller starts no goroutines, so the same code runs under a
+// controller-runtime manager and in the simulator.
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// Name is the controller's name, as registered with the manager and used as
+// the event source.
+const Name = "provisioner"
+
+// Timers.
+const (
+	// Period is how often the provisioner looks at pending pods even when no
+	// pod event woke it, so that pods whose NodeClaims failed are retried.
+	Period = 10 * time.Second
+	// SyncRetry is the wait before trying again when the state has not caught
+	// up with the API server.
+	SyncRetry = time.Second
+	// EventInterval is the least time between two events of the same reason
+	// about the same object.
+	EventInterval = time.Minute
+)
+
+// Reasons of events.
+const (
+	// ReasonNominated is a pod that the provisioner expects to land on a new
+	// NodeClaim or an existing node.
+	ReasonNominated = "Nominated"
+	// ReasonFailedScheduling is a pod that no node and no NodePool can take.
+	ReasonFailedScheduling = "FailedScheduling"
+	// ReasonNodeClassNotReady is a NodePool left out because its node class
+	// is missing or not Ready.
+	ReasonNodeClassNotReady = "NodeClassNotReady"
+	// ReasonInstanceTypesFailed is a NodePool left out because its instance
+	// types could not be listed or its template is invalid.
+	ReasonInstanceTypesFailed = "InstanceTypesFailed"
+)
+
+// Request returns the request the provisioner reconciles: there is one
+// provisioner, whatever the request says.
+func Request() reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+}
+
+// Options tune a Provisioner. The zero value gives the defaults.
+type Options struct {
+	// BatchIdle closes a batch after this long without a new pending pod;
+	// default DefaultBatchIdle.
+	BatchIdle time.Duration
+	// BatchMax closes a batch this long after it opened; default
+	// DefaultBatchMax. It also sets how long nominations last (see
+	// state.NominationWindow).
+	BatchMax time.Duration
+	// PreferencePolicy says how preferred scheduling terms shape new
+	// NodeClaims; default packer.PreferenceScore.
+	PreferencePolicy packer.PreferencePolicy
+	// MaxInstanceTypes caps the instance types listed on a NodeClaim;
+	// 0 means packer.DefaultMaxInstanceTypes.
+	MaxInstanceTypes int
+}
+
+// Provisioner is the provisioning controller. Create it with New.
+type Provisioner struct {
+	client   client.Client
+	state    *state.Cluster
+	cloud    cloud.CloudProvider
+	clock    clock.PassiveClock
+	recorder events.EventRecorder
+	opts     Options
+	batcher  *Batcher
+
+	mu sync.Mutex
+	// sent remembers when an event was last recorded, by object and reason.
+	sent map[string]time.Time
+}
+
+var _ reconcile.Reconciler = (*Provisioner)(nil)
+
+// New returns a Provisioner that reads st (kept current by someone else,
+// typically package state/informer), writes through c and asks cp for
+// instance types. The recorder may be nil, which drops events.
+func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder, opts Options) *Provisioner {
+	if opts.BatchIdle <= 0 {
+		opts.BatchIdle = DefaultBatchIdle
+	}
+	if opts.BatchMax <= 0 {
+		opts.BatchMax = DefaultBatchMax
+	}
+	if opts.PreferencePolicy == "" {
+		opts.PreferencePolicy = packer.PreferenceScore
+	}
+	return &Provisioner{
+		client:   c,
+		state:    st,
+		cloud:    cp,
+		clock:    clk,
+		recorder: recorder,
+		opts:     opts,
+		batcher:  NewBatcher(opts.BatchIdle, opts.BatchMax),
+		sent:     map[string]time.Time{},
+	}
+}
+
+// Register runs the Provisioner under the manager: every change to a
+// provisionable pod triggers the batcher and wakes the provisioner, which
+// also wakes once when the manager starts and then at least every Period.
+// The Provisioner should have been created with the manager's client.
+func (p *Provisioner) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(Name).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(p.podTrigger)).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(Request())
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(p)
+}
+
+// podTrigger triggers the batcher for a provisionable pod and maps it to the
+// provisioner's request.
+func (p *Provisioner) podTrigger(_ context.Context, o client.Object) []reconcile.Request {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || !state.IsProvisionable(pod) {
+		return nil
+	}
+	p.Trigger()
+	return []reconcile.Request{Request()}
+}
+
+// Trigger tells the provisioner that a pod is waiting for a node: it opens a
+// batch, or keeps the open one open for another idle period.
+func (p *Provisioner) Trigger() {
+	p.batcher.Trigger(p.clock.Now())
+}
+
+// Reconcile provisions for the pending pods once the batch has closed and
+// the state has caught up; otherwise it asks to be called again when that
+// may have happened. The request is ignored.
+func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	now := p.clock.Now()
+	ready, wait := p.batcher.Ready(now)
+	if !ready {
+		if wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		// No batch is open: the periodic look. Pods still waiting (for
+		// example because their NodeClaim failed) open one.
+		if len(p.state.Snapshot(now).ProvisionablePods()) == 0 {
+			return reconcile.Result{RequeueAfter: Period}, nil
+		}
+		p.batcher.Trigger(now)
+		_, wait = p.batcher.Ready(now)
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if !p.state.Synced(ctx, p.client) {
+		// Keep the batch: it is handed out again once the state catches up.
+		log.FromContext(ctx).V(1).Info("waiting for cluster state to sync")
+		p.batcher.Trigger(now)
+		return reconcile.Result{RequeueAfter: SyncRetry}, nil
+	}
+	if err := p.provision(ctx, now); err != nil {
+		p.batcher.Trigger(now)
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: Period}, nil
+}
+
+// provision runs one batch: pack the provisionable pods and carry out the
+// result.
+func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
+	p.forgetEvents(now)
+	snap := p.state.Snapshot(now)
+	pods := snap.ProvisionablePods()
+	if len(pods) == 0 {
+		return nil
+	}
+	pools := p.nodePools(ctx, snap)
+	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
+	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
+	res := packer.Solve(in)
+
+	byKey := make(map[types.NamespacedName]*corev1.Pod, len(pods))
+	for _, pod := range pods {
+		byKey[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
+	}
+	poolsByName := make(map[string]*packer.NodePool, len(in.NodePools))
+	for i := range in.NodePools {
+		poolsByName[in.NodePools[i].Name] = &in.NodePools[i]
+	}
+
+	nominateUntil := now.Add(state.NominationWindow(p.opts.BatchMax))
+	for _, pl := range res.Placements {
+		p.state.Nominate(pl.Node, nominateUntil)
+		if pod := byKey[pl.Pod]; pod != nil {
+			p.event(now, pod, nil, corev1.EventTypeNormal, ReasonNominated, "Nominate", "Pod should schedule on: node/%s", pl.Node)
+		}
+	}
+
+	// Limits are checked against the state as it is now, after the packing:
+	// other NodeClaims may have appeared meanwhile.
+	current := p.state.Snapshot(now)
+	added := map[string]corev1.ResourceList{}
+	var errs []error
+	for _, claim := range res.NodeClaims {
+		nc, why, err := p.launch(ctx, claim, poolsByName[claim.NodePool], current, added)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if why != "" {
+			for _, key := range claim.Pods {
+				if pod := byKey[key]; pod != nil {
+					p.event(now, pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", why)
+				}
+			}
+			continue
+		}
+		p.state.UpdateNodeClaim(nc)
+		p.state.Nominate(nc.Name, nominateUntil)
+		for _, key := range claim.Pods {
+			if pod := byKey[key]; pod != nil {
+				p.event(now, pod, nc, corev1.EventTypeNormal, ReasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nc.Name)
+			}
+		}
+	}
+
+	for _, u := range res.Unschedulable {
+		if pod := byKey[u.Pod]; pod != nil {
+			p.event(now, pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", unschedulableNote(u))
+		}
+	}
+	for _, u := range res.Ignored {
+		if pod := byKey[u.Pod]; pod != nil {
+			p.event(now, pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "Pod is ignored: %s", u.Reason)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodePools returns the packer NodePools that may launch now, in the
+// snapshot's order, and records an event on each NodePool left out.
+func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) []packer.NodePool {
+	classes := make(map[string]*awsv1.EC2NodeClass, len(snap.NodeClasses))
+	for _, nc := range snap.NodeClasses {
+		classes[nc.Name] = nc
+	}
+	supported := p.cloud.GetSupportedNodeClasses()
+	var out []packer.NodePool
+	for _, np := range snap.NodePools {
+		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil {
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision", "NodePool has no nodeClassRef")
+			continue
+		}
+		if !slices.ContainsFunc(supported, func(gvk schema.GroupVersionKind) bool { return gvk.Group == ref.Group && gvk.Kind == ref.Kind }) {
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
+				"NodeClass %s is not ready: kind %s.%s is not supported by the %s provider", ref.Name, ref.Kind, ref.Group, p.cloud.Name())
+			continue
+		}
+		class, ok := classes[ref.Name]
+		if !ok {
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
+				"NodeClass %s is not ready: it does not exist", ref.Name)
+			continue
+		}
+		if why, ready := nodeClassReady(class); !ready {
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
+				"NodeClass %s is not ready: %s", ref.Name, why)
+			continue
+		}
+		its, err := p.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "listing instance types", "nodepool", np.Name)
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonInstanceTypesFailed, "Provision", "listing instance types: %v", err)
+			continue
+		}
+		pool, err := offerings.NodePool(np, class, its)
+		if err != nil {
+			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonInstanceTypesFailed, "Provision", "%v", err)
+			continue
+		}
+		out = append(out, pool)
+	}
+	return out
+}
+
+// nodeClassReady reports whether the node class is Ready and, if not, why.
+func nodeClassReady(nc *awsv1.EC2NodeClass) (string, bool) {
+	if !nc.DeletionTimestamp.IsZero() {
+		return "it is being deleted", false
+	}
+	c := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
+	switch {
+	case c == nil:
+		return "its readiness has not been reported yet", false
+	case c.Status == metav1.ConditionTrue:
+		return "", true
+	case c.Message != "":
+		return c.Message, false
+	case c.Reason != "":
+		return c.Reason, false
+	default:
+		return "Ready is " + string(c.Status), false
+	}
+}
+
+// unschedulableNote says why a pod fits nowhere, NodePool by NodePool.
+func unschedulableNote(u packer.Unschedulable) string {
+	var b strings.Builder
+	b.WriteString("Failed to schedule pod: ")
+	b.WriteString(u.Reason)
+	for _, v := range u.NodePools {
+		if strings.Contains(u.Reason, v.Message) {
+			// The reason already tells this NodePool's verdict.
+			fmt.Fprintf(&b, " (%s)", v.Code)
+			continue
+		}
+		fmt.Fprintf(&b, "; nodepool %s: %s (%s)", v.NodePool, v.Message, v.Code)
+	}
+	return b.String()
+}
+
+// maxNoteLength is the longest note the events API accepts.
+const maxNoteLength = 1024
+
+// event records an event about obj unless one with the same reason was
+// recorded about it within EventInterval.
+func (p *Provisioner) event(now time.Time, obj client.Object, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if p.recorder == nil {
+		return
+	}
+	key := fmt.Sprintf("%T/%s/%s/%s/%s", obj, obj.GetNamespace(), obj.GetName(), obj.GetUID(), reason)
+	p.mu.Lock()
+	last, seen := p.sent[key]
+	if seen && now.Sub(last) < EventInterval {
+		p.mu.Unlock()
+		return
+	}
+	p.sent[key] = now
+	p.mu.Unlock()
+	msg := fmt.Sprintf(note, args...)
+	if len(msg) > maxNoteLength {
+		msg = strings.ToValidUTF8(msg[:maxNoteLength-3], "") + "..."
+	}
+	p.recorder.Eventf(obj, related, eventType, reason, action, "%s", msg)
+}
+
+// forgetEvents drops what event remembers once it no longer matters.
+func (p *Provisioner) forgetEvents(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, t := range p.sent {
+		if now.Sub(t) >= EventInterval {
+			delete(p.sent, k)
+		}
+	}
+}
