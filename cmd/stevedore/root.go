@@ -26,6 +26,6 @@ so existing manifests apply unchanged.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCommand(), newCRDsCommand(), newValidateCommand(), newPlanCommand())
+	root.AddCommand(newVersionCommand(), newCRDsCommand(), newValidateCommand(), newPlanCommand(), newControllerCommand())
 	return root
 }

@@ -1,0 +1,502 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/controllers"
+	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/internal/version"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// Flags of stevedore controller besides the AWS settings.
+const (
+	flagKubeconfig          = "kubeconfig"
+	flagMetricsBindAddress  = "metrics-bind-address"
+	flagHealthProbeAddress  = "health-probe-bind-address"
+	flagLeaderElect         = "leader-elect"
+	flagLeaderElectionNS    = "leader-election-namespace"
+	flagLeaderElectionID    = "leader-election-id"
+	flagBatchIdleDuration   = "batch-idle-duration"
+	flagBatchMaxDuration    = "batch-max-duration"
+	flagPreferencePolicy    = "preference-policy"
+	flagLogLevel            = "log-level"
+	flagKubeClientQPS       = "kube-client-qps"
+	flagKubeClientBurst     = "kube-client-burst"
+	defaultLeaderElectionNS = "kube-system"
+)
+
+// serviceAccountNamespaceFile holds the namespace of the pod the controller
+// runs in.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// controllerOptions are the settings of stevedore controller.
+type controllerOptions struct {
+	settings settings.Settings
+
+	kubeconfig         string
+	metricsAddr        string
+	probeAddr          string
+	leaderElect        bool
+	leaderElectionNS   string
+	leaderElectionID   string
+	batchIdle          time.Duration
+	batchMax           time.Duration
+	preferencePolicy   string
+	logLevel           string
+	kubeClientQPS      float32
+	kubeClientBurst    int
+	envErr             error
+	registerer         prometheus.Registerer // default: controller-runtime's registry, served on the metrics address
+	logOutput          io.Writer             // default: standard error
+	gracefulShutdownTO time.Duration         // default: controller-runtime's
+}
+
+func defaultLeaderElectionNamespace() string {
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return defaultLeaderElectionNS
+}
+
+// addFlags registers every flag on fs. Each flag's default is its environment
+// variable (upper case, '-' as '_') when set; a flag on the command line wins.
+func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) string) {
+	o.settings = settings.Default()
+	var errs []error
+	if err := o.settings.AddFlags(fs, getenv); err != nil {
+		errs = append(errs, err)
+	}
+	env := func(name string) string { return " (env " + settings.EnvVar(name) + ")" }
+	fs.StringVar(&o.kubeconfig, flagKubeconfig, "", "path to a kubeconfig; empty means the in-cluster configuration of the pod"+env(flagKubeconfig))
+	fs.StringVar(&o.metricsAddr, flagMetricsBindAddress, ":8080", "address the Prometheus metrics are served on; 0 turns them off"+env(flagMetricsBindAddress))
+	fs.StringVar(&o.probeAddr, flagHealthProbeAddress, ":8081", "address of the /healthz and /readyz probes; 0 turns them off"+env(flagHealthProbeAddress))
+	fs.BoolVar(&o.leaderElect, flagLeaderElect, true, "elect a leader through a Lease so that only one replica acts"+env(flagLeaderElect))
+	fs.StringVar(&o.leaderElectionNS, flagLeaderElectionNS, defaultLeaderElectionNamespace(),
+		"namespace of the leader-election Lease; default the pod's namespace, else "+defaultLeaderElectionNS+env(flagLeaderElectionNS))
+	fs.StringVar(&o.leaderElectionID, flagLeaderElectionID, "stevedore-leader-election", "name of the leader-election Lease"+env(flagLeaderElectionID))
+	fs.DurationVar(&o.batchIdle, flagBatchIdleDuration, provisioning.DefaultBatchIdle,
+		"a batch of pending pods closes after this long without a new one"+env(flagBatchIdleDuration))
+	fs.DurationVar(&o.batchMax, flagBatchMaxDuration, 10*time.Second,
+		"a batch of pending pods closes this long after it opened"+env(flagBatchMaxDuration))
+	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceScore),
+		"how preferred scheduling terms shape new nodes: Score, Respect or Ignore"+env(flagPreferencePolicy))
+	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
+	fs.Float32Var(&o.kubeClientQPS, flagKubeClientQPS, 200, "queries per second to the API server"+env(flagKubeClientQPS))
+	fs.IntVar(&o.kubeClientBurst, flagKubeClientBurst, 300, "burst of queries to the API server"+env(flagKubeClientBurst))
+
+	// The AWS settings read their variables in AddFlags; the others here.
+	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
+		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
+		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst} {
+		v := getenv(settings.EnvVar(name))
+		if v == "" {
+			continue
+		}
+		f := fs.Lookup(name)
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %v", settings.EnvVar(name), v, err))
+			continue
+		}
+		f.DefValue = f.Value.String()
+	}
+	// pflag leaves zero defaults out of --help; say them, so that every
+	// setting's default is documented.
+	fs.VisitAll(func(f *pflag.Flag) {
+		if t := f.Value.Type(); (t == "bool" && f.DefValue == "false") || (t == "int" && f.DefValue == "0") {
+			f.Usage += " (default " + f.DefValue + ")"
+		}
+	})
+	o.envErr = errors.Join(errs...)
+}
+
+// validate reports every invalid setting. It runs before anything connects.
+func (o *controllerOptions) validate() error {
+	errs := []error{o.envErr}
+	if err := o.settings.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.batchIdle <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 1s", flagBatchIdleDuration, o.batchIdle))
+	}
+	if o.batchMax <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 10s", flagBatchMaxDuration, o.batchMax))
+	}
+	if o.batchIdle > 0 && o.batchMax > 0 && o.batchIdle > o.batchMax {
+		errs = append(errs, fmt.Errorf("--%s %s must not exceed --%s %s", flagBatchIdleDuration, o.batchIdle, flagBatchMaxDuration, o.batchMax))
+	}
+	switch packer.PreferencePolicy(o.preferencePolicy) {
+	case packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("--%s %q: use Score, Respect or Ignore", flagPreferencePolicy, o.preferencePolicy))
+	}
+	if _, err := zapLevel(o.logLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if o.kubeClientQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %v must be positive", flagKubeClientQPS, o.kubeClientQPS))
+	}
+	if o.kubeClientBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %d must be positive", flagKubeClientBurst, o.kubeClientBurst))
+	}
+	if o.leaderElect && (o.leaderElectionNS == "" || o.leaderElectionID == "") {
+		errs = append(errs, fmt.Errorf("--%s and --%s must not be empty while --%s is on", flagLeaderElectionNS, flagLeaderElectionID, flagLeaderElect))
+	}
+	return errors.Join(errs...)
+}
+
+func zapLevel(s string) (zapcore.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return zapcore.DebugLevel, nil
+	case "info":
+		return zapcore.InfoLevel, nil
+	case "error":
+		return zapcore.ErrorLevel, nil
+	}
+	return 0, fmt.Errorf("--%s %q: use debug, info or error", flagLogLevel, s)
+}
+
+func newControllerCommand() *cobra.Command {
+	opts := &controllerOptions{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the autoscaler's controllers in the cluster",
+		Long: `Run stevedore's controllers: they launch nodes for NodeClaims, register and
+initialize them, drain and terminate nodes being deleted, keep NodePool and
+EC2NodeClass status current, collect leaked instances and consume the
+interruption queue. Replicas elect a leader through a Lease; only the leader acts.
+
+Every flag can also be set by the environment variable named after it (upper
+case, '-' as '_', shown with each flag); a flag on the command line wins over the
+variable, which wins over the default. Logs are JSON on standard error. Metrics
+are served on --metrics-bind-address at /metrics, probes on
+--health-probe-bind-address at /healthz and /readyz.
+
+AWS credentials and the region come from the usual AWS sources: EKS Pod
+Identity, IRSA (AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE), environment
+variables, or the instance metadata service.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.validate(); err != nil {
+				return fmt.Errorf("invalid settings:\n%w", err)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signalContext(ctx)
+			defer stop()
+			clients, region, err := awsClients(ctx, opts.settings)
+			if err != nil {
+				return err
+			}
+			return runController(ctx, opts, clients, region)
+		},
+	}
+	opts.addFlags(cmd.Flags(), os.Getenv)
+	return cmd
+}
+
+// awsClients builds the AWS clients from the default credential chain, with
+// the region taken from the environment or the instance metadata service.
+func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithEC2IMDSRegion(),
+		awsconfig.WithAppID("stevedore-"+version.Get().Version))
+	if err != nil {
+		return sdk.Clients{}, "", fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return sdk.Clients{}, "", errors.New("no AWS region: set AWS_REGION, or run where the instance metadata service answers")
+	}
+	if s.AssumeRoleARN != "" {
+		provider := stscreds.NewAssumeRoleProvider(sts.NewFromConfig(cfg), s.AssumeRoleARN, func(o *stscreds.AssumeRoleOptions) {
+			o.Duration = s.AssumeRoleDuration
+			o.RoleSessionName = "stevedore"
+		})
+		cfg.Credentials = awssdk.NewCredentialsCache(provider)
+	}
+	return sdk.NewFromConfig(cfg), cfg.Region, nil
+}
+
+// newLogger returns the JSON logger all of the controller logs through.
+func newLogger(level string, w io.Writer) logr.Logger {
+	lvl, _ := zapLevel(level)
+	if w == nil {
+		w = os.Stderr
+	}
+	return zap.New(zap.WriteTo(w), zap.Level(lvl), zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
+		c.TimeKey = "time"
+		c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	}))
+}
+
+// restConfig returns the API server's client configuration: the kubeconfig
+// named by --kubeconfig (KUBECONFIG) when set, else the pod's in-cluster one.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no in-cluster configuration (%v): outside a pod, set --%s or %s", err, flagKubeconfig, settings.EnvVar(flagKubeconfig))
+		}
+		return cfg, nil
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(path)}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// kubernetesVersion returns the API server's minor version, such as "1.33".
+func kubernetesVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the API server's /version: %w", err)
+	}
+	return v.Major + "." + strings.TrimRight(v.Minor, "+"), nil
+}
+
+// caBundle returns the base64 CA bundle of cfg, or "".
+func caBundle(cfg *rest.Config) (string, error) {
+	data := cfg.CAData
+	if len(data) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return "", fmt.Errorf("reading the cluster CA: %w", err)
+		}
+		data = b
+	}
+	if len(data) == 0 {
+		return "", nil
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// runController runs the controller until ctx ends, with AWS reached through
+// clients in region. The command builds clients from the AWS configuration;
+// tests pass the in-memory AWS.
+func runController(ctx context.Context, opts *controllerOptions, clients sdk.Clients, region string) error {
+	logger := newLogger(opts.logLevel, opts.logOutput)
+	ctrllog.SetLogger(logger)
+	klog.SetLogger(logger.WithName("client-go"))
+	ctx = ctrllog.IntoContext(ctx, logger)
+
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = opts.kubeClientQPS
+	cfg.Burst = opts.kubeClientBurst
+	cfg.UserAgent = "stevedore/" + version.Get().Version
+
+	st := opts.settings
+	cluster := aws.ClusterInfo{Name: st.ClusterName, Endpoint: st.ClusterEndpoint, CABundle: st.ClusterCABundle}
+	if cluster.CABundle == "" {
+		if cluster.CABundle, err = caBundle(cfg); err != nil {
+			return err
+		}
+	}
+	var eksVersion string
+	if clients.EKS != nil && (cluster.Endpoint == "" || st.EKSControlPlane) {
+		out, err := clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &st.ClusterName})
+		if err != nil {
+			return fmt.Errorf("describing EKS cluster %q (to find its endpoint; set --%s to skip): %w", st.ClusterName, settings.FlagClusterEndpoint, err)
+		}
+		if c := out.Cluster; c != nil {
+			if cluster.Endpoint == "" && c.Endpoint != nil {
+				cluster.Endpoint = *c.Endpoint
+			}
+			if n := c.KubernetesNetworkConfig; n != nil && n.ServiceIpv4Cidr != nil {
+				cluster.ServiceCIDR = *n.ServiceIpv4Cidr
+			}
+			if c.Version != nil {
+				eksVersion = *c.Version
+			}
+		}
+	}
+	if cluster.Endpoint == "" {
+		return fmt.Errorf("no cluster endpoint: set --%s (%s)", settings.FlagClusterEndpoint, settings.EnvVar(settings.FlagClusterEndpoint))
+	}
+	k8sVersion := eksVersion
+	if !st.EKSControlPlane || k8sVersion == "" {
+		if k8sVersion, err = kubernetesVersion(cfg); err != nil {
+			return err
+		}
+	}
+
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if dns := kubeDNS(ctx, cfg, scheme); dns != "" {
+		cluster.DNS = []string{dns}
+	}
+	mgrOpts := manager.Options{
+		Scheme:                        scheme,
+		Logger:                        logger,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionNamespace:       opts.leaderElectionNS,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.gracefulShutdownTO > 0 {
+		mgrOpts.GracefulShutdownTimeout = &opts.gracefulShutdownTO
+	}
+	mgr, err := manager.New(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	kube := mgr.GetClient()
+	provider, err := aws.New(aws.Options{
+		Clients:  clients,
+		Settings: st,
+		Clock:    clock.RealClock{},
+		NodeClass: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+			nc := &awsv1.EC2NodeClass{}
+			if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+				return nil, err
+			}
+			return nc, nil
+		},
+		Cluster: cluster,
+		Region:  region,
+	})
+	if err != nil {
+		return err
+	}
+	reg := opts.registerer
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	err = controllers.Register(mgr, controllers.Deps{
+		Cloud:    provider,
+		Clients:  clients,
+		Settings: st,
+		Resolver: nodeclass.NewResolver(clients, nodeclass.Options{
+			ClusterName:   st.ClusterName,
+			Region:        region,
+			DisableDryRun: st.DisableDryRun,
+		}),
+		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle},
+		State:     state.NewCluster(),
+		Provisioning: provisioning.Options{
+			BatchIdle:        opts.batchIdle,
+			BatchMax:         opts.batchMax,
+			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
+		},
+		Clock:      clock.RealClock{},
+		Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("starting controller", "version", version.Get().Version, "cluster", st.ClusterName,
+		"region", region, "kubernetesVersion", k8sVersion, "endpoint", cluster.Endpoint,
+		"leaderElection", opts.leaderElect, "interruptionQueue", st.InterruptionQueue)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("controller manager: %w", err)
+	}
+	logger.Info("controller stopped")
+	return nil
+}
+
+// kubeDNS returns the ClusterIP of the kube-dns service, or "" when it cannot
+// be read; nodes then use the DNS address their bootstrap derives.
+func kubeDNS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) string {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return ""
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, svc); err != nil {
+		return ""
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		return ip
+	}
+	return ""
+}
+
+// signalContext ends with ctx or at SIGINT or SIGTERM, so that the manager
+// releases the leader Lease and stops its controllers in order.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,392 @@
+// Package controllers assembles stevedore's controllers: it builds every
+// reconciler with its dependencies and adds it, the cluster-state informers,
+// the leaked-instance collector and the interruption-queue poller to a
+// controller-runtime manager. The command that runs the controller and the
+// tests that run it against a real API server both call Register, so the set of
+// controllers is defined in one place.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/garbagecollect"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption/queue"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
+	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/state"
+	"github.com/stevedore-autoscaler/stevedore/state/informer"
+)
+
+// Defaults of Deps.
+const (
+	// DefaultGCInterval is how often leaked instances are looked for.
+	DefaultGCInterval = 2 * time.Minute
+	// DefaultQueueRetry is how long the interruption poller waits after a
+	// failed receive before it polls again.
+	DefaultQueueRetry = 10 * time.Second
+)
+
+// Names of the runnables, as they appear in logs.
+const (
+	NameGarbageCollection = "instance.garbagecollection"
+	NameInterruption      = "interruption"
+)
+
+// Event reasons the interruption handler records on NodeClaims.
+const (
+	ReasonSpotInterrupted                = "SpotInterrupted"
+	ReasonSpotRebalanceRecommendation    = "SpotRebalanceRecommendation"
+	ReasonInstanceUnhealthy              = "InstanceUnhealthy"
+	ReasonInstanceStopping               = "InstanceStopping"
+	ReasonInstanceTerminating            = "InstanceTerminating"
+	ReasonCapacityReservationInterrupted = "CapacityReservationInterrupted"
+)
+
+// Deps are what the controllers act through. Cloud, Clients, Settings,
+// Resolver and State are required; the rest have defaults.
+type Deps struct {
+	// Cloud is the AWS provider the NodeClaim and Node controllers launch and
+	// terminate through.
+	Cloud *aws.Provider
+	// Clients are the AWS clients behind Cloud; the collector and the
+	// interruption poller call EC2 and SQS through them.
+	Clients sdk.Clients
+	// Settings are the AWS settings (cluster name, interruption queue).
+	Settings settings.Settings
+	// Resolver computes EC2NodeClass status.
+	Resolver nodeclassstatus.Resolver
+	// NodeClass carries the Kubernetes version and CA bundle to the
+	// EC2NodeClass status controller.
+	NodeClass nodeclassstatus.Options
+	// State is the cluster snapshot the informers keep current.
+	State *state.Cluster
+	// Provisioning tunes the provisioner (batch windows, preference policy).
+	Provisioning provisioning.Options
+
+	// Clock is the time source; default clock.RealClock{}.
+	Clock clock.WithTicker
+	// Metrics receives the karpenter_* metrics; nil creates them on
+	// Registerer.
+	Metrics *metrics.Metrics
+	// Registerer receives the metrics; default none (nil), in which case
+	// Metrics must be set or metrics are dropped.
+	Registerer prometheus.Registerer
+	// Validator runs NodePool validation; default validation.Default().
+	Validator *validation.Validator
+	// GCInterval is how often leaked instances are collected; default
+	// DefaultGCInterval.
+	GCInterval time.Duration
+	// GCGrace protects instances younger than it; default
+	// garbagecollect.DefaultGrace.
+	GCGrace time.Duration
+	// QueueRetry is the pause after a failed interruption-queue receive;
+	// default DefaultQueueRetry.
+	QueueRetry time.Duration
+	// QueueWaitTime is the interruption queue's long-poll time; zero takes
+	// the queue package's default.
+	QueueWaitTime time.Duration
+}
+
+func (d *Deps) defaults() error {
+	if d.Cloud == nil {
+		return errors.New("controllers: no cloud provider")
+	}
+	if d.Clients.EC2 == nil {
+		return errors.New("controllers: no EC2 client")
+	}
+	if d.Resolver == nil {
+		return errors.New("controllers: no EC2NodeClass resolver")
+	}
+	if d.State == nil {
+		return errors.New("controllers: no cluster state")
+	}
+	if d.Settings.ClusterName == "" {
+		return errors.New("controllers: no cluster name: set --cluster-name (CLUSTER_NAME)")
+	}
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
+	if d.Metrics == nil && d.Registerer != nil {
+		m, err := metrics.New(d.Registerer)
+		if err != nil {
+			return fmt.Errorf("controllers: metrics: %w", err)
+		}
+		d.Metrics = m
+	}
+	if d.Validator == nil {
+		v, err := validation.Default()
+		if err != nil {
+			return fmt.Errorf("controllers: validator: %w", err)
+		}
+		d.Validator = v
+	}
+	if d.GCInterval <= 0 {
+		d.GCInterval = DefaultGCInterval
+	}
+	if d.GCGrace <= 0 {
+		d.GCGrace = garbagecollect.DefaultGrace
+	}
+	if d.QueueRetry <= 0 {
+		d.QueueRetry = DefaultQueueRetry
+	}
+	return nil
+}
+
+// Register adds every controller to mgr. Call it once, before mgr starts; the
+// manager's scheme must know the core, karpenter.sh and karpenter.k8s.aws
+// types. Controllers, the collector and the interruption poller run only on
+// the elected leader; the informers that feed State run on every replica, so
+// a new leader starts with a warm cache.
+func Register(mgr manager.Manager, deps Deps) error {
+	if err := deps.defaults(); err != nil {
+		return err
+	}
+	kube := mgr.GetClient()
+	if err := informer.Register(mgr, deps.State); err != nil {
+		return fmt.Errorf("state informers: %w", err)
+	}
+	if err := lifecycle.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(lifecycle.Name)).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", lifecycle.Name, err)
+	}
+	if err := nodeterm.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", nodeterm.Name, err)
+	}
+	if err := nodepoolstatus.New(kube, deps.Clock, mgr.GetEventRecorder(nodepoolstatus.Name), deps.Validator, deps.Metrics).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", nodepoolstatus.Name, err)
+	}
+	if err := nodeclassstatus.New(kube, deps.Resolver, mgr.GetEventRecorder(nodeclassstatus.Name), deps.NodeClass).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", nodeclassstatus.Name, err)
+	}
+	prov := provisioning.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning)
+	if err := prov.Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", provisioning.Name, err)
+	}
+	if err := mgr.Add(&leaderRunnable{run: gcLoop(mgr.GetAPIReader(), deps)}); err != nil {
+		return fmt.Errorf("%s: %w", NameGarbageCollection, err)
+	}
+	if deps.Settings.InterruptionQueue == "" {
+		log.Log.WithName(NameInterruption).Info(queue.ErrNoQueue.Error())
+		return nil
+	}
+	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud}
+	consumer, err := queue.New(queue.Config{
+		QueueName:    deps.Settings.InterruptionQueue,
+		SQS:          deps.Clients.SQS,
+		NodeClaimFor: nodeClaimFor(deps.State, deps.Clock),
+		Handle:       h.handle,
+		Registerer:   deps.Registerer,
+		Clock:        deps.Clock,
+		WaitTime:     deps.QueueWaitTime,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", NameInterruption, err)
+	}
+	if err := mgr.Add(&leaderRunnable{run: pollLoop(consumer, deps)}); err != nil {
+		return fmt.Errorf("%s: %w", NameInterruption, err)
+	}
+	return nil
+}
+
+// leaderRunnable is a runnable that runs only on the elected leader.
+type leaderRunnable struct {
+	run func(ctx context.Context) error
+}
+
+func (r *leaderRunnable) Start(ctx context.Context) error { return r.run(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (r *leaderRunnable) NeedLeaderElection() bool { return true }
+
+var _ manager.LeaderElectionRunnable = &leaderRunnable{}
+
+// gcLoop collects leaked instances every deps.GCInterval until ctx ends.
+// It skips a round while the cluster state has not caught up with the API
+// server: an incomplete list of NodeClaims would make live instances look
+// leaked.
+func gcLoop(reader client.Reader, deps Deps) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		logger := log.FromContext(ctx).WithName(NameGarbageCollection)
+		t := deps.Clock.NewTicker(deps.GCInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C():
+			}
+			collectOnce(ctx, logger, reader, deps)
+		}
+	}
+}
+
+func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, deps Deps) {
+	if !deps.State.Synced(ctx, reader) {
+		logger.V(1).Info("cluster state not synced; skipping leaked-instance collection")
+		return
+	}
+	known := knownInstances(deps.State.Snapshot(deps.Clock.Now()))
+	ids, err := garbagecollect.Collect(ctx, deps.Clients.EC2, deps.Settings.ClusterName,
+		func(id string) bool { return known[id] }, deps.Clock.Now(), deps.GCGrace)
+	for _, id := range ids {
+		logger.Info("terminated leaked instance", "instance", id)
+	}
+	if err != nil && ctx.Err() == nil {
+		logger.Error(err, "collecting leaked instances")
+	}
+}
+
+// knownInstances returns the instance IDs of the snapshot's NodeClaims.
+func knownInstances(s state.Snapshot) map[string]bool {
+	known := map[string]bool{}
+	for _, n := range s.Nodes {
+		if n.NodeClaim == nil {
+			continue
+		}
+		if id := instanceID(n.NodeClaim.Status.ProviderID); id != "" {
+			known[id] = true
+		}
+	}
+	return known
+}
+
+// instanceID returns the instance ID of an aws:///<zone>/<instance-id>
+// provider ID, or "".
+func instanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	id := providerID[strings.LastIndex(providerID, "/")+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return ""
+	}
+	return id
+}
+
+// nodeClaimFor maps instance IDs to NodeClaim names from the cluster state.
+func nodeClaimFor(st *state.Cluster, clk clock.PassiveClock) func(string) (string, bool) {
+	return func(id string) (string, bool) {
+		for _, n := range st.Snapshot(clk.Now()).Nodes {
+			if n.NodeClaim != nil && instanceID(n.NodeClaim.Status.ProviderID) == id {
+				return n.NodeClaim.Name, true
+			}
+		}
+		return "", false
+	}
+}
+
+// pollLoop polls the interruption queue until ctx ends. Each Poll long-polls,
+// so the loop does not spin; after a failed receive it waits QueueRetry.
+func pollLoop(c *queue.Consumer, deps Deps) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		logger := log.FromContext(ctx).WithName(NameInterruption)
+		logger.Info("polling the interruption queue", "queue", deps.Settings.InterruptionQueue)
+		for ctx.Err() == nil {
+			n, err := c.Poll(ctx)
+			if err == nil {
+				if n > 0 {
+					logger.V(1).Info("consumed interruption messages", "count", n)
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			logger.Error(err, "polling the interruption queue", "queue", deps.Settings.InterruptionQueue)
+			select {
+			case <-ctx.Done():
+			case <-deps.Clock.After(deps.QueueRetry):
+			}
+		}
+		return nil
+	}
+}
+
+// interruptionHandler acts on interruption events.
+//
+// It does what this part of the controller must do so that an interrupted
+// node is drained before it disappears: it deletes the NodeClaim, and the
+// NodeClaim and Node finalizers taint, drain and terminate. The full
+// interruption behaviour (acting before the termination grace period,
+// replacement capacity launched ahead of the drain, the disruption metrics
+// and budgets) belongs to the disruption work and lands with it.
+type interruptionHandler struct {
+	kube  client.Client
+	rec   events.EventRecorder
+	cloud *aws.Provider
+}
+
+func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error {
+	nc := &karpv1.NodeClaim{}
+	if err := h.kube.Get(ctx, client.ObjectKey{Name: a.NodeClaim}, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	reason, note, act := describe(a)
+	h.rec.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Interrupted", "%s", note)
+	if !act {
+		return nil
+	}
+	if a.Event.Kind == interruption.KindSpotInterrupted && h.cloud != nil {
+		// The pool that reclaimed this instance is likely short of capacity:
+		// keep the next launches away from it for a while.
+		l := nc.Labels
+		if t, z := l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone]; t != "" && z != "" {
+			h.cloud.ICE().MarkUnavailable(t, z, wellknown.CapacityTypeSpot)
+		}
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	log.FromContext(ctx).Info("deleting interrupted nodeclaim", "NodeClaim", nc.Name,
+		"instance", a.InstanceID, "kind", string(a.Event.Kind), "event", a.Event.ID)
+	if err := h.kube.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// describe returns the event reason and message for an interruption and
+// whether the NodeClaim is deleted for it.
+func describe(a queue.Action) (reason, note string, act bool) {
+	e := a.Event
+	switch e.Kind {
+	case interruption.KindSpotInterrupted:
+		return ReasonSpotInterrupted, fmt.Sprintf("EC2 will reclaim spot instance %s in two minutes (action %q); deleting the NodeClaim to drain it", a.InstanceID, e.InstanceAction), true
+	case interruption.KindRebalanceRecommendation:
+		return ReasonSpotRebalanceRecommendation, fmt.Sprintf("spot instance %s is at elevated risk of interruption; no action taken", a.InstanceID), false
+	case interruption.KindScheduledChange:
+		return ReasonInstanceUnhealthy, fmt.Sprintf("AWS Health scheduled %s for instance %s; deleting the NodeClaim to drain it", e.EventTypeCode, a.InstanceID), true
+	case interruption.KindInstanceStopped:
+		return ReasonInstanceStopping, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
+	case interruption.KindInstanceTerminated:
+		return ReasonInstanceTerminating, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
+	case interruption.KindCapacityReservationInterrupted:
+		return ReasonCapacityReservationInterrupted, fmt.Sprintf("capacity reservation %s is reclaiming instance %s; deleting the NodeClaim to drain it", e.CapacityReservationID, a.InstanceID), true
+	default:
+		return "Interruption", fmt.Sprintf("unhandled interruption event %q for instance %s; no action taken", e.Kind, a.InstanceID), false
+	}
+}

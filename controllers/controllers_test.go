@@ -1,0 +1,115 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption/queue"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+type eventLog struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (e *eventLog) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reasons = append(e.reasons, reason+": "+fmt.Sprintf(note, args...))
+}
+
+func TestRunnablesNeedLeaderElection(t *testing.T) {
+	var r manager.Runnable = &leaderRunnable{run: func(context.Context) error { return nil }}
+	le, ok := r.(manager.LeaderElectionRunnable)
+	if !ok || !le.NeedLeaderElection() {
+		t.Error("the collector and the interruption poller must run on the leader only")
+	}
+}
+
+func TestInstanceID(t *testing.T) {
+	for in, want := range map[string]string{
+		"aws:///us-east-1a/i-0123": "i-0123",
+		"aws:///us-east-1a/":       "",
+		"kind://x/i-1":             "",
+		"":                         "",
+	} {
+		if got := instanceID(in); got != want {
+			t.Errorf("instanceID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func nodeClaim(name, providerID string) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	nc.Status.ProviderID = providerID
+	return nc
+}
+
+func TestKnownInstancesAndLookup(t *testing.T) {
+	st := state.NewCluster()
+	st.UpdateNodeClaim(nodeClaim("a", "aws:///us-east-1a/i-aaa"))
+	st.UpdateNodeClaim(nodeClaim("b", "")) // still launching
+	known := knownInstances(st.Snapshot(metav1.Now().Time))
+	if !known["i-aaa"] || len(known) != 1 {
+		t.Errorf("known = %v", known)
+	}
+	lookup := nodeClaimFor(st, clock.RealClock{})
+	if name, ok := lookup("i-aaa"); !ok || name != "a" {
+		t.Errorf("lookup(i-aaa) = %q, %v", name, ok)
+	}
+	if _, ok := lookup("i-zzz"); ok {
+		t.Error("lookup(i-zzz) found a NodeClaim")
+	}
+}
+
+func TestInterruptionHandler(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := karpv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind    interruption.Kind
+		deleted bool
+		reason  string
+	}{
+		{interruption.KindSpotInterrupted, true, ReasonSpotInterrupted},
+		{interruption.KindScheduledChange, true, ReasonInstanceUnhealthy},
+		{interruption.KindInstanceStopped, true, ReasonInstanceStopping},
+		{interruption.KindInstanceTerminated, true, ReasonInstanceTerminating},
+		{interruption.KindCapacityReservationInterrupted, true, ReasonCapacityReservationInterrupted},
+		{interruption.KindRebalanceRecommendation, false, ReasonSpotRebalanceRecommendation},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nodeClaim("nc", "aws:///us-east-1a/i-1")).Build()
+			rec := &eventLog{}
+			h := &interruptionHandler{kube: kube, rec: rec}
+			a := queue.Action{Event: interruption.Event{Kind: tc.kind, ID: "e1"}, InstanceID: "i-1", NodeClaim: "nc"}
+			if err := h.handle(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			err := kube.Get(context.Background(), client.ObjectKey{Name: "nc"}, &karpv1.NodeClaim{})
+			if gone := err != nil; gone != tc.deleted {
+				t.Errorf("deleted = %v, want %v (%v)", gone, tc.deleted, err)
+			}
+			if len(rec.reasons) != 1 || rec.reasons[0][:len(tc.reason)] != tc.reason {
+				t.Errorf("events = %v, want one %s", rec.reasons, tc.reason)
+			}
+			// Redelivery of the same message, after the NodeClaim is gone, is a no-op.
+			if err := h.handle(context.Background(), a); err != nil {
+				t.Errorf("second delivery: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package charttest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"sigs.k8s.io/yaml"
+)
+
+const chartDir = "../../charts/stevedore"
+
+// object is the part of a rendered manifest the tests read.
+type object struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata"`
+	Spec       map[string]any `json:"spec"`
+	Rules      []rule         `json:"rules"`
+}
+
+type rule struct {
+	APIGroups     []string `json:"apiGroups"`
+	Resources     []string `json:"resources"`
+	ResourceNames []string `json:"resourceNames"`
+	Verbs         []string `json:"verbs"`
+}
+
+// render renders the chart with values over its defaults, as
+// `helm template stevedore charts/stevedore -n stevedore` does.
+func render(t *testing.T, values map[string]any) []object {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := renderChart(ch, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func renderChart(ch *chart.Chart, values map[string]any) ([]object, error) {
+	opts := chartutil.ReleaseOptions{Name: "stevedore", Namespace: "stevedore", IsInstall: true, Revision: 1}
+	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var objs []object
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, doc := range strings.Split(files[n], "\n---") {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			var o object
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				return nil, err
+			}
+			if o.Kind != "" {
+				objs = append(objs, o)
+			}
+		}
+	}
+	return objs, nil
+}
+
+func find(objs []object, kind string) []object {
+	var out []object
+	for _, o := range objs {
+		if o.Kind == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+var required = map[string]any{"settings": map[string]any{"clusterName": "my-cluster"}}
+
+func deployment(t *testing.T, objs []object) map[string]any {
+	t.Helper()
+	d := find(objs, "Deployment")
+	if len(d) != 1 {
+		t.Fatalf("%d Deployments", len(d))
+	}
+	return d[0].Spec
+}
+
+// env returns the controller container's environment variables.
+func env(t *testing.T, spec map[string]any) map[string]string {
+	t.Helper()
+	tmpl := spec["template"].(map[string]any)["spec"].(map[string]any)
+	c := tmpl["containers"].([]any)[0].(map[string]any)
+	out := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		m := e.(map[string]any)
+		v, _ := m["value"].(string)
+		out[m["name"].(string)] = v
+	}
+	return out
+}
+
+func TestRendersWithDefaults(t *testing.T) {
+	objs := render(t, required)
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.Kind]++
+	}
+	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "PodDisruptionBudget"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s rendered; got %v", k, kinds)
+		}
+	}
+	spec := deployment(t, objs)
+	if r, _ := spec["replicas"].(float64); r != 2 {
+		t.Errorf("replicas = %v, want 2", spec["replicas"])
+	}
+	tmpl := spec["template"].(map[string]any)["spec"].(map[string]any)
+	if tmpl["priorityClassName"] != "system-cluster-critical" {
+		t.Errorf("priorityClassName = %v", tmpl["priorityClassName"])
+	}
+	c := tmpl["containers"].([]any)[0].(map[string]any)
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if c[probe] == nil {
+			t.Errorf("no %s", probe)
+		}
+	}
+	e := env(t, spec)
+	if e["CLUSTER_NAME"] != "my-cluster" || e["VM_MEMORY_OVERHEAD_PERCENT"] != "0.075" || e["LOG_LEVEL"] != "info" {
+		t.Errorf("env = %v", e)
+	}
+}
+
+func TestClusterNameRequired(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renderChart(ch, nil); err == nil || !strings.Contains(err.Error(), "settings.clusterName is required") {
+		t.Errorf("render without clusterName: %v", err)
+	}
+}
+
+func TestSettingsFlowIntoEnv(t *testing.T) {
+	objs := render(t, map[string]any{
+		"logLevel": "debug",
+		"settings": map[string]any{
+			"clusterName": "prod", "clusterEndpoint": "https://example.eks.amazonaws.com",
+			"interruptionQueue": "prod-queue", "isolatedVPC": true,
+			"vmMemoryOverheadPercent": 0.1, "reservedENIs": 1,
+		},
+	})
+	got := env(t, deployment(t, objs))
+	for k, v := range map[string]string{
+		"CLUSTER_NAME": "prod", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com",
+		"INTERRUPTION_QUEUE": "prod-queue", "ISOLATED_VPC": "true",
+		"VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "1", "LOG_LEVEL": "debug",
+		"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s", "PREFERENCE_POLICY": "Score",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestRBAC(t *testing.T) {
+	objs := render(t, required)
+	var rules []rule
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		for _, o := range find(objs, kind) {
+			rules = append(rules, o.Rules...)
+		}
+	}
+	allows := func(group, resource, verb string) bool {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rules {
+		for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs) {
+			if strings.Contains(s, "*") {
+				t.Errorf("wildcard %q in rule %+v", s, r)
+			}
+		}
+	}
+	for _, want := range [][3]string{
+		{"", "pods/eviction", "create"},
+		{"", "nodes", "delete"},
+		{"", "pods", "list"},
+		{"karpenter.sh", "nodeclaims", "create"},
+		{"karpenter.sh", "nodeclaims/status", "patch"},
+		{"karpenter.sh", "nodepools/status", "patch"},
+		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
+		{"coordination.k8s.io", "leases", "update"},
+		{"events.k8s.io", "events", "create"},
+		{"storage.k8s.io", "volumeattachments", "list"},
+		{"policy", "poddisruptionbudgets", "watch"},
+		{"apps", "daemonsets", "watch"},
+	} {
+		if !allows(want[0], want[1], want[2]) {
+			t.Errorf("RBAC does not allow %s on %s (group %q)", want[2], want[1], want[0])
+		}
+	}
+	if allows("", "secrets", "get") {
+		t.Error("RBAC grants secrets")
+	}
+}
+
+func TestServiceMonitorToggle(t *testing.T) {
+	if n := len(find(render(t, required), "ServiceMonitor")); n != 0 {
+		t.Errorf("%d ServiceMonitors by default, want 0", n)
+	}
+	on := map[string]any{"settings": required["settings"], "serviceMonitor": map[string]any{"enabled": true}}
+	if n := len(find(render(t, on), "ServiceMonitor")); n != 1 {
+		t.Errorf("%d ServiceMonitors when enabled, want 1", n)
+	}
+}
+
+func TestIRSAAnnotation(t *testing.T) {
+	arn := "arn:aws:iam::123456789012:role/stevedore"
+	objs := render(t, map[string]any{"settings": required["settings"],
+		"serviceAccount": map[string]any{"annotations": map[string]any{"eks.amazonaws.com/role-arn": arn}}})
+	sa := find(objs, "ServiceAccount")
+	if len(sa) != 1 {
+		t.Fatalf("%d ServiceAccounts", len(sa))
+	}
+	ann, _ := sa[0].Metadata["annotations"].(map[string]any)
+	if ann["eks.amazonaws.com/role-arn"] != arn {
+		t.Errorf("annotations = %v", ann)
+	}
+}
+
+// TestCRDsMatchTheEmbeddedOnes: the chart's crds/ are copies of the CRDs the
+// binary embeds (api/crds) and must not drift from them.
+func TestCRDsMatchTheEmbeddedOnes(t *testing.T) {
+	src, err := filepath.Glob("../../api/crds/*.yaml")
+	if err != nil || len(src) == 0 {
+		t.Fatalf("no CRDs in api/crds: %v", err)
+	}
+	inChart, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inChart) != len(src) {
+		t.Errorf("chart has %d CRDs, api/crds %d", len(inChart), len(src))
+	}
+	for _, s := range src {
+		want, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(s)))
+		if err != nil {
+			t.Errorf("%v: copy it from api/crds", err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("charts/stevedore/crds/%s differs from api/crds: copy it again", filepath.Base(s))
+		}
+	}
+	// Helm installs crds/ as they are: they must parse.
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ch.CRDObjects()); n != len(src) {
+		t.Errorf("Helm sees %d CRDs, want %d", n, len(src))
+	}
+}
