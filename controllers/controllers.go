@@ -34,6 +34,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
@@ -170,8 +171,11 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := informer.Register(mgr, deps.State); err != nil {
 		return fmt.Errorf("state informers: %w", err)
 	}
-	if err := lifecycle.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(lifecycle.Name)).Register(mgr); err != nil {
+	if err := lifecycle.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(lifecycle.Name), deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", lifecycle.Name, err)
+	}
+	if err := nodeclaimgc.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeclaimgc.Name)).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", nodeclaimgc.Name, err)
 	}
 	if err := nodeterm.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeterm.Name, err)
@@ -182,7 +186,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := nodeclassstatus.New(kube, deps.Resolver, mgr.GetEventRecorder(nodeclassstatus.Name), deps.NodeClass).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeclassstatus.Name, err)
 	}
-	prov := provisioning.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning)
+	prov := provisioning.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning, deps.Metrics)
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", provisioning.Name, err)
 	}

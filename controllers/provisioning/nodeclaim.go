@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
@@ -67,6 +68,7 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 		largest = resources.Max(largest, caps[name])
 	}
 	added[np.Name] = resources.Add(added[np.Name], largest)
+	p.metrics.NodeClaimCreated(ReasonProvisioning, np.Name, false)
 	log.FromContext(ctx).Info("created nodeclaim",
 		"nodepool", np.Name,
 		"nodeclaim", nc.Name,
@@ -141,10 +143,12 @@ func nodeClaim(np *karpv1.NodePool, claim packer.NodeClaim, names []string) *kar
 	if ref != nil && ref.Group == awsv1.GroupVersion.Group && ref.Kind == "EC2NodeClass" {
 		labels[wellknown.LabelEC2NodeClass] = ref.Name
 	}
-	var annotations map[string]string
-	if len(tmpl.Metadata.Annotations) > 0 {
-		annotations = maps.Clone(tmpl.Metadata.Annotations)
-	}
+	annotations := make(map[string]string, len(tmpl.Metadata.Annotations)+2)
+	maps.Copy(annotations, tmpl.Metadata.Annotations)
+	// The NodePool's template hash as it is now: a NodeClaim whose hash
+	// later differs from its NodePool's has drifted.
+	annotations[wellknown.AnnotationNodePoolHash] = hash.Hash(np)
+	annotations[wellknown.AnnotationNodePoolHashVersion] = hash.Version
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: np.Name + "-",

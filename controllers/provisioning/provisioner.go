@@ -52,6 +52,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -72,6 +73,10 @@ const (
 	// about the same object.
 	EventInterval = time.Minute
 )
+
+// ReasonProvisioning is the reason label of the NodeClaims the provisioner
+// creates, on karpenter_nodeclaims_created_total.
+const ReasonProvisioning = "provisioning"
 
 // Reasons of events.
 const (
@@ -120,6 +125,7 @@ type Provisioner struct {
 	recorder events.EventRecorder
 	opts     Options
 	batcher  *Batcher
+	metrics  *metrics.Metrics
 
 	mu sync.Mutex
 	// sent remembers when an event was last recorded, by object and reason.
@@ -130,8 +136,9 @@ var _ reconcile.Reconciler = (*Provisioner)(nil)
 
 // New returns a Provisioner that reads st (kept current by someone else,
 // typically package state/informer), writes through c and asks cp for
-// instance types. The recorder may be nil, which drops events.
-func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder, opts Options) *Provisioner {
+// instance types. The recorder may be nil, which drops events; m may be nil,
+// which drops metrics.
+func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder, opts Options, m *metrics.Metrics) *Provisioner {
 	if opts.BatchIdle <= 0 {
 		opts.BatchIdle = DefaultBatchIdle
 	}
@@ -149,6 +156,7 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 		recorder: recorder,
 		opts:     opts,
 		batcher:  NewBatcher(opts.BatchIdle, opts.BatchMax),
+		metrics:  m,
 		sent:     map[string]time.Time{},
 	}
 }

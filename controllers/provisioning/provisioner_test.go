@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,7 +38,9 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/state"
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
@@ -155,6 +159,8 @@ type env struct {
 	rec   *recorder
 	logs  *logLines
 	p     *Provisioner
+	reg   *prometheus.Registry
+	m     *metrics.Metrics
 }
 
 func newEnv(t *testing.T, name string, seed uint64) *env {
@@ -192,7 +198,11 @@ func newEnv(t *testing.T, name string, seed uint64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.p = New(kube, e.st, e.cloud, clk, e.rec, Options{})
+	e.reg = prometheus.NewRegistry()
+	if e.m, err = metrics.New(e.reg); err != nil {
+		t.Fatal(err)
+	}
+	e.p = New(kube, e.st, e.cloud, clk, e.rec, Options{}, e.m)
 	t.Cleanup(e.cleanup)
 	if err := kube.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
@@ -431,6 +441,9 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 	if n := e.logs.count("created nodeclaim"); n != len(claims) {
 		t.Errorf("%d \"created nodeclaim\" log lines for %d NodeClaims", n, len(claims))
 	}
+	if got := testutil.ToFloat64(createdCounter(t, e.reg, ReasonProvisioning, e.name)); got != float64(len(claims)) {
+		t.Errorf("%s{reason=%s,nodepool=%s} = %v, want %d", metrics.NameNodeClaimsCreated, ReasonProvisioning, e.name, got, len(claims))
+	}
 
 	// Every pod is nominated for one of the new NodeClaims, once.
 	onClaim := map[string]int{}
@@ -473,7 +486,7 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 	}
 
 	// The NodeClaims launch, their nodes register and initialize.
-	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec)
+	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec, e.m)
 	drive := func(name string) *karpv1.NodeClaim {
 		t.Helper()
 		for range 10 {
@@ -529,6 +542,9 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 		if node.Labels[wellknown.LabelInitialized] != "true" || node.Labels["example.com/team"] != "a" || node.Labels[wellknown.LabelNodePool] != e.name {
 			t.Errorf("node %s labels = %v", node.Name, node.Labels)
 		}
+		if got, want := allocatable(t, e.reg, node.Name, corev1.ResourceCPU), node.Status.Allocatable.Cpu().AsApproximateFloat64(); got != want || got == 0 {
+			t.Errorf("%s{node_name=%s,resource_type=cpu} = %v, want %v", metrics.NameNodesAllocatable, node.Name, got, want)
+		}
 	}
 
 	// With the nodes up, the state synced and the pods still pending (nobody
@@ -556,6 +572,12 @@ func checkNodeClaim(t *testing.T, np *karpv1.NodePool, nc *karpv1.NodeClaim) {
 	}
 	if nc.Annotations["example.com/owner"] != "team-a" {
 		t.Errorf("annotations = %v", nc.Annotations)
+	}
+	if got, want := nc.Annotations[wellknown.AnnotationNodePoolHash], hash.Hash(np); got != want || got == "" {
+		t.Errorf("%s = %q, want the NodePool's hash %q", wellknown.AnnotationNodePoolHash, got, want)
+	}
+	if got := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; got != hash.Version {
+		t.Errorf("%s = %q, want %q", wellknown.AnnotationNodePoolHashVersion, got, hash.Version)
 	}
 	reqs := map[string]karpv1.NodeSelectorRequirementWithMinValues{}
 	for _, r := range nc.Spec.Requirements {
@@ -715,7 +737,7 @@ func TestRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	p := New(mgr.GetClient(), state.NewCluster(), nil, clk, nil, Options{})
+	p := New(mgr.GetClient(), state.NewCluster(), nil, clk, nil, Options{}, nil)
 	if err := p.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -728,4 +750,58 @@ func TestRegister(t *testing.T) {
 	if got := p.podTrigger(context.Background(), pending); len(got) != 1 || got[0] != Request() || !p.batcher.Open() {
 		t.Fatalf("a provisionable pod did not trigger the provisioner: %v", got)
 	}
+}
+
+// createdCounter returns the karpenter_nodeclaims_created_total series of
+// reason and nodePool, with minValues not relaxed.
+func createdCounter(t *testing.T, reg *prometheus.Registry, reason, nodePool string) prometheus.Collector {
+	t.Helper()
+	return gathered(t, reg, metrics.NameNodeClaimsCreated, map[string]string{
+		metrics.LabelReason: reason, metrics.LabelNodePool: nodePool, metrics.LabelMinValuesRelaxed: "false",
+	})
+}
+
+// allocatable returns the karpenter_nodes_allocatable value of a node's
+// resource, or 0 when there is none.
+func allocatable(t *testing.T, reg *prometheus.Registry, node string, res corev1.ResourceName) float64 {
+	t.Helper()
+	return testutil.ToFloat64(gathered(t, reg, metrics.NameNodesAllocatable, map[string]string{
+		metrics.LabelNodeName: node, metrics.LabelResourceType: string(res),
+	}))
+}
+
+// gathered returns, as a collector of one gauge, the value of the series of
+// metric name whose labels include want (0 when there is none).
+func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) prometheus.Collector {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gathered"})
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				g.Set(m.GetCounter().GetValue())
+			case m.GetGauge() != nil:
+				g.Set(m.GetGauge().GetValue())
+			}
+			return g
+		}
+	}
+	return g
 }

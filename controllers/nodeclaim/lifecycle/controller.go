@@ -45,6 +45,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 )
 
 // Name is the controller's name, as registered with the manager and used as
@@ -107,6 +108,7 @@ type Reconciler struct {
 	cloud    cloud.CloudProvider
 	clock    clock.PassiveClock
 	recorder events.EventRecorder
+	metrics  *metrics.Metrics
 	// indexed is set when the client reads from a cache that has the
 	// provider-ID indexes; otherwise Nodes are listed and filtered.
 	indexed bool
@@ -114,9 +116,10 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// New returns a Reconciler. The recorder may be nil, which drops events.
-func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder}
+// New returns a Reconciler. The recorder may be nil, which drops events; m
+// may be nil, which drops metrics.
+func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder, m *metrics.Metrics) *Reconciler {
+	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, metrics: m}
 }
 
 // Register indexes Nodes and NodeClaims by provider ID in the manager's cache
@@ -203,8 +206,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.initialize(ctx, nc); err != nil {
 			return reconcile.Result{}, err
 		}
+		if err := r.publishNode(ctx, nc); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	return r.liveness(ctx, nc)
+}
+
+// publishNode publishes the allocatable resources of a registered
+// NodeClaim's Node. The controller is woken by changes to the Node, so the
+// gauge follows them.
+func (r *Reconciler) publishNode(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if r.metrics == nil {
+		return nil
+	}
+	nodes, err := r.nodesFor(ctx, nc.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	if len(nodes) == 1 {
+		r.metrics.SetNodeAllocatable(&nodes[0])
+	}
+	return nil
 }
 
 // patchMeta applies mutate to nc and, if its metadata changed, writes it with

@@ -82,6 +82,14 @@ func (r *Reconciler) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if err := r.patchMeta(ctx, nc, func(nc *karpv1.NodeClaim) { removeFinalizer(&nc.ObjectMeta) }); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if nc.Status.NodeName != "" {
+		r.metrics.DeleteNode(nc.Status.NodeName)
+	}
+	if len(instances) > 0 {
+		// An instance existed and the cloud now reports it gone. Counted once:
+		// the finalizer is removed once.
+		r.metrics.NodeClaimTerminated(nc.Labels[wellknown.LabelNodePool], nc.Labels[wellknown.LabelCapacityType], nc.Labels[wellknown.LabelTopologyZone])
+	}
 	logger.Info("deleted nodeclaim", "Node", nc.Status.NodeName, "provider-id", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +35,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
 )
@@ -112,6 +115,7 @@ type env struct {
 	rec   *recorder
 	r     *Reconciler
 	logs  *logLines
+	reg   *prometheus.Registry
 }
 
 type logLines struct {
@@ -164,7 +168,12 @@ func newEnv(t *testing.T, seed uint64) *env {
 		t.Fatal(err)
 	}
 	e.p = p
-	e.r = New(kube, p, clk, e.rec)
+	e.reg = prometheus.NewRegistry()
+	m, err := metrics.New(e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r = New(kube, p, clk, e.rec, m)
 	t.Cleanup(e.cleanup)
 	return e
 }
@@ -543,6 +552,125 @@ func TestRegistrationTimeoutTerminatesInstance(t *testing.T) {
 	if !e.logs.has("deleted nodeclaim") {
 		t.Errorf("no \"deleted nodeclaim\" log line")
 	}
+	want := fmt.Sprintf(`
+# HELP %[1]s Number of NodeClaims terminated. Labeled by the owning nodepool, capacity type and zone.
+# TYPE %[1]s counter
+%[1]s{capacity_type="on-demand",nodepool="default",zone="%[2]s"} 1
+`, metrics.NameNodeClaimsTerminated, nc.Labels[wellknown.LabelTopologyZone])
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodeClaimsTerminated); err != nil {
+		t.Error(err)
+	}
+}
+
+// nodePool creates a NodePool for the test and deletes it afterwards.
+func (e *env) nodePool(name string) *karpv1.NodePool {
+	e.t.Helper()
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
+			},
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+	if err := kube.Create(e.ctx, np); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
+	return np
+}
+
+func TestRegistrationHealthOnNodePool(t *testing.T) {
+	e := newEnv(t, 112)
+	np := e.nodePool("lifecycle-health")
+	inPool := func(nc *karpv1.NodeClaim) { nc.Labels[wellknown.LabelNodePool] = np.Name }
+	health := func() (*karpv1.NodePool, metav1.Condition) {
+		t.Helper()
+		got := &karpv1.NodePool{}
+		if err := kube.Get(e.ctx, client.ObjectKey{Name: np.Name}, got); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, karpv1.ConditionTypeNodeRegistrationHealthy)
+		if c == nil {
+			t.Fatalf("NodePool %s has no %s condition: %+v", np.Name, karpv1.ConditionTypeNodeRegistrationHealthy, got.Status.Conditions)
+		}
+		return got, *c
+	}
+
+	// Two nodes in a row cannot join: the node role has no access entry.
+	e.aws.RemoveAccessEntry(clusterName, e.world.NodeRoleARN)
+	for _, name := range []string{"lifecycle-health-a", "lifecycle-health-b"} {
+		e.launched(name, inPool)
+		e.clk.Step(RegistrationTimeout + time.Second)
+		e.driveUntilGone(name)
+	}
+	got, c := health()
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonRegistrationFailed {
+		t.Fatalf("%s = %s/%s (%s), want False/%s", c.Type, c.Status, c.Reason, c.Message, ReasonRegistrationFailed)
+	}
+	for _, s := range []string{"2 of the last 2", "access entry"} {
+		if !strings.Contains(c.Message, s) {
+			t.Errorf("message %q does not say %q", c.Message, s)
+		}
+	}
+	if a := got.Annotations[AnnotationRegistrationOutcomes]; a != "0/FF" {
+		t.Errorf("%s = %q, want 0/FF", AnnotationRegistrationOutcomes, a)
+	}
+
+	// The access entry is fixed and the next node joins; the failures are
+	// still remembered.
+	if err := e.aws.AddAccessEntry(clusterName, e.world.NodeRoleARN); err != nil {
+		t.Fatal(err)
+	}
+	nc := e.launched("lifecycle-health-c", inPool)
+	e.clk.Step(fake.DefaultBootDelay + time.Second)
+	if names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName); err != nil || len(names) != 1 {
+		t.Fatalf("kubelet.Sync = %v, %v; want one node", names, err)
+	}
+	nc, _ = e.drive(e.r, nc.Name)
+	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	got, c = health()
+	if a := got.Annotations[AnnotationRegistrationOutcomes]; a != "0/FFS" {
+		t.Errorf("%s = %q, want 0/FFS", AnnotationRegistrationOutcomes, a)
+	}
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "2 of the last 3") {
+		t.Errorf("%s = %s (%s), want False with 2 of the last 3 failed", c.Type, c.Status, c.Message)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	var o outcomes
+	for range 12 {
+		o = o.add(1, false)
+	}
+	if o.String() != "1/FFFFFFFFFF" {
+		t.Errorf("history = %s, want ten failures", o)
+	}
+	o = parseOutcomes(o.add(1, true).String())
+	if o.history != "FFFFFFFFFS" || o.generation != 1 {
+		t.Errorf("parsed %+v", o)
+	}
+	if o = o.add(2, true); o.String() != "2/S" {
+		t.Errorf("a new node class generation kept %s", o)
+	}
+	for _, tt := range []struct {
+		history string
+		want    metav1.ConditionStatus
+	}{
+		{"", metav1.ConditionTrue},
+		{"F", metav1.ConditionTrue},
+		{"FS", metav1.ConditionFalse},
+		{"SFS", metav1.ConditionTrue},
+		{"SFFS", metav1.ConditionFalse},
+	} {
+		if got, _, _ := (outcomes{history: tt.history}).health("p"); got != tt.want {
+			t.Errorf("health(%q) = %s, want %s", tt.history, got, tt.want)
+		}
+	}
+	if o := parseOutcomes("garbage"); o.history != "" {
+		t.Errorf("parsed garbage as %+v", o)
+	}
 }
 
 func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
@@ -612,7 +740,7 @@ func TestRestartDoesNotLaunchAgain(t *testing.T) {
 	nc := e.launched("lifecycle-restart")
 	ids, fleets := e.aws.InstanceIDs(), e.aws.Calls("CreateFleet")
 
-	fresh := New(kube, e.p, e.clk, e.rec)
+	fresh := New(kube, e.p, e.clk, e.rec, nil)
 	got, _ := e.drive(fresh, nc.Name)
 	if got.Status.ProviderID != nc.Status.ProviderID {
 		t.Errorf("provider ID changed from %s to %s", nc.Status.ProviderID, got.Status.ProviderID)
@@ -649,7 +777,7 @@ func TestCrashAfterCreateAdoptsInstance(t *testing.T) {
 	e := newEnv(t, 109)
 	nc, providerID := e.crashAfterCreate("lifecycle-adopt")
 	fleets := e.aws.Calls("CreateFleet")
-	got, _ := e.drive(New(kube, e.p, e.clk, e.rec), nc.Name)
+	got, _ := e.drive(New(kube, e.p, e.clk, e.rec, nil), nc.Name)
 	wantCondition(t, got, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
 	if got.Status.ProviderID != providerID {
 		t.Errorf("provider ID = %q, want the launched %q", got.Status.ProviderID, providerID)
@@ -685,7 +813,7 @@ func TestUnderManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(mgr.GetClient(), e.p, e.clk, mgr.GetEventRecorder(Name))
+	r := New(mgr.GetClient(), e.p, e.clk, mgr.GetEventRecorder(Name), nil)
 	if err := r.Register(mgr); err != nil {
 		t.Fatal(err)
 	}

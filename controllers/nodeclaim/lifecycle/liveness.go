@@ -27,12 +27,20 @@ func (r *Reconciler) liveness(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
-	msg := fmt.Sprintf("the node of NodeClaim %s (instance %s) did not join the cluster within %s of launching; deleting the NodeClaim and terminating the instance. "+
-		"Likely causes: the node role has no EKS access entry (or aws-auth mapping) of type EC2_LINUX; "+
-		"the kubelet cannot reach the API server (security groups, subnet routes, private endpoint access); "+
-		"or the user data is broken (check the instance's console output)",
-		nc.Name, nc.Status.ProviderID, RegistrationTimeout)
+	msg := fmt.Sprintf("the node of NodeClaim %s (instance %s) did not join the cluster within %s of launching; deleting the NodeClaim and terminating the instance. %s",
+		nc.Name, nc.Status.ProviderID, RegistrationTimeout, registrationFailureCauses)
 	log.FromContext(ctx).Info("nodeclaim registration timed out, deleting it", "provider-id", nc.Status.ProviderID, "timeout", RegistrationTimeout.String())
 	r.event(nc, corev1.EventTypeWarning, ReasonRegistrationTimeout, "Delete", "%s", msg)
-	return reconcile.Result{}, r.deleteNodeClaim(ctx, nc)
+	if err := r.deleteNodeClaim(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Once deleted, the NodeClaim is finalized and never comes here again,
+	// so the failure is recorded once.
+	return reconcile.Result{}, r.recordRegistration(ctx, nc, false)
 }
+
+// registrationFailureCauses are the usual reasons a launched instance's
+// node does not join the cluster.
+const registrationFailureCauses = "Likely causes: the node role has no EKS access entry (or aws-auth mapping) of type EC2_LINUX; " +
+	"the kubelet cannot reach the API server (security groups, subnet routes, private endpoint access); " +
+	"or the user data is broken (check the instance's console output)"

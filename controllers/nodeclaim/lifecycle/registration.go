@@ -71,7 +71,9 @@ func (r *Reconciler) register(ctx context.Context, nc *karpv1.NodeClaim) error {
 		return err
 	}
 	logger.Info("registered nodeclaim")
-	return nil
+	// Registered is now True, so register does not come here again for this
+	// NodeClaim: the success is recorded once.
+	return r.recordRegistration(ctx, nc, true)
 }
 
 // syncNode gives the Node the NodeClaim's labels, annotations, taints, the
