@@ -95,6 +95,10 @@ type controllerOptions struct {
 	registerer         prometheus.Registerer // default: controller-runtime's registry, served on the metrics address
 	logOutput          io.Writer             // default: standard error
 	gracefulShutdownTO time.Duration         // default: controller-runtime's
+	// sharedProcess lets several managers run in one process, as tests of
+	// leader election do: controller-runtime otherwise refuses a second
+	// controller with the same name. Never set in production.
+	sharedProcess bool
 }
 
 func defaultLeaderElectionNamespace() string {
@@ -404,6 +408,10 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		LeaderElectionNamespace:       opts.leaderElectionNS,
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.sharedProcess {
+		skip := true
+		mgrOpts.Controller.SkipNameValidation = &skip
 	}
 	if opts.gracefulShutdownTO > 0 {
 		mgrOpts.GracefulShutdownTimeout = &opts.gracefulShutdownTO
