@@ -18,11 +18,20 @@ import (
 	"path/filepath"
 	"time"
 
+	"testing"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/crds"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 )
 
 // BinDirEnv names the environment variable that points at the directory holding
@@ -176,4 +185,46 @@ func splitFlag(a string) (string, string, error) {
 		}
 	}
 	return a[2:], "", nil
+}
+
+// Scheme returns a scheme with client-go's built-in types and stevedore's
+// served types (NodePool, NodeClaim, EC2NodeClass).
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("building the test scheme: %v", err))
+		}
+	}
+	return s
+}
+
+// RunTests is the TestMain of a package that tests against the API server:
+// it starts etcd and kube-apiserver with stevedore's CRDs, hands use a client
+// for them (with Scheme's types), runs the tests and stops the server. It
+// returns the exit code; a server that cannot start fails the package with
+// the reason rather than skipping its tests.
+func RunTests(m *testing.M, use func(cfg *rest.Config, c client.Client)) int {
+	all, err := crds.All()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loading CRDs:", err)
+		return 1
+	}
+	srv, err := Start(Options{CRDs: all})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the API server:", err)
+		}
+	}()
+	c, err := client.New(srv.Config, client.Options{Scheme: Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	use(srv.Config, c)
+	return m.Run()
 }

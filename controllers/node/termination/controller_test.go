@@ -2,7 +2,6 @@ package termination
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -23,14 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
-	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
@@ -43,38 +41,11 @@ import (
 // own namespace and names its cluster-scoped objects after it.
 var (
 	kube       client.Client
-	startErr   error
 	namespaceN atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	all, err := crds.All()
-	if err != nil {
-		startErr = err
-		return m.Run()
-	}
-	srv, err := apiserver.Start(apiserver.Options{CRDs: all})
-	if err != nil {
-		startErr = err
-		return m.Run()
-	}
-	defer func() { _ = srv.Stop() }()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := karpv1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	kube, err = client.New(srv.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		startErr = err
-	}
-	return m.Run()
+	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
 }
 
 // recorder keeps events as "Type Reason: note".
@@ -120,12 +91,6 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if startErr != nil {
-		if errors.Is(startErr, apiserver.ErrNoBinaries) {
-			t.Fatal(startErr)
-		}
-		t.Fatal(startErr)
-	}
 	ctx := log.IntoContext(context.Background(), testr.New(t))
 	// The API server stamps deletion times with its own clock; starting the
 	// fake clock at the real time keeps the two comparable.
