@@ -88,8 +88,13 @@ func (s *state) altID(r requirements.Requirements) int {
 // later by countExisting, once every group is known.
 func (s *state) addNode(n *Node) *bin {
 	b := &bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
+	if n.Requested != nil {
+		b.used = n.Requested.Clone()
+	}
 	for _, p := range n.Pods {
-		b.used.Add(resources.PodVector(p))
+		if n.Requested == nil {
+			b.used.Add(resources.PodVector(p))
+		}
 		b.ports = append(b.ports, podHostPorts(p)...)
 	}
 	b.npods = len(n.Pods)

@@ -103,6 +103,11 @@ type Node struct {
 	Allocatable resources.Vector
 	// Pods bound or nominated to it, DaemonSet pods included.
 	Pods []*corev1.Pod
+	// Requested is the sum of the Pods' requests, when the caller already
+	// knows it: callers that solve many times over the same nodes (the
+	// consolidation search) compute it once instead of on every Solve. Nil
+	// means the packer adds the Pods' requests up itself.
+	Requested *resources.Vector
 	// Unschedulable nodes (cordoned, or marked for deletion) take no pods but
 	// still count for topology.
 	Unschedulable bool

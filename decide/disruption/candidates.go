@@ -1,0 +1,309 @@
+package disruption
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// AnnotationPodDeletionCost is the ReplicaSet controller's hint of which pods
+// to remove first; it also weighs a pod's eviction cost.
+const AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// podRef is a pod that would have to move, with its eviction cost.
+type podRef struct {
+	pod  *corev1.Pod
+	cost float64
+}
+
+// EvictionCost is how much evicting the pod hurts, in the units Karpenter
+// uses: 1, plus the pod-deletion-cost annotation scaled by 2^-27, plus the
+// priority scaled by 2^-25, clamped to [-10, 10]. A pod at zero or below
+// does not keep its node from counting as empty.
+func EvictionCost(pod *corev1.Pod) float64 {
+	cost := 1.0
+	if v, ok := pod.Annotations[AnnotationPodDeletionCost]; ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			cost += n / math.Pow(2, 27)
+		}
+	}
+	if pod.Spec.Priority != nil {
+		cost += float64(*pod.Spec.Priority) / math.Pow(2, 25)
+	}
+	return math.Max(-10, math.Min(10, cost))
+}
+
+// Reschedulable reports whether pod has to move elsewhere when its node
+// goes: it is bound, neither finished nor terminating, and neither a
+// DaemonSet's pod (those follow nodes) nor a static pod (owned by its Node).
+func Reschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName == "" || !pod.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		if o.Kind == "DaemonSet" && (o.APIVersion == "apps/v1" || o.APIVersion == "extensions/v1beta1") {
+			return false
+		}
+		if o.Kind == "Node" && o.APIVersion == "v1" {
+			return false
+		}
+	}
+	return true
+}
+
+// DoNotDisruptActive reports whether a pod's karpenter.sh/do-not-disrupt
+// annotation protects it at now: "true", or a duration not yet elapsed since
+// the pod started. ok is false for a value that is neither (it is ignored).
+func DoNotDisruptActive(pod *corev1.Pod, now time.Time) (active, ok bool) {
+	v, has := pod.Annotations[wellknown.AnnotationDoNotDisrupt]
+	if !has {
+		return false, true
+	}
+	if v == "true" {
+		return true, true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return false, false
+	}
+	start := pod.CreationTimestamp.Time
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	return now.Before(start.Add(d)), true
+}
+
+// pdbIndex finds the PodDisruptionBudgets that select a pod.
+type pdbIndex struct {
+	byNamespace map[string][]compiledPDB
+}
+
+type compiledPDB struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
+func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
+	idx := pdbIndex{byNamespace: map[string][]compiledPDB{}}
+	for _, p := range pdbs {
+		if p.Spec.Selector == nil {
+			continue // selects no pod
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err != nil {
+			continue // the API server rejects these; nothing to enforce
+		}
+		idx.byNamespace[p.Namespace] = append(idx.byNamespace[p.Namespace], compiledPDB{pdb: p, sel: sel})
+	}
+	return idx
+}
+
+// blocking returns why evicting pod would be refused now, or "" when it
+// would not: its only PDB allows no disruption (unless the pod is unhealthy
+// and the PDB lets unhealthy pods go), or it matches several PDBs, which the
+// eviction API refuses outright.
+func (x pdbIndex) blocking(pod *corev1.Pod) (code, message string) {
+	var matched []*policyv1.PodDisruptionBudget
+	for _, c := range x.byNamespace[pod.Namespace] {
+		if c.sel.Matches(labels.Set(pod.Labels)) {
+			matched = append(matched, c.pdb)
+		}
+	}
+	switch {
+	case len(matched) > 1:
+		return CodeMultiplePDBs, fmt.Sprintf("pod %s/%s matches %d PodDisruptionBudgets (%s, %s), which the eviction API refuses",
+			pod.Namespace, pod.Name, len(matched), matched[0].Name, matched[1].Name)
+	case len(matched) == 1:
+		p := matched[0]
+		if p.Status.DisruptionsAllowed > 0 {
+			return "", ""
+		}
+		if !podReady(pod) && p.Spec.UnhealthyPodEvictionPolicy != nil &&
+			*p.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
+			return "", ""
+		}
+		return CodePDBBlocked, fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s", p.Namespace, p.Name, pod.Name)
+	}
+	return "", ""
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// catalog looks up the price of a node's offering.
+type catalog map[string]map[string]*packer.InstanceType // pool -> type -> type
+
+func newCatalog(pools []packer.NodePool) catalog {
+	c := catalog{}
+	for i := range pools {
+		m := map[string]*packer.InstanceType{}
+		for _, it := range pools[i].InstanceTypes {
+			m[it.Name] = it
+		}
+		c[pools[i].Name] = m
+	}
+	return c
+}
+
+// price returns what an offering costs, from the node's own NodePool or,
+// when that no longer lists the type (its requirements changed), from any
+// NodePool that does, in name order.
+func (c catalog) price(pool, instanceType, zone, capacityType string) (float64, bool) {
+	if p, ok := offeringPrice(c[pool][instanceType], zone, capacityType); ok {
+		return p, true
+	}
+	for _, name := range slices.Sorted(maps.Keys(c)) {
+		if p, ok := offeringPrice(c[name][instanceType], zone, capacityType); ok {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func offeringPrice(it *packer.InstanceType, zone, capacityType string) (float64, bool) {
+	if it == nil {
+		return 0, false
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o.PricePerHour, true
+		}
+	}
+	return 0, false
+}
+
+// candidates returns the nodes that disruption methods may consider, and
+// why every other node may not. Graceful blocks (do-not-disrupt pods and
+// PDBs) are recorded on the candidate, not here: drift may ignore them.
+func candidates(in *Input, pdbs pdbIndex, prices catalog) ([]*Candidate, []Blocked) {
+	snap := in.Snapshot
+	now := snap.Time
+	pools := make(map[string]*karpv1.NodePool, len(snap.NodePools))
+	for _, np := range snap.NodePools {
+		pools[np.Name] = np
+	}
+	var out []*Candidate
+	var blocked []Blocked
+	block := func(n *state.StateNode, code, msg string) {
+		blocked = append(blocked, Blocked{Node: n.Name(), NodePool: n.NodePool(), Code: code, Message: msg})
+	}
+	for _, n := range snap.Nodes {
+		switch {
+		case !n.Managed():
+			block(n, CodeUnmanaged, "stevedore did not launch this node")
+			continue
+		case n.InFlight():
+			block(n, CodeNotRegistered, "its node has not registered yet")
+			continue
+		case !n.Initialized():
+			block(n, CodeNotInitialized, "the node has not finished initializing")
+			continue
+		case n.Deleting() || n.MarkedForDeletion || disrupting(n.NodeClaim):
+			block(n, CodeDeleting, "the node is already being disrupted or deleted")
+			continue
+		case n.Nominated(now):
+			block(n, CodeNominated, fmt.Sprintf("pods are expected to land on it until %s", n.NominatedUntil.UTC().Format(time.RFC3339)))
+			continue
+		}
+		np := pools[n.NodePool()]
+		if np == nil || !np.DeletionTimestamp.IsZero() {
+			block(n, CodeNoNodePool, fmt.Sprintf("NodePool %q does not exist", n.NodePool()))
+			continue
+		}
+		if n.Node.Annotations[wellknown.AnnotationDoNotDisrupt] == "true" || n.NodeClaim.Annotations[wellknown.AnnotationDoNotDisrupt] == "true" {
+			block(n, CodeDoNotDisruptNode, fmt.Sprintf("the node carries %s=true", wellknown.AnnotationDoNotDisrupt))
+			continue
+		}
+		out = append(out, newCandidate(n, np, now, pdbs, prices))
+	}
+	return out, blocked
+}
+
+func newCandidate(n *state.StateNode, np *karpv1.NodePool, now time.Time, pdbs pdbIndex, prices catalog) *Candidate {
+	l := n.Node.Labels
+	c := &Candidate{
+		Node:         n,
+		NodePool:     np,
+		InstanceType: l[wellknown.LabelInstanceType],
+		CapacityType: l[wellknown.LabelCapacityType],
+		Zone:         l[wellknown.LabelTopologyZone],
+	}
+	c.Price, c.PriceKnown = prices.price(np.Name, c.InstanceType, c.Zone, c.CapacityType)
+	total := 0.0
+	for _, p := range n.Pods {
+		if !Reschedulable(p) {
+			continue
+		}
+		ref := &podRef{pod: p, cost: EvictionCost(p)}
+		c.Pods = append(c.Pods, ref)
+		total += ref.cost
+		if c.gracefulBlock != nil {
+			continue
+		}
+		if active, _ := DoNotDisruptActive(p, now); active {
+			c.gracefulBlock = &Blocked{Node: n.Name(), NodePool: np.Name, Code: CodeDoNotDisruptPod,
+				Message: fmt.Sprintf("pod %s/%s carries %s=%s", p.Namespace, p.Name, wellknown.AnnotationDoNotDisrupt, p.Annotations[wellknown.AnnotationDoNotDisrupt])}
+			continue
+		}
+		if code, msg := pdbs.blocking(p); code != "" {
+			c.gracefulBlock = &Blocked{Node: n.Name(), NodePool: np.Name, Code: code, Message: msg}
+		}
+	}
+	c.DisruptionCost = total * lifetimeRemaining(n.NodeClaim, now)
+	conds := n.NodeClaim.Status.Conditions
+	if cond := meta.FindStatusCondition(conds, karpv1.ConditionTypeConsolidatable); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.Consolidatable = true
+	}
+	if cond := meta.FindStatusCondition(conds, karpv1.ConditionTypeDrifted); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.Drifted = true
+		c.DriftReason = cond.Reason
+		c.DriftedSince = cond.LastTransitionTime.UnixNano()
+	}
+	return c
+}
+
+// disrupting reports whether a disruption command already owns the
+// NodeClaim (its DisruptionReason condition is set).
+func disrupting(nc *karpv1.NodeClaim) bool {
+	c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// lifetimeRemaining is the fraction of its expireAfter the NodeClaim has
+// left, 1 when it never expires: nodes about to expire anyway are cheaper to
+// disrupt now.
+func lifetimeRemaining(nc *karpv1.NodeClaim, now time.Time) float64 {
+	ea := nc.Spec.ExpireAfter
+	if ea == nil || ea.Duration == nil || *ea.Duration <= 0 {
+		return 1
+	}
+	life := *ea.Duration
+	left := nc.CreationTimestamp.Add(life).Sub(now)
+	return math.Max(0, math.Min(1, float64(left)/float64(life)))
+}

@@ -1,0 +1,317 @@
+package disruption
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
+)
+
+// consolidationEligible returns why a candidate may not be consolidated, or
+// nil. Empty nodes are emptiness's; they are not consolidated here.
+func consolidationEligible(c *Candidate) *Blocked {
+	b := func(code, msg string) *Blocked {
+		return &Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonUnderutilized, Code: code, Message: msg}
+	}
+	d := c.NodePool.Spec.Disruption
+	switch {
+	case nodePoolPolicy(c.NodePool) == karpv1.ConsolidationPolicyWhenEmpty:
+		return b(CodePolicy, fmt.Sprintf("NodePool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool.Name))
+	case d.ConsolidateAfter != nil && d.ConsolidateAfter.IsNever():
+		return b(CodeNotConsolidatable, fmt.Sprintf("NodePool %s has consolidateAfter: Never", c.NodePool.Name))
+	case !c.Consolidatable:
+		return b(CodeNotConsolidatable, "consolidateAfter has not elapsed since the last pod event on the node")
+	case c.gracefulBlock != nil:
+		g := *c.gracefulBlock
+		g.Reason = ReasonUnderutilized
+		return &g
+	case !c.PriceKnown:
+		return b(CodeUnknownPrice, fmt.Sprintf("no price is known for %s %s in %s", c.CapacityType, c.InstanceType, c.Zone))
+	}
+	return nil
+}
+
+// byValue orders consolidation candidates: the most expensive per unit of
+// disruption first, so that the search tries the moves that save most and
+// hurt least before the others; ties by name.
+func byValue(a, b *Candidate) int {
+	va, vb := value(a), value(b)
+	if va != vb {
+		return cmp.Compare(vb, va)
+	}
+	return cmp.Compare(a.Name(), b.Name())
+}
+
+func value(c *Candidate) float64 {
+	if c.DisruptionCost <= 0 {
+		return math.Inf(1)
+	}
+	return c.Price / c.DisruptionCost
+}
+
+// command turns a simulation outcome for cands into a consolidation
+// command: a delete when the pods fit on other nodes, a replace when they
+// need exactly one new node that is strictly cheaper. single says whether
+// it is single-node consolidation, which alone applies the spot-to-spot
+// option count.
+func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
+	reject := func(code, msg string) (*Command, *Blocked) {
+		return nil, &Blocked{Node: names(cands), NodePool: cands[0].NodePool.Name, Reason: ReasonUnderutilized, Code: code, Message: msg}
+	}
+	price := 0.0
+	for _, c := range cands {
+		price += c.Price
+	}
+	if code, why, ok := w.room().mayMove(cands, price); !ok {
+		return reject(code, why)
+	}
+	out := w.simulate(cands, modeConsolidate)
+	if out.failed != "" {
+		return reject(CodePodsDoNotFit, out.failed)
+	}
+	switch len(out.replacements) {
+	case 0:
+		return &Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price}, nil
+	case 1:
+	default:
+		return reject(CodeWouldNeedMany, fmt.Sprintf("its pods would need %d new nodes; consolidation never replaces one node with several", len(out.replacements)))
+	}
+	r, why, code := w.cheaper(out.replacements[0], cands, price, single)
+	if code != "" {
+		return reject(code, why)
+	}
+	return &Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
+		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)}, nil
+}
+
+// cheaper narrows a replacement to the instance types whose worst-case
+// price (the most expensive offering it could land on) is strictly below
+// what the candidates cost together, and applies the capacity-type rules:
+//
+//   - candidates that are all on-demand get a spot replacement when spot can
+//     hold the pods, so that a spot shortage cannot turn the replacement
+//     into a pricier on-demand node;
+//   - a spot candidate is replaced by spot only with Options.SpotToSpot, and
+//     a single-node replacement then needs MinSpotToSpotOptions cheaper
+//     types and keeps only the cheapest of them;
+//   - in multi-node consolidation, types costing as much as a candidate's
+//     own type are dropped: replacing three m5.large with one m5.large is
+//     really deleting two, which a smaller command does without a launch.
+func (w *world) cheaper(r packer.NodeClaim, cands []*Candidate, price float64, single bool) (packer.NodeClaim, string, string) {
+	pool := w.poolByNm[r.NodePool]
+	if pool == nil {
+		return r, fmt.Sprintf("NodePool %s cannot launch now", r.NodePool), CodeNotCheaper
+	}
+	allOnDemand, anySpot := true, false
+	for _, c := range cands {
+		if c.CapacityType == wellknown.CapacityTypeSpot {
+			anySpot = true
+			allOnDemand = false
+		} else if c.CapacityType != wellknown.CapacityTypeOnDemand {
+			allOnDemand = false
+		}
+	}
+	if allOnDemand && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot) && len(r.CapacityTypes) > 1 {
+		if pinned, ok := pinCapacityType(r, pool, wellknown.CapacityTypeSpot); ok {
+			r = pinned
+		}
+	}
+	if anySpot && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot) {
+		if !w.in.Options.SpotToSpot {
+			if len(r.CapacityTypes) == 1 {
+				return r, "replacing a spot node with a spot node is off (enable spot-to-spot consolidation)", CodeSpotToSpot
+			}
+			pinned, ok := pinCapacityType(r, pool, wellknown.CapacityTypeOnDemand)
+			if !ok {
+				return r, "replacing a spot node with a spot node is off (enable spot-to-spot consolidation)", CodeSpotToSpot
+			}
+			r = pinned
+		}
+	}
+	limit := price
+	if !single && len(cands) > 1 {
+		for _, c := range cands {
+			if slices.Contains(r.InstanceTypes, c.InstanceType) && c.Price < limit {
+				limit = c.Price
+			}
+		}
+	}
+	byName := map[string]*packer.InstanceType{}
+	for _, it := range pool.InstanceTypes {
+		byName[it.Name] = it
+	}
+	type typed struct {
+		name         string
+		worst, cheap float64
+	}
+	var kept []typed
+	for _, name := range r.InstanceTypes {
+		it := byName[name]
+		if it == nil {
+			continue
+		}
+		offs := offeringsFor(it, r)
+		if len(offs) == 0 {
+			continue
+		}
+		worst, cheap := 0.0, math.Inf(1)
+		for _, o := range offs {
+			worst = math.Max(worst, o.PricePerHour)
+			cheap = math.Min(cheap, o.PricePerHour)
+		}
+		if worst < limit {
+			kept = append(kept, typed{name, worst, cheap})
+		}
+	}
+	slices.SortStableFunc(kept, func(a, b typed) int { return cmp.Compare(a.worst, b.worst) })
+	if len(kept) == 0 {
+		return r, fmt.Sprintf("no instance type that fits the pods costs less than the $%.4f/h the node(s) cost now (cheapest fitting: %s)", price, cheapestNote(r, byName)), CodeNotCheaper
+	}
+	spotOnly := len(r.CapacityTypes) == 1 && r.CapacityTypes[0] == wellknown.CapacityTypeSpot
+	if anySpot && spotOnly && single {
+		if len(kept) < MinSpotToSpotOptions {
+			return r, fmt.Sprintf("only %d cheaper spot instance types fit, fewer than the %d that spot-to-spot consolidation needs", len(kept), MinSpotToSpotOptions), CodeTooFewSpotOption
+		}
+		kept = kept[:MinSpotToSpotOptions]
+	}
+	r.InstanceTypes = make([]string, len(kept))
+	r.PricePerHour = math.Inf(1)
+	for i, k := range kept {
+		r.InstanceTypes[i] = k.name
+		r.PricePerHour = math.Min(r.PricePerHour, k.cheap)
+	}
+	if req, ok := r.Requirements.Get(wellknown.LabelInstanceType); ok {
+		if n, has := req.MinValues(); has && len(kept) < n {
+			return r, fmt.Sprintf("only %d cheaper instance types fit, fewer than the minValues %d", len(kept), n), CodeNotCheaper
+		}
+		nr, err := requirements.NewRequirement(wellknown.LabelInstanceType, corev1.NodeSelectorOpIn, r.InstanceTypes...)
+		if err == nil {
+			if n, has := req.MinValues(); has {
+				nr = nr.WithMinValues(n)
+			}
+			r.Requirements = r.Requirements.Add(nr)
+		}
+	}
+	return r, "", ""
+}
+
+// pinCapacityType narrows a replacement to one capacity type, if any of its
+// instance types is offered with it.
+func pinCapacityType(r packer.NodeClaim, pool *packer.NodePool, ct string) (packer.NodeClaim, bool) {
+	pinned := r
+	pinned.CapacityTypes = []string{ct}
+	for _, it := range pool.InstanceTypes {
+		if !slices.Contains(r.InstanceTypes, it.Name) {
+			continue
+		}
+		if len(offeringsFor(it, pinned)) > 0 {
+			req, err := requirements.NewRequirement(wellknown.LabelCapacityType, corev1.NodeSelectorOpIn, ct)
+			if err != nil {
+				return r, false
+			}
+			pinned.Requirements = r.Requirements.Add(req)
+			return pinned, true
+		}
+	}
+	return r, false
+}
+
+// worstPrice is the most a replacement can cost: the most expensive
+// available offering among its instance types.
+func worstPrice(pool *packer.NodePool, r packer.NodeClaim) float64 {
+	if pool == nil {
+		return 0
+	}
+	worst := 0.0
+	for _, it := range pool.InstanceTypes {
+		if !slices.Contains(r.InstanceTypes, it.Name) {
+			continue
+		}
+		for _, o := range offeringsFor(it, r) {
+			worst = math.Max(worst, o.PricePerHour)
+		}
+	}
+	return worst
+}
+
+// cheapestNote names the cheapest type the packer proposed, with its price.
+func cheapestNote(r packer.NodeClaim, byName map[string]*packer.InstanceType) string {
+	if len(r.InstanceTypes) == 0 {
+		return "none"
+	}
+	name := r.InstanceTypes[0]
+	if it := byName[name]; it != nil {
+		if offs := offeringsFor(it, r); len(offs) > 0 {
+			lo := math.Inf(1)
+			for _, o := range offs {
+				lo = math.Min(lo, o.PricePerHour)
+			}
+			return fmt.Sprintf("%s at $%.4f/h", name, lo)
+		}
+	}
+	return name
+}
+
+// multiNode finds the largest prefix of the candidates (in byValue order,
+// within each NodePool's Underutilized budget) that consolidates into no
+// new node or one cheaper node. The search is a binary search over the
+// prefix length, like Karpenter's, but over every candidate: the packer is
+// fast enough that no cap and no timeout are needed.
+func (w *world) multiNode(cands []*Candidate) *Command {
+	if len(cands) < 2 {
+		return nil
+	}
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		cmd, _ := w.command(cands[:mid], false)
+		if cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// singleNode returns the first candidate that can be deleted or replaced by
+// one cheaper node, and why each candidate before it could not.
+func (w *world) singleNode(cands []*Candidate) (*Command, []Blocked) {
+	var blocked []Blocked
+	for _, c := range cands {
+		cmd, why := w.command([]*Candidate{c}, true)
+		if cmd != nil {
+			return cmd, blocked
+		}
+		blocked = append(blocked, *why)
+	}
+	return nil, blocked
+}
+
+// withinBudget keeps the candidates, in order, that the reason's budget of
+// each NodePool allows, and reports the others.
+func withinBudget(in *Input, cands []*Candidate, r Reason) ([]*Candidate, []Blocked) {
+	used := map[string]int{}
+	var kept []*Candidate
+	var blocked []Blocked
+	for _, c := range cands {
+		pool := c.NodePool.Name
+		left := in.remaining(pool, r)
+		if used[pool] >= left {
+			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: pool, Reason: r, Code: CodeBudget,
+				Message: fmt.Sprintf("NodePool %s allows %d more %s disruption(s) now", pool, left, r)})
+			continue
+		}
+		used[pool]++
+		kept = append(kept, c)
+	}
+	return kept, blocked
+}

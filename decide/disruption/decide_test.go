@@ -1,0 +1,479 @@
+package disruption
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+)
+
+var (
+	large  = "m6i.large"   // 2 vCPU, 8 GiB
+	xlarge = "m6i.xlarge"  // 4 vCPU, 16 GiB
+	x2     = "m6i.2xlarge" // 8 vCPU, 32 GiB
+	family = []string{large, xlarge, x2}
+)
+
+// TestCandidates checks who may be a candidate, and the code each other
+// node gets.
+func TestCandidates(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fixture) string // returns the node to look at
+		want  []string                // codes for that node; nil = a deletion of it; empty = no codes
+	}{
+		{"unmanaged node", func(f *fixture) string {
+			return f.node(nodeSpec{itype: xlarge, unmanaged: true})
+		}, []string{CodeUnmanaged}},
+		{"not initialized", func(f *fixture) string {
+			return f.node(nodeSpec{pool: "p", itype: xlarge, notInitialized: true})
+		}, []string{CodeNotInitialized}},
+		{"nominated", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.c.Nominate(n, t0.Add(time.Minute))
+			return n
+		}, []string{CodeNominated}},
+		{"marked for deletion", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.c.MarkForDeletion(n)
+			return n
+		}, []string{CodeDeleting}},
+		{"node do-not-disrupt", func(f *fixture) string {
+			return f.node(nodeSpec{pool: "p", itype: xlarge, doNotDisrupt: true})
+		}, []string{CodeDoNotDisruptNode}},
+		{"empty node is deleted", func(f *fixture) string {
+			return f.node(nodeSpec{pool: "p", itype: xlarge})
+		}, nil},
+		{"pod do-not-disrupt true", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi", annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+			return n
+		}, []string{CodeDoNotDisruptPod}},
+		{"pod do-not-disrupt duration still active", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi", annotate(wellknown.AnnotationDoNotDisrupt, "2h"))
+			return n
+		}, []string{CodeDoNotDisruptPod}},
+		{"pod do-not-disrupt duration elapsed", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.node(nodeSpec{pool: "p", itype: xlarge}) // room for the pod
+			f.pod("a", n, "100m", "100Mi", annotate(wellknown.AnnotationDoNotDisrupt, "30m"))
+			return n
+		}, []string{}},
+		{"PDB allows none", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi")
+			f.pdb("web", "web", 0, nil)
+			return n
+		}, []string{CodePDBBlocked}},
+		{"two PDBs", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi")
+			f.pdb("web", "web", 1, nil)
+			f.pdb("web2", "web", 1, nil)
+			return n
+		}, []string{CodeMultiplePDBs}},
+		{"unhealthy pod under AlwaysAllow PDB", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi", notReady)
+			f.pdb("web", "web", 0, ptr.To(policyv1.AlwaysAllow))
+			return n
+		}, []string{}},
+		{"daemon set pods only: empty", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon, annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+			return n
+		}, nil},
+		{"pod with very negative deletion cost: empty", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("a", n, "100m", "100Mi", annotate(AnnotationPodDeletionCost, "-2147483648"))
+			return n
+		}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pool("p", family, nil)
+			node := tc.setup(f)
+			d := Decide(f.input())
+			got := codes(d, node)
+			if tc.want == nil {
+				if d.Command == nil || !slices.Contains(candidateNames(d.Command), node) {
+					t.Fatalf("want %s disrupted; command %v, blocked %v", node, d.Command, d.Blocked)
+				}
+				return
+			}
+			if len(tc.want) == 0 && len(got) == 0 {
+				return
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("codes for %s = %v, want %v (all: %v)", node, got, tc.want, d.Blocked)
+			}
+			if d.Command != nil && slices.Contains(candidateNames(d.Command), node) {
+				t.Fatalf("blocked node %s is in the command %s", node, d.Command)
+			}
+		})
+	}
+}
+
+func TestEmptiness(t *testing.T) {
+	t.Run("deletes every empty node the budget allows, in one command", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge})
+		c := f.node(nodeSpec{pool: "p", itype: xlarge})
+		busy := f.node(nodeSpec{pool: "p", itype: xlarge})
+		f.pod("w", busy, "3", "1Gi")
+		f.budget("p", ReasonEmpty, 2)
+		d := Decide(f.input())
+		if d.Command == nil || d.Command.Reason != ReasonEmpty || d.Command.Method != MethodDelete {
+			t.Fatalf("command = %v", d.Command)
+		}
+		if got := candidateNames(d.Command); !slices.Equal(got, []string{a, b}) {
+			t.Errorf("candidates = %v, want %v", got, []string{a, b})
+		}
+		if got := codes(d, c); !slices.Equal(got, []string{CodeBudget}) {
+			t.Errorf("codes(%s) = %v", c, got)
+		}
+	})
+	t.Run("zero Empty budget blocks", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		f.budget("p", ReasonEmpty, 0)
+		f.budget("p", ReasonUnderutilized, 0)
+		d := Decide(f.input())
+		if d.Command != nil {
+			t.Fatalf("command = %s", d.Command)
+		}
+		if got := codes(d, a); !slices.Contains(got, CodeBudget) {
+			t.Errorf("codes = %v", got)
+		}
+	})
+	t.Run("consolidateAfter not elapsed", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, notConsolidatable: true})
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Equal(codes(d, a), []string{CodeNotConsolidatable}) {
+			t.Fatalf("command %v, codes %v", d.Command, codes(d, a))
+		}
+	})
+	t.Run("consolidateAfter Never", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil, consolidateNever)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Equal(codes(d, a), []string{CodeNotConsolidatable}) {
+			t.Fatalf("command %v, codes %v", d.Command, codes(d, a))
+		}
+	})
+	t.Run("WhenEmpty pool still loses empty nodes", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil, whenEmpty)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		d := Decide(f.input())
+		if !slices.Equal(candidateNames(d.Command), []string{a}) {
+			t.Fatalf("command = %v", d.Command)
+		}
+	})
+}
+
+func TestConsolidation(t *testing.T) {
+	t.Run("multi-node: two underused nodes are deleted", func(t *testing.T) {
+		f := newFixture(t)
+		// On-demand only: with spot allowed, one spot node replacing all
+		// three would save more, and would be chosen.
+		f.pool("p", family, []string{wellknown.CapacityTypeOnDemand})
+		big := f.node(nodeSpec{pool: "p", itype: x2})
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge})
+		f.pod("big", big, "1", "1Gi")
+		f.pod("a", a, "1", "1Gi")
+		f.pod("b", b, "1", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Reason != ReasonUnderutilized || c.Method != MethodDelete {
+			t.Fatalf("command = %v; blocked %v", c, d.Blocked)
+		}
+		if got := candidateNames(c); len(got) != 2 {
+			t.Fatalf("candidates = %v, want two", got)
+		}
+		if c.SavingsPerHour <= 0 {
+			t.Errorf("savings = %v", c.SavingsPerHour)
+		}
+	})
+	t.Run("single-node: replace with a strictly cheaper node, pinned to spot", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		n := f.node(nodeSpec{pool: "p", itype: x2})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Method != MethodReplace || len(c.Replacements) != 1 {
+			t.Fatalf("command = %v; blocked %v", c, d.Blocked)
+		}
+		r := c.Replacements[0]
+		if !slices.Equal(r.CapacityTypes, []string{wellknown.CapacityTypeSpot}) {
+			t.Errorf("capacity types = %v, want spot only (on-demand candidates move to spot)", r.CapacityTypes)
+		}
+		if len(r.InstanceTypes) == 0 || r.InstanceTypes[0] != large {
+			t.Errorf("instance types = %v, want %s first", r.InstanceTypes, large)
+		}
+		if w := worstPrice(&f.input().Pools[0], r); w >= c.Candidates[0].Price {
+			t.Errorf("worst-case replacement price %v not below %v", w, c.Candidates[0].Price)
+		}
+		if c.SavingsPerHour <= 0 {
+			t.Errorf("savings = %v", c.SavingsPerHour)
+		}
+		if s := c.String(); !strings.Contains(s, "via replace, terminating 1 nodes (1 pods)") || !strings.Contains(s, "reason underutilized") {
+			t.Errorf("log line = %q", s)
+		}
+	})
+	t.Run("not cheaper: the node is already the cheapest that fits", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, []string{wellknown.CapacityTypeOnDemand})
+		n := f.node(nodeSpec{pool: "p", itype: large})
+		f.pod("a", n, "1500m", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil {
+			t.Fatalf("command = %s", d.Command)
+		}
+		if got := codes(d, n); !slices.Equal(got, []string{CodeNotCheaper}) {
+			t.Fatalf("codes = %v (%v)", got, d.Blocked)
+		}
+	})
+	t.Run("never one node into several", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{large, xlarge}, []string{wellknown.CapacityTypeOnDemand})
+		// The node's type is no longer in its pool, but another (tainted,
+		// so no pod goes there) still prices it. Its pods need two xlarge
+		// nodes.
+		f.pool("q", []string{x2}, []string{wellknown.CapacityTypeOnDemand}, func(np *poolT) {
+			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "q", Effect: corev1.TaintEffectNoSchedule}}
+		})
+		n := f.node(nodeSpec{pool: "p", itype: x2})
+		f.pod("a", n, "3", "1Gi")
+		f.pod("b", n, "3", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil {
+			t.Fatalf("command = %s", d.Command)
+		}
+		if got := codes(d, n); !slices.Equal(got, []string{CodeWouldNeedMany}) {
+			t.Fatalf("codes = %v (%v)", got, d.Blocked)
+		}
+	})
+	t.Run("WhenEmpty pool is not consolidated", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil, whenEmpty)
+		n := f.node(nodeSpec{pool: "p", itype: x2})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Equal(codes(d, n), []string{CodePolicy}) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, n))
+		}
+	})
+	t.Run("pods are not moved onto a node inside consolidateAfter", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, []string{wellknown.CapacityTypeOnDemand}, func(np *poolT) {
+			np.Spec.Disruption.ConsolidateAfter = durationP(10 * time.Minute)
+		})
+		warm := f.node(nodeSpec{pool: "p", itype: x2, notConsolidatable: true})
+		n := f.node(nodeSpec{pool: "p", itype: large})
+		f.pod("w", warm, "1", "1Gi")
+		f.pod("a", n, "1500m", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil {
+			t.Fatalf("command = %s: moved pods onto a node still cooling down", d.Command)
+		}
+	})
+}
+
+func TestSpotConsolidation(t *testing.T) {
+	t.Run("spot to spot off: replaced by cheaper on-demand when it exists", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		n := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Method != MethodReplace {
+			t.Fatalf("command = %v (%v)", c, d.Blocked)
+		}
+		if got := c.Replacements[0].CapacityTypes; !slices.Equal(got, []string{wellknown.CapacityTypeOnDemand}) {
+			t.Errorf("capacity types = %v, want on-demand", got)
+		}
+	})
+	t.Run("spot to spot off, spot-only pool", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, []string{wellknown.CapacityTypeSpot})
+		n := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Equal(codes(d, n), []string{CodeSpotToSpot}) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, n))
+		}
+	})
+	t.Run("spot to spot on, fewer than 15 cheaper types", func(t *testing.T) {
+		f := newFixture(t)
+		f.opts.SpotToSpot = true
+		f.pool("p", family, []string{wellknown.CapacityTypeSpot})
+		n := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Equal(codes(d, n), []string{CodeTooFewSpotOption}) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, n))
+		}
+	})
+	t.Run("spot to spot on, many cheaper types: keeps the 15 cheapest", func(t *testing.T) {
+		f := newFixture(t)
+		f.opts.SpotToSpot = true
+		var many []string
+		for _, fam := range []string{"m5", "m5a", "m6i", "m6a", "m7i", "m7a", "c5", "c6i", "c6a", "c7i", "r5", "r6i", "r6a", "r7i", "m5n", "m6id", "c5a"} {
+			for _, size := range []string{"large", "xlarge"} {
+				if _, ok := f.types[fam+"."+size]; ok {
+					many = append(many, fam+"."+size)
+				}
+			}
+		}
+		many = append(many, "m6i.4xlarge")
+		f.pool("p", many, []string{wellknown.CapacityTypeSpot})
+		n := f.node(nodeSpec{pool: "p", itype: "m6i.4xlarge", ct: wellknown.CapacityTypeSpot})
+		f.pod("a", n, "1", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Method != MethodReplace {
+			t.Fatalf("command %v (%v)", c, d.Blocked)
+		}
+		if got := len(c.Replacements[0].InstanceTypes); got != MinSpotToSpotOptions {
+			t.Errorf("replacement lists %d types, want %d", got, MinSpotToSpotOptions)
+		}
+	})
+}
+
+func TestDrift(t *testing.T) {
+	t.Run("drifted node is replaced, pods not moved onto other drifted nodes", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, []string{wellknown.CapacityTypeOnDemand})
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: 2 * time.Hour})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+		f.pod("a1", a, "1", "1Gi")
+		f.pod("b1", b, "1", "1Gi")
+		f.budget("p", ReasonUnderutilized, 0)
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Reason != ReasonDrifted || c.Method != MethodReplace || len(c.Replacements) != 1 {
+			t.Fatalf("command = %v (%v)", c, d.Blocked)
+		}
+		if got := candidateNames(c); !slices.Equal(got, []string{a}) {
+			t.Errorf("candidates = %v, want the longest drifted %s", got, a)
+		}
+		if !strings.Contains(c.String(), "reason drifted") {
+			t.Errorf("log line %q", c.String())
+		}
+	})
+	t.Run("empty drifted nodes first", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: 2 * time.Hour})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour, notConsolidatable: true})
+		f.pod("a1", a, "1", "1Gi")
+		d := Decide(f.input())
+		if got := candidateNames(d.Command); !slices.Equal(got, []string{b}) || d.Command.Method != MethodDelete {
+			t.Fatalf("command = %v, want delete of empty %s", d.Command, b)
+		}
+	})
+	t.Run("Drifted budget zero", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+		f.pod("a1", a, "3", "1Gi")
+		f.budget("p", ReasonDrifted, 0)
+		f.budget("p", ReasonUnderutilized, 0)
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Contains(codes(d, a), CodeBudget) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, a))
+		}
+	})
+	t.Run("do-not-disrupt pod blocks drift without a terminationGracePeriod", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+		f.pod("a1", a, "3", "1Gi", annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+		d := Decide(f.input())
+		if d.Command != nil || !slices.Contains(codes(d, a), CodeDoNotDisruptPod) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, a))
+		}
+	})
+	t.Run("with a terminationGracePeriod drift goes ahead", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, nil)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour, tgp: &metav1.Duration{Duration: time.Hour}})
+		f.pod("a1", a, "3", "1Gi", annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+		d := Decide(f.input())
+		if got := candidateNames(d.Command); !slices.Equal(got, []string{a}) {
+			t.Fatalf("command %v (%v)", d.Command, d.Blocked)
+		}
+	})
+}
+
+func TestValidate(t *testing.T) {
+	f := newFixture(t)
+	f.pool("p", family, nil)
+	a := f.node(nodeSpec{pool: "p", itype: xlarge})
+	d := Decide(f.input())
+	if d.Command == nil {
+		t.Fatal("no command")
+	}
+	if r := Validate(f.input(), d.Command); r != nil {
+		t.Fatalf("unchanged cluster rejected: %v", r)
+	}
+	// The budget closes.
+	f.budget("p", ReasonEmpty, 0)
+	if r := Validate(f.input(), d.Command); r == nil || r.Code != RejectBudget {
+		t.Fatalf("rejection = %v, want budget", r)
+	}
+	f.budget("p", ReasonEmpty, 100)
+	// A pod lands.
+	f.pod("late", a, "100m", "100Mi")
+	if r := Validate(f.input(), d.Command); r == nil || r.Code != RejectChurn {
+		t.Fatalf("rejection = %v, want churn", r)
+	}
+}
+
+func TestReplacements(t *testing.T) {
+	f := newFixture(t)
+	f.pool("p", []string{xlarge}, nil)
+	a := f.node(nodeSpec{pool: "p", itype: xlarge, ct: wellknown.CapacityTypeSpot})
+	b := f.node(nodeSpec{pool: "p", itype: xlarge})
+	f.pod("a1", a, "3", "1Gi")
+	f.pod("a2", a, "100m", "1Gi")
+	f.pod("b1", b, "3", "1Gi")
+	claims, unplaced := Replacements(f.input(), []string{a})
+	if len(unplaced) != 0 || len(claims) != 1 {
+		t.Fatalf("claims %d unplaced %v", len(claims), unplaced)
+	}
+	if len(claims[0].Pods) != 1 {
+		t.Errorf("replacement holds %v; the small pod fits on %s", claims[0].Pods, b)
+	}
+}
+
+func TestEvictionCost(t *testing.T) {
+	p := &corev1.Pod{}
+	if EvictionCost(p) != 1 {
+		t.Errorf("plain pod cost %v", EvictionCost(p))
+	}
+	p.Spec.Priority = ptr.To(int32(2000000000))
+	if EvictionCost(p) != 10 {
+		t.Errorf("clamped cost %v", EvictionCost(p))
+	}
+}

@@ -1,0 +1,313 @@
+package disruption
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// world is the packer's view of the cluster, built once per decision and
+// narrowed per simulation: which nodes exist, which may take pods in a
+// consolidation simulation, and which in a drift simulation.
+type world struct {
+	in       *Input
+	base     packer.Input
+	index    map[string]int // node name -> index in base.Nodes
+	pending  []*corev1.Pod  // provisionable pods, which keep their claim on capacity
+	cooling  []bool         // may not take pods moved by consolidation
+	drifted  []bool         // about to be replaced: may not take pods moved by drift
+	poolByNm map[string]*packer.NodePool
+	rooms    *roomIndex // built on first use
+}
+
+func newWorld(in *Input) *world {
+	snap := in.Snapshot
+	w := &world{in: in, index: map[string]int{}, poolByNm: map[string]*packer.NodePool{}}
+	w.base = snap.PackerInput(nil, in.Pools, in.Options.PreferencePolicy)
+	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
+	w.pending = snap.ProvisionablePods()
+	w.cooling = make([]bool, len(w.base.Nodes))
+	w.drifted = make([]bool, len(w.base.Nodes))
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range snap.NodePools {
+		pools[np.Name] = np
+	}
+	for i := range w.base.NodePools {
+		w.poolByNm[w.base.NodePools[i].Name] = &w.base.NodePools[i]
+	}
+	for i, n := range snap.Nodes {
+		w.index[n.Name()] = i
+		// Every simulation reuses these nodes: add their pods' requests up
+		// once rather than on every Solve.
+		var used resources.Vector
+		for _, p := range w.base.Nodes[i].Pods {
+			used.Add(resources.PodVector(p))
+		}
+		w.base.Nodes[i].Requested = &used
+		// Pods must not be moved onto nodes that are not ready for them:
+		// a pod landing on an uninitialized or in-flight node would have
+		// to wait, so the simulation treats those as full.
+		if !n.Initialized() || n.InFlight() {
+			w.base.Nodes[i].Unschedulable = true
+			continue
+		}
+		if n.NodeClaim == nil {
+			continue
+		}
+		w.cooling[i] = coolingDown(n, pools[n.NodePool()])
+		c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted)
+		w.drifted[i] = c != nil && c.Status == metav1.ConditionTrue
+	}
+	return w
+}
+
+// coolingDown reports whether consolidation must leave a node alone as a
+// destination: it had pod activity within its NodePool's consolidateAfter.
+// Moving pods onto such a node would restart its timer and make pods bounce
+// between nodes.
+func coolingDown(n *state.StateNode, np *karpv1.NodePool) bool {
+	if np == nil {
+		return false
+	}
+	ca := np.Spec.Disruption.ConsolidateAfter
+	if ca == nil || ca.IsNever() || ca.Duration == nil || *ca.Duration == 0 {
+		return false
+	}
+	c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	return c == nil || c.Status != metav1.ConditionTrue
+}
+
+// outcome is where the candidates' pods would go.
+type outcome struct {
+	// replacements are the new NodeClaims that hold at least one moved pod.
+	replacements []packer.NodeClaim
+	// failed names a moved pod that fits nowhere, with why; empty on success.
+	failed string
+	// unplaced lists every moved pod that fits nowhere (place only).
+	unplaced []string
+}
+
+// mode selects which nodes may take moved pods.
+type mode int
+
+const (
+	modeConsolidate mode = iota
+	modeDrift
+	// modeForceful lets pods go to any ready node: the nodes go anyway.
+	modeForceful
+)
+
+// simulate packs the candidates' pods, and the pods still pending, onto
+// every other node and, where they do not fit, onto new NodeClaims. It
+// stops at the first moved pod that fits nowhere.
+func (w *world) simulate(cands []*Candidate, m mode) outcome {
+	return w.pack(cands, m, true)
+}
+
+// place is simulate that places what it can and lists what it cannot.
+func (w *world) place(cands []*Candidate, m mode) outcome {
+	return w.pack(cands, m, false)
+}
+
+func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
+	gone := make(map[int]bool, len(cands))
+	var moved []*corev1.Pod
+	movedKeys := map[types.NamespacedName]bool{}
+	for _, c := range cands {
+		gone[w.index[c.Name()]] = true
+		for _, p := range c.Pods {
+			cp := *p.pod
+			cp.Spec.NodeName = ""
+			moved = append(moved, &cp)
+			movedKeys[types.NamespacedName{Namespace: cp.Namespace, Name: cp.Name}] = true
+		}
+	}
+	in := w.base
+	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
+	for i, n := range w.base.Nodes {
+		if gone[i] {
+			continue
+		}
+		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) {
+			n.Unschedulable = true
+		}
+		in.Nodes = append(in.Nodes, n)
+	}
+	in.Pods = make([]*corev1.Pod, 0, len(moved)+len(w.pending))
+	in.Pods = append(in.Pods, moved...)
+	in.Pods = append(in.Pods, w.pending...)
+	in.VolumeZones = nil
+	for _, p := range in.Pods {
+		if state.UsesVolumes(p) {
+			if zones, ok := w.in.Snapshot.VolumeZones(p); ok {
+				if in.VolumeZones == nil {
+					in.VolumeZones = map[types.NamespacedName][]string{}
+				}
+				in.VolumeZones[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = zones
+			}
+		}
+	}
+	res := packer.Solve(in)
+	var out outcome
+	for _, list := range [][]packer.Unschedulable{res.Unschedulable, res.Ignored} {
+		for _, u := range list {
+			if !movedKeys[u.Pod] {
+				continue
+			}
+			if strict {
+				out.failed = fmt.Sprintf("pod %s would not fit anywhere: %s", u.Pod, u.Reason)
+				return out
+			}
+			out.unplaced = append(out.unplaced, u.Pod.String())
+		}
+	}
+	for _, c := range res.NodeClaims {
+		if slices.ContainsFunc(c.Pods, func(k types.NamespacedName) bool { return movedKeys[k] }) {
+			out.replacements = append(out.replacements, c)
+		}
+	}
+	return out
+}
+
+// offeringsFor returns, for one instance type of a replacement, the
+// available offerings its requirements allow.
+func offeringsFor(it *packer.InstanceType, r packer.NodeClaim) []packer.Offering {
+	var out []packer.Offering
+	for _, o := range it.Offerings {
+		if !o.Available || !slices.Contains(r.Zones, o.Zone) || !slices.Contains(r.CapacityTypes, o.CapacityType) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// names lists candidate names for messages.
+func names(cands []*Candidate) string {
+	s := make([]string, len(cands))
+	for i, c := range cands {
+		s[i] = c.Name()
+	}
+	return strings.Join(s, ", ")
+}
+
+// roomIndex answers, without packing, whether a set of pods could possibly
+// move: the packer is exact but costs milliseconds per call over a large
+// cluster, and in a cluster with nothing to consolidate most candidates
+// fail on resources alone. The checks are necessary conditions only
+// (taints, affinity and DaemonSet overhead are ignored), so a candidate
+// they turn away could never have been consolidated.
+type roomIndex struct {
+	free  []resources.Vector // per node that may take moved pods
+	total resources.Vector
+	// types are every instance type of every NodePool with an available
+	// offering, cheapest first, with that price.
+	types []pricedType
+}
+
+type pricedType struct {
+	price float64
+	alloc resources.Vector
+}
+
+func (w *world) room() *roomIndex {
+	if w.rooms != nil {
+		return w.rooms
+	}
+	r := &roomIndex{}
+	for i, n := range w.base.Nodes {
+		if n.Unschedulable || w.cooling[i] {
+			continue
+		}
+		f := n.Allocatable.Clone()
+		if n.Requested != nil {
+			f.Sub(*n.Requested)
+		}
+		r.free = append(r.free, f)
+		r.total.Add(f)
+	}
+	for _, p := range w.base.NodePools {
+		for _, it := range p.InstanceTypes {
+			lo := math.Inf(1)
+			for _, o := range it.Offerings {
+				if o.Available {
+					lo = math.Min(lo, o.PricePerHour)
+				}
+			}
+			if !math.IsInf(lo, 1) {
+				r.types = append(r.types, pricedType{price: lo, alloc: it.Allocatable})
+			}
+		}
+	}
+	slices.SortStableFunc(r.types, func(a, b pricedType) int { return cmp.Compare(a.price, b.price) })
+	w.rooms = r
+	return r
+}
+
+// mayMove reports whether the candidates' pods could fit on the other nodes
+// plus at most one new node cheaper than price; when they cannot, it says
+// why. Free room on the candidates themselves is not subtracted: this is a
+// bound, and a loose one only costs a Solve.
+func (r *roomIndex) mayMove(cands []*Candidate, price float64) (code, why string, ok bool) {
+	var need resources.Vector
+	cheaper := 0
+	for cheaper < len(r.types) && r.types[cheaper].price < price {
+		cheaper++
+	}
+	var biggest resources.Vector
+	for _, t := range r.types[:cheaper] {
+		biggest = maxVector(biggest, t.alloc)
+	}
+	// homeless are the pods that fit on no other node: they can only go to
+	// the one new node, together.
+	var homeless resources.Vector
+	for _, c := range cands {
+		for _, p := range c.Pods {
+			v := resources.PodVector(p.pod)
+			need.Add(v)
+			if slices.ContainsFunc(r.free, func(f resources.Vector) bool { return v.Fits(f) }) {
+				continue
+			}
+			if cheaper == 0 {
+				return CodeNotCheaper, fmt.Sprintf("pod %s/%s fits on no other node, and no instance type costs less than the $%.4f/h the node(s) cost now", p.pod.Namespace, p.pod.Name, price), false
+			}
+			if !v.Fits(biggest) {
+				return CodePodsDoNotFit, fmt.Sprintf("pod %s/%s (%s) fits on no other node nor on any instance type cheaper than $%.4f/h", p.pod.Namespace, p.pod.Name, v, price), false
+			}
+			homeless.Add(v)
+		}
+	}
+	if !homeless.Fits(biggest) {
+		return CodeWouldNeedMany, fmt.Sprintf("pods requesting %s fit on no other node, more than any one instance type cheaper than $%.4f/h holds; consolidation never replaces one node with several", homeless, price), false
+	}
+	room := r.total.Clone()
+	room.Add(biggest)
+	if !need.Fits(room) {
+		return CodePodsDoNotFit, fmt.Sprintf("the pods request %s; the other nodes have %s free and the largest cheaper instance type adds %s", need, r.total, biggest), false
+	}
+	return "", "", true
+}
+
+// maxVector is the per-resource maximum of the core resources of a and b
+// (extended resources are left out: a bound that ignores them only lets
+// more through to the packer).
+func maxVector(a, b resources.Vector) resources.Vector {
+	return resources.Vector{
+		CPU:              max(a.CPU, b.CPU),
+		Memory:           max(a.Memory, b.Memory),
+		EphemeralStorage: max(a.EphemeralStorage, b.EphemeralStorage),
+		Pods:             max(a.Pods, b.Pods),
+	}
+}

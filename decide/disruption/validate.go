@@ -1,0 +1,111 @@
+package disruption
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Codes of a rejected command (ConsolidationRejected), as Karpenter tags
+// them.
+const (
+	RejectChurn      = "churn"      // a candidate changed: it is gone, busy, nominated or blocked now
+	RejectBudget     = "budget"     // the budget no longer allows the command
+	RejectScheduling = "scheduling" // the pods no longer fit as planned
+)
+
+// Rejection says why a command computed earlier may no longer be carried
+// out.
+type Rejection struct {
+	Code    string
+	Message string
+}
+
+func (r *Rejection) Error() string { return r.Code + ": " + r.Message }
+
+// Validate checks a command computed earlier against a fresh input, after
+// the controller has waited for the cluster to settle: every candidate is
+// still a candidate for the same reason, the budgets still allow them, and
+// the simulation still gives the same kind of result — for a replace, with
+// the planned instance types still among those the fresh simulation
+// allows. It returns nil when the command may go ahead.
+func Validate(in Input, cmd *Command) *Rejection {
+	d := newDecider(&in)
+	fresh := map[string]*Candidate{}
+	for _, c := range d.cands {
+		fresh[c.Name()] = c
+	}
+	var cands []*Candidate
+	for _, old := range cmd.Candidates {
+		c := fresh[old.Name()]
+		if c == nil {
+			why := "it is no longer a candidate"
+			for _, b := range d.blocked {
+				if b.Node == old.Name() {
+					why = b.Message
+					break
+				}
+			}
+			return &Rejection{RejectChurn, fmt.Sprintf("node %s: %s", old.Name(), why)}
+		}
+		if r := stillEligible(c, cmd.Reason); r != nil {
+			return r
+		}
+		cands = append(cands, c)
+	}
+	if kept, over := withinBudget(&in, cands, cmd.Reason); len(kept) < len(cands) {
+		return &Rejection{RejectBudget, over[0].Message}
+	}
+	switch cmd.Reason {
+	case ReasonEmpty:
+		return nil
+	case ReasonDrifted:
+		if out := d.sim().simulate(cands, modeDrift); out.failed != "" {
+			return &Rejection{RejectScheduling, out.failed}
+		}
+		return nil
+	}
+	now, why := d.sim().command(cands, len(cands) == 1)
+	if now == nil {
+		return &Rejection{RejectScheduling, why.Message}
+	}
+	if now.Method != cmd.Method {
+		return &Rejection{RejectScheduling, fmt.Sprintf("the pods now need a %s instead of a %s", now.Method, cmd.Method)}
+	}
+	if cmd.Method == MethodReplace {
+		allowed := now.Replacements[0].InstanceTypes
+		for _, t := range cmd.Replacements[0].InstanceTypes {
+			if !slices.Contains(allowed, t) {
+				return &Rejection{RejectScheduling, fmt.Sprintf("instance type %s is no longer a cheaper fit", t)}
+			}
+		}
+	}
+	return nil
+}
+
+// stillEligible re-checks what makes a candidate eligible for the reason.
+func stillEligible(c *Candidate, r Reason) *Rejection {
+	switch r {
+	case ReasonEmpty:
+		if !c.Empty() {
+			return &Rejection{RejectChurn, fmt.Sprintf("node %s is no longer empty", c.Name())}
+		}
+		if !c.Consolidatable {
+			return &Rejection{RejectChurn, fmt.Sprintf("node %s had pod activity within consolidateAfter", c.Name())}
+		}
+		if c.gracefulBlock != nil {
+			return &Rejection{RejectChurn, c.gracefulBlock.Message}
+		}
+	case ReasonDrifted:
+		if !c.Drifted {
+			return &Rejection{RejectChurn, fmt.Sprintf("node %s is no longer drifted", c.Name())}
+		}
+		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
+			return &Rejection{RejectChurn, c.gracefulBlock.Message}
+		}
+	case ReasonUnderutilized:
+		if b := consolidationEligible(c); b != nil {
+			return &Rejection{RejectChurn, b.Message}
+		}
+	}
+	return nil
+}
