@@ -32,8 +32,12 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption/queue"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
@@ -88,6 +92,16 @@ type Deps struct {
 	State *state.Cluster
 	// Provisioning tunes the provisioner (batch windows, preference policy).
 	Provisioning provisioning.Options
+	// Disruption tunes the disruption controller (validation delay,
+	// replacement timeout, spot-to-spot consolidation).
+	Disruption disruptionctl.Options
+	// ActOnRebalance treats EC2 rebalance recommendations like spot
+	// interruption warnings (replace and drain the node) instead of only
+	// recording an event.
+	ActOnRebalance bool
+	// NodeRepair turns node repair on and sets its unhealthy-node cap; off
+	// by default, and the cap defaults to 20% (see health.Options).
+	NodeRepair health.Options
 
 	// Clock is the time source; default clock.RealClock{}.
 	Clock clock.WithTicker
@@ -180,7 +194,16 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := nodeterm.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeterm.Name, err)
 	}
-	if err := nodepoolstatus.New(kube, deps.Clock, mgr.GetEventRecorder(nodepoolstatus.Name), deps.Validator, deps.Metrics).Register(mgr); err != nil {
+	if err := disruption.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(disruption.Name)).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", disruption.Name, err)
+	}
+	if err := expiration.New(kube, deps.Clock, mgr.GetEventRecorder(expiration.Name), deps.Metrics).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", expiration.Name, err)
+	}
+	if err := health.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", health.Name, err)
+	}
+	if err := nodepoolstatus.New(kube, deps.State, deps.Clock, mgr.GetEventRecorder(nodepoolstatus.Name), deps.Validator, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodepoolstatus.Name, err)
 	}
 	if err := nodeclassstatus.New(kube, deps.Resolver, mgr.GetEventRecorder(nodeclassstatus.Name), deps.NodeClass).Register(mgr); err != nil {
@@ -190,14 +213,29 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", provisioning.Name, err)
 	}
+	// Replacements are shaped like the nodes the provisioner launches,
+	// unless the disruption options say otherwise.
+	disrOpts := deps.Disruption
+	if disrOpts.PreferencePolicy == "" {
+		disrOpts.PreferencePolicy = deps.Provisioning.PreferencePolicy
+	}
+	if disrOpts.MaxInstanceTypes == 0 {
+		disrOpts.MaxInstanceTypes = deps.Provisioning.MaxInstanceTypes
+	}
+	disr := disruptionctl.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
+	if err := disr.Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
+	}
 	if err := mgr.Add(&leaderRunnable{run: gcLoop(mgr.GetAPIReader(), deps)}); err != nil {
 		return fmt.Errorf("%s: %w", NameGarbageCollection, err)
 	}
 	if deps.Settings.InterruptionQueue == "" {
 		log.Log.WithName(NameInterruption).Info(queue.ErrNoQueue.Error())
+		deps.Metrics.SetInterruptionHandling(false)
 		return nil
 	}
-	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud}
+	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud,
+		disruption: disr, metrics: deps.Metrics, actOnRebalance: deps.ActOnRebalance}
 	consumer, err := queue.New(queue.Config{
 		QueueName:    deps.Settings.InterruptionQueue,
 		SQS:          deps.Clients.SQS,
@@ -213,6 +251,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := mgr.Add(&leaderRunnable{run: pollLoop(consumer, deps)}); err != nil {
 		return fmt.Errorf("%s: %w", NameInterruption, err)
 	}
+	deps.Metrics.SetInterruptionHandling(true)
 	return nil
 }
 
@@ -332,16 +371,29 @@ func pollLoop(c *queue.Consumer, deps Deps) func(ctx context.Context) error {
 
 // interruptionHandler acts on interruption events.
 //
-// It does what this part of the controller must do so that an interrupted
-// node is drained before it disappears: it deletes the NodeClaim, and the
-// NodeClaim and Node finalizers taint, drain and terminate. The full
-// interruption behaviour (acting before the termination grace period,
-// replacement capacity launched ahead of the drain, the disruption metrics
-// and budgets) belongs to the disruption work and lands with it.
+// An instance about to be reclaimed or stopped for maintenance (spot
+// interruption warning, scheduled change, capacity reservation interruption,
+// and a rebalance recommendation when actOnRebalance asks for it) is handed
+// to the disruption controller, which taints the node, launches replacement
+// capacity for its pods and deletes the NodeClaim so that the drain starts at
+// once; budgets do not apply. An instance already stopping or terminated
+// cannot be drained ahead of time: its NodeClaim is deleted. A rebalance
+// recommendation is otherwise only recorded.
 type interruptionHandler struct {
 	kube  client.Client
 	rec   events.EventRecorder
 	cloud *aws.Provider
+	// disruption replaces and drains interrupted nodes; when nil (in tests
+	// of the handler alone) the NodeClaim is only deleted.
+	disruption     interrupter
+	metrics        *metrics.Metrics
+	actOnRebalance bool
+}
+
+// interrupter takes an interrupted NodeClaim away; the disruption controller
+// is one.
+type interrupter interface {
+	Interrupt(ctx context.Context, nodeClaim, message string) error
 }
 
 func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error {
@@ -349,14 +401,15 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	if err := h.kube.Get(ctx, client.ObjectKey{Name: a.NodeClaim}, nc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	reason, note, act := describe(a)
+	reason, note, act := describe(a, h.actOnRebalance)
 	h.rec.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Interrupted", "%s", note)
 	if !act {
 		return nil
 	}
 	if a.Event.Kind == interruption.KindSpotInterrupted && h.cloud != nil {
 		// The pool that reclaimed this instance is likely short of capacity:
-		// keep the next launches away from it for a while.
+		// keep the next launches (the replacement first) away from it for
+		// a while.
 		l := nc.Labels
 		if t, z := l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone]; t != "" && z != "" {
 			h.cloud.ICE().MarkUnavailable(t, z, wellknown.CapacityTypeSpot)
@@ -365,31 +418,53 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	if !nc.DeletionTimestamp.IsZero() {
 		return nil
 	}
+	if h.disruption != nil && replacesAhead(a.Event.Kind) {
+		return h.disruption.Interrupt(ctx, nc.Name, note)
+	}
 	log.FromContext(ctx).Info("deleting interrupted nodeclaim", "NodeClaim", nc.Name,
 		"instance", a.InstanceID, "kind", string(a.Event.Kind), "event", a.Event.ID)
-	if err := h.kube.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
+	if err := h.kube.Delete(ctx, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err)
 	}
+	h.metrics.NodeClaimDisrupted("interrupted", nc.Labels[wellknown.LabelNodePool], nc.Labels[wellknown.LabelCapacityType])
 	return nil
 }
 
+// replacesAhead reports whether an interruption leaves time to launch
+// replacement capacity before the instance goes: a warning, not a state
+// change that has already happened.
+func replacesAhead(k interruption.Kind) bool {
+	switch k {
+	case interruption.KindSpotInterrupted, interruption.KindScheduledChange,
+		interruption.KindCapacityReservationInterrupted, interruption.KindRebalanceRecommendation:
+		return true
+	}
+	return false
+}
+
 // describe returns the event reason and message for an interruption and
-// whether the NodeClaim is deleted for it.
-func describe(a queue.Action) (reason, note string, act bool) {
+// whether the NodeClaim is taken away for it.
+func describe(a queue.Action, actOnRebalance bool) (reason, note string, act bool) {
 	e := a.Event
 	switch e.Kind {
 	case interruption.KindSpotInterrupted:
-		return ReasonSpotInterrupted, fmt.Sprintf("EC2 will reclaim spot instance %s in two minutes (action %q); deleting the NodeClaim to drain it", a.InstanceID, e.InstanceAction), true
+		return ReasonSpotInterrupted, fmt.Sprintf("EC2 will reclaim spot instance %s in two minutes (action %q); replacing and draining the node", a.InstanceID, e.InstanceAction), true
 	case interruption.KindRebalanceRecommendation:
+		if actOnRebalance {
+			return ReasonSpotRebalanceRecommendation, fmt.Sprintf("spot instance %s is at elevated risk of interruption; replacing and draining the node", a.InstanceID), true
+		}
 		return ReasonSpotRebalanceRecommendation, fmt.Sprintf("spot instance %s is at elevated risk of interruption; no action taken", a.InstanceID), false
 	case interruption.KindScheduledChange:
-		return ReasonInstanceUnhealthy, fmt.Sprintf("AWS Health scheduled %s for instance %s; deleting the NodeClaim to drain it", e.EventTypeCode, a.InstanceID), true
+		return ReasonInstanceUnhealthy, fmt.Sprintf("AWS Health scheduled %s for instance %s; replacing and draining the node", e.EventTypeCode, a.InstanceID), true
 	case interruption.KindInstanceStopped:
 		return ReasonInstanceStopping, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
 	case interruption.KindInstanceTerminated:
 		return ReasonInstanceTerminating, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
 	case interruption.KindCapacityReservationInterrupted:
-		return ReasonCapacityReservationInterrupted, fmt.Sprintf("capacity reservation %s is reclaiming instance %s; deleting the NodeClaim to drain it", e.CapacityReservationID, a.InstanceID), true
+		return ReasonCapacityReservationInterrupted, fmt.Sprintf("capacity reservation %s is reclaiming instance %s; replacing and draining the node", e.CapacityReservationID, a.InstanceID), true
 	default:
 		return "Interruption", fmt.Sprintf("unhandled interruption event %q for instance %s; no action taken", e.Kind, a.InstanceID), false
 	}

@@ -113,3 +113,54 @@ func TestInterruptionHandler(t *testing.T) {
 		})
 	}
 }
+
+// interrupts records the NodeClaims handed to the disruption controller.
+type interrupts struct {
+	names []string
+}
+
+func (i *interrupts) Interrupt(_ context.Context, nodeClaim, _ string) error {
+	i.names = append(i.names, nodeClaim)
+	return nil
+}
+
+// TestInterruptionHandlerReplaces checks which interruptions are handed to
+// the disruption controller (which launches replacements before the drain)
+// and which only delete the NodeClaim.
+func TestInterruptionHandlerReplaces(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := karpv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind           interruption.Kind
+		actOnRebalance bool
+		replaced       bool
+		deleted        bool
+	}{
+		{kind: interruption.KindSpotInterrupted, replaced: true},
+		{kind: interruption.KindScheduledChange, replaced: true},
+		{kind: interruption.KindCapacityReservationInterrupted, replaced: true},
+		{kind: interruption.KindInstanceStopped, deleted: true},
+		{kind: interruption.KindInstanceTerminated, deleted: true},
+		{kind: interruption.KindRebalanceRecommendation},
+		{kind: interruption.KindRebalanceRecommendation, actOnRebalance: true, replaced: true},
+	} {
+		t.Run(fmt.Sprintf("%s/act=%v", tc.kind, tc.actOnRebalance), func(t *testing.T) {
+			kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nodeClaim("nc", "aws:///us-east-1a/i-1")).Build()
+			got := &interrupts{}
+			h := &interruptionHandler{kube: kube, rec: &eventLog{}, disruption: got, actOnRebalance: tc.actOnRebalance}
+			a := queue.Action{Event: interruption.Event{Kind: tc.kind, ID: "e1"}, InstanceID: "i-1", NodeClaim: "nc"}
+			if err := h.handle(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			if replaced := len(got.names) == 1 && got.names[0] == "nc"; replaced != tc.replaced {
+				t.Errorf("handed to the disruption controller: %v, want %v", got.names, tc.replaced)
+			}
+			err := kube.Get(context.Background(), client.ObjectKey{Name: "nc"}, &karpv1.NodeClaim{})
+			if gone := err != nil; gone != tc.deleted {
+				t.Errorf("deleted by the handler = %v, want %v", gone, tc.deleted)
+			}
+		})
+	}
+}

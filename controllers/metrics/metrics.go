@@ -11,6 +11,10 @@
 //     NodePool's NodeClaims, as in the NodePool's status.resources.
 //   - karpenter_nodepools_limit (nodepool, resource_type): the NodePool's
 //     spec.limits.
+//   - karpenter_nodepools_allowed_disruptions (nodepool, reason): how many
+//     nodes the NodePool's disruption budgets allow to be disrupting at once
+//     for each reason, before subtracting those disrupting already (as
+//     Karpenter publishes it); 2147483647 when no budget applies.
 //   - karpenter_nodeclaims_created_total (reason, nodepool,
 //     min_values_relaxed): NodeClaims created, by why they were created.
 //   - karpenter_nodeclaims_terminated_total (nodepool, capacity_type, zone):
@@ -18,9 +22,23 @@
 //   - karpenter_nodes_allocatable (node_name, nodepool, resource_type and the
 //     well-known node labels in NodeLabelNames): what each node can give to
 //     pods.
+//   - karpenter_nodeclaims_disrupted_total (reason, nodepool, capacity_type):
+//     NodeClaims deleted by a disruption, by reason (for example expired or
+//     unhealthy).
+//   - karpenter_nodeclaims_unhealthy_disrupted_total (condition, nodepool,
+//     capacity_type, image_id): NodeClaims replaced by node repair, by the
+//     node condition that made them unhealthy.
+//   - karpenter_voluntary_disruption_decisions_total (decision, reason,
+//     consolidation_type), karpenter_voluntary_disruption_failed_validations_total
+//     (reason, consolidation_type) and
+//     karpenter_voluntary_disruption_queue_failures_total (decision, reason,
+//     consolidation_type): disruption commands started, dropped at
+//     validation and rolled back.
+//   - stevedore_interruption_handling_enabled: 1 when an interruption queue
+//     is configured, 0 when interruption handling is off (stevedore's own).
 //
 // Not implemented yet (see Karpenter's list): the other node gauges
-// (system_overhead, total_pod_requests, ...), karpenter_nodeclaims_disrupted_total,
+// (system_overhead, total_pod_requests, ...),
 // the termination duration summaries, karpenter_pods_*, karpenter_scheduler_*,
 // the disruption and cluster-state metrics, and the operator_*_status_condition_*
 // metrics.
@@ -41,11 +59,12 @@ const Namespace = "karpenter"
 
 // Metric names, fully qualified.
 const (
-	NameNodePoolUsage        = Namespace + "_nodepools_usage"
-	NameNodePoolLimit        = Namespace + "_nodepools_limit"
-	NameNodeClaimsCreated    = Namespace + "_nodeclaims_created_total"
-	NameNodeClaimsTerminated = Namespace + "_nodeclaims_terminated_total"
-	NameNodesAllocatable     = Namespace + "_nodes_allocatable"
+	NameNodePoolUsage              = Namespace + "_nodepools_usage"
+	NameNodePoolLimit              = Namespace + "_nodepools_limit"
+	NameNodePoolAllowedDisruptions = Namespace + "_nodepools_allowed_disruptions"
+	NameNodeClaimsCreated          = Namespace + "_nodeclaims_created_total"
+	NameNodeClaimsTerminated       = Namespace + "_nodeclaims_terminated_total"
+	NameNodesAllocatable           = Namespace + "_nodes_allocatable"
 )
 
 // Label names.
@@ -99,11 +118,19 @@ func metricLabelName(key string) string {
 // Metrics holds the collectors. Create it with New; all methods are safe for
 // concurrent use.
 type Metrics struct {
-	nodePoolUsage        *prometheus.GaugeVec
-	nodePoolLimit        *prometheus.GaugeVec
-	nodeClaimsCreated    *prometheus.CounterVec
-	nodeClaimsTerminated *prometheus.CounterVec
-	nodesAllocatable     *prometheus.GaugeVec
+	nodePoolUsage              *prometheus.GaugeVec
+	nodePoolLimit              *prometheus.GaugeVec
+	nodePoolAllowedDisruptions *prometheus.GaugeVec
+	nodeClaimsCreated          *prometheus.CounterVec
+	nodeClaimsTerminated       *prometheus.CounterVec
+	nodesAllocatable           *prometheus.GaugeVec
+
+	// Disruption counters; see disrupted.go.
+	nodeClaimsDisrupted          *prometheus.CounterVec
+	nodeClaimsUnhealthyDisrupted *prometheus.CounterVec
+
+	// The disruption controller's collectors; see voluntary.go.
+	voluntary voluntary
 }
 
 // New creates the metrics and registers them with reg. It fails when reg
@@ -119,6 +146,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: NameNodePoolLimit,
 			Help: "Limits specified on the NodePool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
+		nodePoolAllowedDisruptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameNodePoolAllowedDisruptions,
+			Help: "Nodes of a NodePool that its disruption budgets allow to be disrupting at the same time, before subtracting those disrupting already. Labeled by nodepool name and disruption reason.",
+		}, []string{LabelNodePool, LabelReason}),
 		nodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameNodeClaimsCreated,
 			Help: "Number of NodeClaims created. Labeled by the reason they were created, the owning nodepool, and whether minValues were relaxed.",
@@ -132,10 +163,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.",
 		}, append([]string{LabelNodeName, LabelNodePool, LabelResourceType}, NodeLabelNames...)),
 	}
-	for _, c := range []prometheus.Collector{m.nodePoolUsage, m.nodePoolLimit, m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodesAllocatable} {
+	for _, c := range []prometheus.Collector{m.nodePoolUsage, m.nodePoolLimit, m.nodePoolAllowedDisruptions, m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodesAllocatable} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.registerDisrupted(reg); err != nil {
+		return nil, err
+	}
+	if err := m.registerVoluntary(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -151,13 +188,25 @@ func (m *Metrics) SetNodePool(nodePool string, usage, limits corev1.ResourceList
 	setResources(m.nodePoolLimit, nodePool, limits)
 }
 
-// DeleteNodePool removes a deleted NodePool's usage and limits.
+// DeleteNodePool removes a deleted NodePool's usage, limits and allowed
+// disruptions.
 func (m *Metrics) DeleteNodePool(nodePool string) {
 	if m == nil {
 		return
 	}
 	m.nodePoolUsage.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
 	m.nodePoolLimit.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
+	m.nodePoolAllowedDisruptions.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
+}
+
+// SetNodePoolAllowedDisruptions publishes how many of a NodePool's nodes
+// its budgets allow to be disrupting at once for reason (Empty,
+// Underutilized or Drifted).
+func (m *Metrics) SetNodePoolAllowedDisruptions(nodePool, reason string, allowed int) {
+	if m == nil {
+		return
+	}
+	m.nodePoolAllowedDisruptions.WithLabelValues(nodePool, reason).Set(float64(allowed))
 }
 
 func setResources(g *prometheus.GaugeVec, nodePool string, rl corev1.ResourceList) {

@@ -67,6 +67,28 @@ karpenter_nodepools_usage{nodepool="gpu",resource_type="cpu"} 0.5
 	}
 }
 
+func TestNodePoolAllowedDisruptions(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.SetNodePoolAllowedDisruptions("default", "Drifted", 1)
+	m.SetNodePoolAllowedDisruptions("default", "Empty", 0)
+	m.SetNodePoolAllowedDisruptions("gpu", "Underutilized", 2147483647)
+	m.SetNodePoolAllowedDisruptions("default", "Empty", 3) // replaces the 0
+	want := `
+# HELP karpenter_nodepools_allowed_disruptions Nodes of a NodePool that its disruption budgets allow to be disrupting at the same time, before subtracting those disrupting already. Labeled by nodepool name and disruption reason.
+# TYPE karpenter_nodepools_allowed_disruptions gauge
+karpenter_nodepools_allowed_disruptions{nodepool="default",reason="Drifted"} 1
+karpenter_nodepools_allowed_disruptions{nodepool="default",reason="Empty"} 3
+karpenter_nodepools_allowed_disruptions{nodepool="gpu",reason="Underutilized"} 2.147483647e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodePoolAllowedDisruptions); err != nil {
+		t.Fatal(err)
+	}
+	m.DeleteNodePool("default")
+	if n := testutil.CollectAndCount(m.nodePoolAllowedDisruptions); n != 1 {
+		t.Errorf("series after DeleteNodePool = %d, want 1 (gpu)", n)
+	}
+}
+
 func TestNodeClaimCounters(t *testing.T) {
 	m, reg := newMetrics(t)
 	m.NodeClaimCreated("provisioning", "default", false)
@@ -125,6 +147,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
 	m.SetNodePool("x", nil, nil)
 	m.DeleteNodePool("x")
+	m.SetNodePoolAllowedDisruptions("x", "Empty", 1)
 	m.NodeClaimCreated("r", "x", false)
 	m.NodeClaimTerminated("x", "spot", "z")
 	m.SetNodeAllocatable(&corev1.Node{})
@@ -135,6 +158,7 @@ func TestLint(t *testing.T) {
 	m, reg := newMetrics(t)
 	m.SetNodePool("default", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, nil)
 	m.NodeClaimCreated("provisioning", "default", false)
+	m.SetNodePoolAllowedDisruptions("default", "Drifted", 1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)

@@ -44,28 +44,15 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 	if !np.DeletionTimestamp.IsZero() {
 		return nil, fmt.Sprintf("NodePool %s is being deleted", np.Name), nil
 	}
-	caps := capacities(pool, claim)
 	used := resources.Add(current.InUse(np.Name), added[np.Name])
-	names, why := withinLimits(np.Name, np.Spec.Limits, used, claim.InstanceTypes, caps)
+	names, largest, why := FitLimits(np, pool, claim, used)
 	if why != "" {
 		return nil, why, nil
 	}
-	if r, ok := claim.Requirements.Get(wellknown.LabelInstanceType); ok {
-		if n, ok := r.MinValues(); ok && len(names) < n {
-			return nil, fmt.Sprintf("NodePool %s: only %d instance types fit within its limits, fewer than the minValues %d of %s",
-				np.Name, len(names), n, wellknown.LabelInstanceType), nil
-		}
-	}
 
-	nc = nodeClaim(np, claim, names)
+	nc = NewNodeClaim(np, claim, names)
 	if err := p.client.Create(ctx, nc); err != nil {
 		return nil, "", fmt.Errorf("creating NodeClaim for NodePool %s: %w", np.Name, err)
-	}
-	// Count the largest machine the NodeClaim may get, so that the rest of
-	// the batch cannot take the NodePool past its limits whichever it gets.
-	largest := corev1.ResourceList{}
-	for _, name := range names {
-		largest = resources.Max(largest, caps[name])
 	}
 	added[np.Name] = resources.Add(added[np.Name], largest)
 	p.metrics.NodeClaimCreated(ReasonProvisioning, np.Name, false)
@@ -75,6 +62,36 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 		"requests", formatResources(nc.Spec.Resources.Requests),
 		"instanceTypes", len(names))
 	return nc, "", nil
+}
+
+// FitLimits returns the instance types of claim, in its order, that np may
+// still launch given the capacity used already (its nodes and NodeClaims,
+// plus whatever the caller has created since that was counted), and the
+// largest capacity one of them adds, which the caller should count as used
+// once it has created the NodeClaim: whichever type the launch gets, the
+// NodePool then cannot pass its limits. pool describes the instance types'
+// capacities (nil counts each as the claim's requests). When no type fits,
+// or fewer than the instance-type minValues, names is empty and why says
+// which limit stands in the way.
+func FitLimits(np *karpv1.NodePool, pool *packer.NodePool, claim packer.NodeClaim, used corev1.ResourceList) (names []string, largest corev1.ResourceList, why string) {
+	caps := capacities(pool, claim)
+	names, why = withinLimits(np.Name, np.Spec.Limits, used, claim.InstanceTypes, caps)
+	if why != "" {
+		return nil, nil, why
+	}
+	if r, ok := claim.Requirements.Get(wellknown.LabelInstanceType); ok {
+		if n, ok := r.MinValues(); ok && len(names) < n {
+			return nil, nil, fmt.Sprintf("NodePool %s: only %d instance types fit within its limits, fewer than the minValues %d of %s",
+				np.Name, len(names), n, wellknown.LabelInstanceType)
+		}
+	}
+	// Count the largest machine the NodeClaim may get, so that the rest of
+	// a batch cannot take the NodePool past its limits whichever it gets.
+	largest = corev1.ResourceList{}
+	for _, name := range names {
+		largest = resources.Max(largest, caps[name])
+	}
+	return names, largest, ""
 }
 
 // capacities returns the capacity of each instance type the claim lists, with
@@ -130,9 +147,12 @@ func withinLimits(pool string, limits, used corev1.ResourceList, names []string,
 		pool, k, inUse.String(), adds.String(), names[0], limit.String())
 }
 
-// nodeClaim returns the NodeClaim to create for claim, listing the instance
-// types names.
-func nodeClaim(np *karpv1.NodePool, claim packer.NodeClaim, names []string) *karpv1.NodeClaim {
+// NewNodeClaim returns the NodeClaim to create from np for claim, listing
+// the instance types names (see FitLimits): the NodePool's template labels,
+// annotations, taints and settings, its template hash, an owner reference to
+// it and a name generated from its name. Callers may add labels and
+// annotations before they create it.
+func NewNodeClaim(np *karpv1.NodePool, claim packer.NodeClaim, names []string) *karpv1.NodeClaim {
 	tmpl := np.Spec.Template
 	labels := make(map[string]string, len(tmpl.Metadata.Labels)+2)
 	for k, v := range tmpl.Metadata.Labels {

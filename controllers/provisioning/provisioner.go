@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,8 +49,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
@@ -126,10 +127,9 @@ type Provisioner struct {
 	opts     Options
 	batcher  *Batcher
 	metrics  *metrics.Metrics
-
-	mu sync.Mutex
-	// sent remembers when an event was last recorded, by object and reason.
-	sent map[string]time.Time
+	// events records events at most once per object and reason within
+	// EventInterval.
+	events *eventlimit.Recorder
 }
 
 var _ reconcile.Reconciler = (*Provisioner)(nil)
@@ -138,7 +138,7 @@ var _ reconcile.Reconciler = (*Provisioner)(nil)
 // typically package state/informer), writes through c and asks cp for
 // instance types. The recorder may be nil, which drops events; m may be nil,
 // which drops metrics.
-func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder, opts Options, m *metrics.Metrics) *Provisioner {
+func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.PassiveClock, rec events.EventRecorder, opts Options, m *metrics.Metrics) *Provisioner {
 	if opts.BatchIdle <= 0 {
 		opts.BatchIdle = DefaultBatchIdle
 	}
@@ -153,11 +153,11 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 		state:    st,
 		cloud:    cp,
 		clock:    clk,
-		recorder: recorder,
+		recorder: rec,
 		opts:     opts,
 		batcher:  NewBatcher(opts.BatchIdle, opts.BatchMax),
 		metrics:  m,
-		sent:     map[string]time.Time{},
+		events:   eventlimit.New(rec, EventInterval),
 	}
 }
 
@@ -229,7 +229,7 @@ func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (recon
 // provision runs one batch: pack the provisionable pods and carry out the
 // result.
 func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
-	p.forgetEvents(now)
+	p.events.Forget(now)
 	snap := p.state.Snapshot(now)
 	pods := snap.ProvisionablePods()
 	if len(pods) == 0 {
@@ -301,51 +301,81 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 // nodePools returns the packer NodePools that may launch now, in the
 // snapshot's order, and records an event on each NodePool left out.
 func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) []packer.NodePool {
+	pools, skipped := LaunchablePools(ctx, p.cloud, snap)
+	for _, s := range skipped {
+		if s.Err != nil {
+			log.FromContext(ctx).Error(s.Err, "listing instance types", "nodepool", s.NodePool.Name)
+		}
+		p.event(snap.Time, s.NodePool, nil, corev1.EventTypeWarning, s.Reason, "Provision", "%s", s.Message)
+	}
+	return pools
+}
+
+// Skip is a NodePool that may not launch now, and why.
+type Skip struct {
+	NodePool *karpv1.NodePool
+	// Reason is the reason of the event that says so:
+	// ReasonNodeClassNotReady or ReasonInstanceTypesFailed.
+	Reason  string
+	Message string
+	// Err is the cloud provider's error when listing instance types failed.
+	Err error
+}
+
+// LaunchablePools returns, in the snapshot's order, the packer NodePools of
+// every NodePool that may launch now: it is not being deleted, its node class
+// is of a kind the cloud provider supports, exists and is Ready, and its
+// instance types could be listed. Each NodePool left out (except those being
+// deleted, which need no explanation) comes back in skipped with why. InUse
+// is left empty, for the caller or Snapshot.PackerInput to fill.
+//
+// Both the provisioner and the disruption controller launch from these, so
+// that a replacement can be launched exactly when a new node could.
+func LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (pools []packer.NodePool, skipped []Skip) {
 	classes := make(map[string]*awsv1.EC2NodeClass, len(snap.NodeClasses))
 	for _, nc := range snap.NodeClasses {
 		classes[nc.Name] = nc
 	}
-	supported := p.cloud.GetSupportedNodeClasses()
-	var out []packer.NodePool
+	supported := cp.GetSupportedNodeClasses()
+	skip := func(np *karpv1.NodePool, reason string, err error, format string, args ...any) {
+		skipped = append(skipped, Skip{NodePool: np, Reason: reason, Message: fmt.Sprintf(format, args...), Err: err})
+	}
 	for _, np := range snap.NodePools {
 		if !np.DeletionTimestamp.IsZero() {
 			continue
 		}
 		ref := np.Spec.Template.Spec.NodeClassRef
 		if ref == nil {
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision", "NodePool has no nodeClassRef")
+			skip(np, ReasonNodeClassNotReady, nil, "NodePool has no nodeClassRef")
 			continue
 		}
 		if !slices.ContainsFunc(supported, func(gvk schema.GroupVersionKind) bool { return gvk.Group == ref.Group && gvk.Kind == ref.Kind }) {
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
-				"NodeClass %s is not ready: kind %s.%s is not supported by the %s provider", ref.Name, ref.Kind, ref.Group, p.cloud.Name())
+			skip(np, ReasonNodeClassNotReady, nil,
+				"NodeClass %s is not ready: kind %s.%s is not supported by the %s provider", ref.Name, ref.Kind, ref.Group, cp.Name())
 			continue
 		}
 		class, ok := classes[ref.Name]
 		if !ok {
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
-				"NodeClass %s is not ready: it does not exist", ref.Name)
+			skip(np, ReasonNodeClassNotReady, nil, "NodeClass %s is not ready: it does not exist", ref.Name)
 			continue
 		}
 		if why, ready := nodeClassReady(class); !ready {
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Provision",
-				"NodeClass %s is not ready: %s", ref.Name, why)
+			skip(np, ReasonNodeClassNotReady, nil, "NodeClass %s is not ready: %s", ref.Name, why)
 			continue
 		}
-		its, err := p.cloud.GetInstanceTypes(ctx, np)
+		its, err := cp.GetInstanceTypes(ctx, np)
 		if err != nil {
-			log.FromContext(ctx).Error(err, "listing instance types", "nodepool", np.Name)
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonInstanceTypesFailed, "Provision", "listing instance types: %v", err)
+			skip(np, ReasonInstanceTypesFailed, err, "listing instance types: %v", err)
 			continue
 		}
 		pool, err := offerings.NodePool(np, class, its)
 		if err != nil {
-			p.event(snap.Time, np, nil, corev1.EventTypeWarning, ReasonInstanceTypesFailed, "Provision", "%v", err)
+			skip(np, ReasonInstanceTypesFailed, nil, "%v", err)
 			continue
 		}
-		out = append(out, pool)
+		pools = append(pools, pool)
 	}
-	return out
+	return pools, skipped
 }
 
 // nodeClassReady reports whether the node class is Ready and, if not, why.
@@ -384,38 +414,8 @@ func unschedulableNote(u packer.Unschedulable) string {
 	return b.String()
 }
 
-// maxNoteLength is the longest note the events API accepts.
-const maxNoteLength = 1024
-
 // event records an event about obj unless one with the same reason was
 // recorded about it within EventInterval.
 func (p *Provisioner) event(now time.Time, obj client.Object, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if p.recorder == nil {
-		return
-	}
-	key := fmt.Sprintf("%T/%s/%s/%s/%s", obj, obj.GetNamespace(), obj.GetName(), obj.GetUID(), reason)
-	p.mu.Lock()
-	last, seen := p.sent[key]
-	if seen && now.Sub(last) < EventInterval {
-		p.mu.Unlock()
-		return
-	}
-	p.sent[key] = now
-	p.mu.Unlock()
-	msg := fmt.Sprintf(note, args...)
-	if len(msg) > maxNoteLength {
-		msg = strings.ToValidUTF8(msg[:maxNoteLength-3], "") + "..."
-	}
-	p.recorder.Eventf(obj, related, eventType, reason, action, "%s", msg)
-}
-
-// forgetEvents drops what event remembers once it no longer matters.
-func (p *Provisioner) forgetEvents(now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, t := range p.sent {
-		if now.Sub(t) >= EventInterval {
-			delete(p.sent, k)
-		}
-	}
+	p.events.Eventf(now, obj, related, eventType, reason, action, note, args...)
 }

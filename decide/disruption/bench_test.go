@@ -98,6 +98,8 @@ func BenchmarkConsolidationCapped(b *testing.B) {
 	if d.Command == nil {
 		b.Fatal("no command")
 	}
+	b.ReportMetric(float64(len(in.Snapshot.Nodes)), "nodes")
+	b.ReportMetric(float64(podCount(in)), "pods")
 	b.ReportMetric(float64(len(d.Command.Candidates)), "nodes/pass")
 	b.ReportMetric(d.Command.SavingsPerHour, "$/h-saved")
 }
@@ -140,6 +142,7 @@ func BenchmarkConsolidationNothingToDo(b *testing.B) {
 	if d.Command != nil {
 		b.Fatalf("command %s in a full cluster", d.Command)
 	}
+	b.ReportMetric(float64(len(in.Snapshot.Nodes)), "nodes")
 	b.ReportMetric(float64(pods), "pods")
 	b.ReportMetric(float64(len(d.Blocked)), "verdicts")
 }

@@ -33,9 +33,29 @@ type NodePoolStatus struct {
 	// changes, that condition starts afresh.
 	// +optional
 	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
+	// AllowedDisruptions is, per disruption reason, how many more of the
+	// NodePool's nodes its budgets let stevedore disrupt right now, after
+	// the nodes already being disrupted. It is stevedore's addition to the
+	// Karpenter API, kept current by the NodePool status controller.
+	// +listType=map
+	// +listMapKey=reason
+	// +optional
+	AllowedDisruptions []AllowedDisruption `json:"allowedDisruptions,omitempty"`
 	// Conditions report whether the NodePool can launch nodes.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// AllowedDisruption is how many more of a NodePool's nodes may be disrupted
+// now for one reason.
+type AllowedDisruption struct {
+	// Reason is the disruption reason: Underutilized, Empty or Drifted.
+	// +required
+	Reason DisruptionReason `json:"reason"`
+	// Nodes is how many more nodes may be disrupted for the reason. When no
+	// budget applies to the reason it is 2147483647 (unlimited).
+	// +required
+	Nodes int32 `json:"nodes"`
 }

@@ -18,16 +18,30 @@
 //     anything about the new node class;
 //   - the karpenter.sh/nodepool-hash and -hash-version annotations (see
 //     package hash);
-//   - the karpenter_nodepools_usage and karpenter_nodepools_limit gauges.
+//   - status.allowedDisruptions: per disruption reason, how many more nodes
+//     the disruption budgets allow now (package decide/budget). Budgets
+//     count nodes marked for deletion, which only the in-memory cluster
+//     state knows, so they are computed from a state.Cluster; without one
+//     (tests that do not need them) they are left alone. The NodePool is
+//     looked at again when a budget's schedule opens or closes a window,
+//     and at least every MaxBudgetRequeue;
+//   - a DisruptionBlocked event when a budget starts to allow no disruption
+//     for a reason while the NodePool has nodes (once per reason each time
+//     that happens, not on every reconcile);
+//   - the karpenter_nodepools_usage, karpenter_nodepools_limit and
+//     karpenter_nodepools_allowed_disruptions gauges.
 //
 // Writes are merge patches guarded by the resource version; condition
-// transition times come from the injected clock.
+// transition times and budget windows come from the injected clock.
 package status
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,8 +55,10 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -51,6 +67,8 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
+	"github.com/stevedore-autoscaler/stevedore/decide/budget"
+	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
 // Name is the controller's name, as registered with the manager.
@@ -68,38 +86,93 @@ const (
 	// ReasonNodeClassChanged resets NodeRegistrationHealthy when the node
 	// class's generation changes.
 	ReasonNodeClassChanged = "NodeClassChanged"
+	// ReasonDisruptionBlocked is the event recorded when a budget allows no
+	// disruption for a reason.
+	ReasonDisruptionBlocked = "DisruptionBlocked"
+)
+
+const (
+	// MaxBudgetRequeue is the longest a NodePool goes without its budgets
+	// being recomputed. Marks for deletion change no API object, so no watch
+	// reports them; this bounds how stale the published numbers get.
+	MaxBudgetRequeue = 5 * time.Minute
+	// unsyncedRequeue is how soon a NodePool is looked at again when the
+	// cluster state has not caught up with the API yet.
+	unsyncedRequeue = 5 * time.Second
 )
 
 // Reconciler is the NodePool status controller. Create it with New.
 type Reconciler struct {
 	client    client.Client
+	cluster   *state.Cluster
 	clock     clock.PassiveClock
 	recorder  events.EventRecorder
 	validator *validation.Validator
 	metrics   *metrics.Metrics
+
+	// blocked remembers, per NodePool, the reasons a budget blocked at the
+	// last reconcile, so that DisruptionBlocked is recorded when blocking
+	// starts rather than on every reconcile.
+	mu      sync.Mutex
+	blocked map[string][]karpv1.DisruptionReason
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// New returns a Reconciler. validator runs the ValidationSucceeded checks
+// New returns a Reconciler. cluster is the in-memory cluster state the
+// disruption budgets are computed from; nil leaves status.allowedDisruptions,
+// its gauge and events alone. validator runs the ValidationSucceeded checks
 // (normally validation.Default()); the recorder and m may be nil, which drops
 // events and metrics.
-func New(c client.Client, clk clock.PassiveClock, recorder events.EventRecorder, validator *validation.Validator, m *metrics.Metrics) *Reconciler {
-	return &Reconciler{client: c, clock: clk, recorder: recorder, validator: validator, metrics: m}
+func New(c client.Client, cluster *state.Cluster, clk clock.PassiveClock, recorder events.EventRecorder, validator *validation.Validator, m *metrics.Metrics) *Reconciler {
+	return &Reconciler{
+		client: c, cluster: cluster, clock: clk, recorder: recorder, validator: validator, metrics: m,
+		blocked: map[string][]karpv1.DisruptionReason{},
+	}
 }
 
 // Register runs the Reconciler under the manager, woken by changes to
-// NodePools, to their NodeClaims and to the EC2NodeClasses they reference.
+// NodePools, to their NodeClaims and Nodes (which change the budgets) and to
+// the EC2NodeClasses they reference.
 func (r *Reconciler) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfNodeClaim)).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeBudgetChanged})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(r.nodePoolsOfNodeClass)).
 		Complete(r)
 }
 
-func nodePoolOfNodeClaim(_ context.Context, o client.Object) []reconcile.Request {
+// nodeBudgetChanged passes the Node updates that can change a budget: its
+// readiness, its NodePool, its initialization or the start of its deletion.
+// Nodes report status every few minutes; the rest of those updates would
+// recompute budgets for nothing.
+func nodeBudgetChanged(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*corev1.Node)
+	after, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return nodeReady(before) != nodeReady(after) ||
+		before.Labels[wellknown.LabelNodePool] != after.Labels[wellknown.LabelNodePool] ||
+		before.Labels[wellknown.LabelInitialized] != after.Labels[wellknown.LabelInitialized] ||
+		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodePoolOfLabel maps a NodeClaim or Node to the NodePool its
+// karpenter.sh/nodepool label names.
+func nodePoolOfLabel(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[wellknown.LabelNodePool]
 	if name == "" {
 		return nil
@@ -133,12 +206,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	np := &karpv1.NodePool{}
 	if err := r.client.Get(ctx, req.NamespacedName, np); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.metrics.DeleteNodePool(req.Name)
+			r.forget(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !np.DeletionTimestamp.IsZero() {
-		r.metrics.DeleteNodePool(np.Name)
+		r.forget(np.Name)
 		return reconcile.Result{}, nil
 	}
 
@@ -155,9 +228,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
+	allowances, requeue := r.allowances(ctx, np)
+
 	base := np.DeepCopy()
 	np.Status.Resources = resources
 	np.Status.Nodes = nodes
+	if allowances != nil {
+		np.Status.AllowedDisruptions = allowedDisruptions(allowances)
+	}
 	r.setNodeClassReady(np, nodeClass)
 	r.setValidation(np)
 	r.setReady(np)
@@ -168,7 +246,91 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	r.metrics.SetNodePool(np.Name, np.Status.Resources, np.Spec.Limits)
-	return reconcile.Result{}, nil
+	if allowances != nil {
+		for _, a := range allowances.ByReason {
+			r.metrics.SetNodePoolAllowedDisruptions(np.Name, string(a.Reason), a.Allowed)
+		}
+		r.eventOnBlocked(np, allowances)
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// forget drops what is kept about a NodePool that is gone or going.
+func (r *Reconciler) forget(nodePool string) {
+	r.metrics.DeleteNodePool(nodePool)
+	r.mu.Lock()
+	delete(r.blocked, nodePool)
+	r.mu.Unlock()
+}
+
+// allowances computes np's disruption allowances from the cluster state,
+// and how soon to look again: when a budget window next opens or closes, at
+// most MaxBudgetRequeue. It returns nil when there is no cluster state, or
+// when the state has not caught up with the API yet (a NodeClaim missing
+// from it would make the numbers wrong).
+func (r *Reconciler) allowances(ctx context.Context, np *karpv1.NodePool) (*budget.Allowances, time.Duration) {
+	if r.cluster == nil {
+		return nil, 0
+	}
+	if !r.cluster.Synced(ctx, r.client) {
+		return nil, unsyncedRequeue
+	}
+	now := r.clock.Now()
+	a := budget.Compute(np, r.cluster.Snapshot(now).Nodes, now)
+	requeue := MaxBudgetRequeue
+	if next, ok := budget.NextChange(np, now); ok {
+		// At least a second, so that a window edge a moment away is not
+		// turned into no requeue at all.
+		requeue = min(requeue, max(next.Sub(now), time.Second))
+	}
+	return &a, requeue
+}
+
+// allowedDisruptions renders the allowances as status.allowedDisruptions:
+// what remains per reason, in the order of budget.Reasons (sorted by
+// reason).
+func allowedDisruptions(a *budget.Allowances) []karpv1.AllowedDisruption {
+	out := make([]karpv1.AllowedDisruption, 0, len(a.ByReason))
+	for _, al := range a.ByReason {
+		out = append(out, karpv1.AllowedDisruption{Reason: al.Reason, Nodes: int32(min(al.Remaining, budget.Unbounded))})
+	}
+	return out
+}
+
+// eventOnBlocked records DisruptionBlocked for each reason a budget has
+// started to block since the last reconcile.
+func (r *Reconciler) eventOnBlocked(np *karpv1.NodePool, a *budget.Allowances) {
+	var now []karpv1.DisruptionReason
+	for _, al := range a.ByReason {
+		if al.Blocked() {
+			now = append(now, al.Reason)
+		}
+	}
+	r.mu.Lock()
+	before := r.blocked[np.Name]
+	if len(now) == 0 {
+		delete(r.blocked, np.Name)
+	} else {
+		r.blocked[np.Name] = now
+	}
+	r.mu.Unlock()
+	if r.recorder == nil {
+		return
+	}
+	for _, reason := range now {
+		if slices.Contains(before, reason) {
+			continue
+		}
+		al := a.For(reason)
+		var why string
+		if len(a.Invalid) > 0 {
+			why = fmt.Sprintf("%v; no disruption is allowed until it is fixed", a.Invalid[0])
+		} else {
+			why = fmt.Sprintf("spec.disruption.budgets[%d] (%s) allows none of its %d nodes now", al.Budget, budget.Describe(a.Budgets[al.Budget]), al.Nodes)
+		}
+		r.recorder.Eventf(np, nil, corev1.EventTypeNormal, ReasonDisruptionBlocked, "Disrupt",
+			"NodePool %s blocks %s disruption: %s", np.Name, reason, why)
+	}
 }
 
 // patchHash writes the hash annotations when they are missing or stale.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -26,6 +27,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/state"
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 )
 
@@ -73,7 +75,7 @@ func newEnv(t *testing.T) *env {
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := &env{t: t, ctx: context.Background(), clk: clk, rec: &recorder{}, reg: reg, m: m}
-	e.r = New(kube, clk, e.rec, v, m)
+	e.r = New(kube, nil, clk, e.rec, v, m)
 	return e
 }
 
@@ -397,5 +399,246 @@ func TestInvalidBudgetSchedule(t *testing.T) {
 	}
 	if r := condition(t, np, karpv1.ConditionTypeReady); r.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v, want True", r)
+	}
+}
+
+// events returns the events recorded so far with the given reason.
+func (e *env) events(reason string) []string {
+	e.rec.mu.Lock()
+	defer e.rec.mu.Unlock()
+	var out []string
+	for _, ev := range e.rec.events {
+		if strings.HasPrefix(ev, reason+": ") {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// reconcileFor reconciles the NodePool name and returns it with the result.
+func (e *env) reconcileFor(name string) (*karpv1.NodePool, reconcile.Result) {
+	e.t.Helper()
+	res, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	if err != nil {
+		e.t.Fatalf("Reconcile: %v", err)
+	}
+	np := &karpv1.NodePool{}
+	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, np); err != nil {
+		e.t.Fatal(err)
+	}
+	return np, res
+}
+
+// readyNode creates a NodeClaim of nodePool and its initialized, Ready
+// Node, both named name, and deletes them when the test ends.
+func (e *env) readyNode(nodePool, name string) {
+	e.t.Helper()
+	providerID := "aws:///us-east-1a/i-" + name
+	labels := map[string]string{wellknown.LabelNodePool: nodePool}
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
+				Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
+			}},
+			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: nodePool + "-nc"},
+		},
+	}
+	if err := kube.Create(e.ctx, nc); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	nc.Status.ProviderID = providerID
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
+		Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.clk.Now()),
+	})
+	if err := kube.Status().Update(e.ctx, nc); err != nil {
+		e.t.Fatal(err)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+	}
+	if err := kube.Create(e.ctx, node); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), node) })
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := kube.Status().Update(e.ctx, node); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// syncState copies every NodeClaim and Node of the API server into cluster,
+// as the informers would.
+func (e *env) syncState(cluster *state.Cluster) {
+	e.t.Helper()
+	var claims karpv1.NodeClaimList
+	if err := kube.List(e.ctx, &claims); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range claims.Items {
+		cluster.UpdateNodeClaim(&claims.Items[i])
+	}
+	var nodes corev1.NodeList
+	if err := kube.List(e.ctx, &nodes); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		cluster.UpdateNode(&nodes.Items[i])
+	}
+}
+
+func allowed(np *karpv1.NodePool) string {
+	var parts []string
+	for _, a := range np.Status.AllowedDisruptions {
+		parts = append(parts, fmt.Sprintf("%s=%d", a.Reason, a.Nodes))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestDisruptionBudgets(t *testing.T) {
+	e := newEnv(t)
+	cluster := state.NewCluster()
+	e.r = New(kube, cluster, e.clk, e.rec, nil, e.m)
+	// At most 20%, and nothing during weekday business hours.
+	e.nodePool("budgets", "budgets-nc", func(np *karpv1.NodePool) {
+		schedule := "0 9 * * mon-fri"
+		np.Spec.Disruption.Budgets = []karpv1.Budget{
+			{Nodes: "20%"},
+			{Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+		}
+	})
+	for i := range 5 {
+		e.readyNode("budgets", fmt.Sprintf("budgets-%d", i))
+	}
+	e.syncState(cluster)
+
+	gauge := func(want string) {
+		t.Helper()
+		if want != "" {
+			want = `
+# HELP karpenter_nodepools_allowed_disruptions Nodes of a NodePool that its disruption budgets allow to be disrupting at the same time, before subtracting those disrupting already. Labeled by nodepool name and disruption reason.
+# TYPE karpenter_nodepools_allowed_disruptions gauge
+karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Drifted"} ` + want + `
+karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Empty"} ` + want + `
+karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Underutilized"} ` + want + `
+`
+		}
+		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolAllowedDisruptions); err != nil {
+			t.Error(err)
+		}
+	}
+	check := func(at time.Time, wantStatus string, wantRequeue time.Duration) *karpv1.NodePool {
+		t.Helper()
+		e.clk.SetTime(at)
+		np, res := e.reconcileFor("budgets")
+		if got := allowed(np); got != wantStatus {
+			t.Errorf("at %v: allowedDisruptions %s, want %s", at, got, wantStatus)
+		}
+		if res.RequeueAfter != wantRequeue {
+			t.Errorf("at %v: requeue after %v, want %v", at, res.RequeueAfter, wantRequeue)
+		}
+		return np
+	}
+
+	// Tuesday evening: 20% of 5 nodes.
+	check(time.Date(2026, 3, 3, 18, 0, 0, 0, time.UTC), "Drifted=1 Empty=1 Underutilized=1", MaxBudgetRequeue)
+	gauge("1")
+	// A node being disrupted uses the allowance up; the budget still allows 1.
+	cluster.MarkForDeletion("budgets-0")
+	np := check(time.Date(2026, 3, 3, 18, 1, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
+	gauge("1")
+	if ev := e.events(ReasonDisruptionBlocked); len(ev) != 0 {
+		t.Errorf("events %q while only used up, not blocked", ev)
+	}
+	// Nothing changed: nothing written.
+	rv := np.ResourceVersion
+	if np = check(time.Date(2026, 3, 3, 18, 2, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue); np.ResourceVersion != rv {
+		t.Errorf("resource version %s -> %s on a no-op reconcile", rv, np.ResourceVersion)
+	}
+	cluster.UnmarkForDeletion("budgets-0")
+
+	// Just before the window opens the requeue lands on its opening.
+	check(time.Date(2026, 3, 4, 8, 58, 0, 0, time.UTC), "Drifted=1 Empty=1 Underutilized=1", 2*time.Minute)
+	// Business hours: blocked, with one event per reason.
+	check(time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
+	gauge("0")
+	ev := e.events(ReasonDisruptionBlocked)
+	if len(ev) != 3 {
+		t.Fatalf("events %q, want one %s per reason", ev, ReasonDisruptionBlocked)
+	}
+	for i, reason := range []string{"Drifted", "Empty", "Underutilized"} {
+		want := fmt.Sprintf(`%s: NodePool budgets blocks %s disruption: spec.disruption.budgets[1] (nodes "0", schedule "0 9 * * mon-fri", duration 8h0m0s) allows none of its 5 nodes now`, ReasonDisruptionBlocked, reason)
+		if ev[i] != want {
+			t.Errorf("event %q, want %q", ev[i], want)
+		}
+	}
+	// Still blocked: no more events.
+	check(time.Date(2026, 3, 4, 16, 57, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", 3*time.Minute)
+	if n := len(e.events(ReasonDisruptionBlocked)); n != 3 {
+		t.Errorf("%d events, want still 3", n)
+	}
+	// The window closes.
+	check(time.Date(2026, 3, 4, 17, 0, 0, 0, time.UTC), "Drifted=1 Empty=1 Underutilized=1", MaxBudgetRequeue)
+	gauge("1")
+	// And opens again the next morning: blocked again, events again.
+	check(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
+	if n := len(e.events(ReasonDisruptionBlocked)); n != 6 {
+		t.Errorf("%d events, want 6 after the second opening", n)
+	}
+
+	// A NodeClaim the cluster state has not seen yet: the budgets are left
+	// as they were and looked at again soon.
+	e.readyNode("budgets", "budgets-late")
+	check(time.Date(2026, 3, 5, 18, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", unsyncedRequeue)
+	e.syncState(cluster)
+	check(time.Date(2026, 3, 5, 18, 0, 0, 0, time.UTC), "Drifted=2 Empty=2 Underutilized=2", MaxBudgetRequeue)
+
+	// Once the NodePool is gone its gauge goes too.
+	if err := kube.Delete(e.ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "budgets"}}); err != nil {
+		t.Fatal(err)
+	}
+	gauge("")
+}
+
+// Without cluster state the reconciler leaves the budgets alone.
+func TestNoClusterStateLeavesBudgetsAlone(t *testing.T) {
+	e := newEnv(t)
+	e.nodePool("nostate", "nostate-nc", nil)
+	np, res := e.reconcileFor("nostate")
+	if len(np.Status.AllowedDisruptions) != 0 || res.RequeueAfter != 0 {
+		t.Errorf("allowedDisruptions %v, requeue %v; want none", np.Status.AllowedDisruptions, res.RequeueAfter)
+	}
+	if n := testutil.CollectAndCount(e.reg, metrics.NameNodePoolAllowedDisruptions); n != 0 {
+		t.Errorf("%d allowed-disruption series, want 0", n)
+	}
+}
+
+func TestNodeBudgetChanged(t *testing.T) {
+	base := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{wellknown.LabelNodePool: "a"}},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	tests := []struct {
+		name   string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		{"heartbeat", func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.Now() }, false},
+		{"not ready", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }, true},
+		{"other pool", func(n *corev1.Node) { n.Labels[wellknown.LabelNodePool] = "b" }, true},
+		{"initialized", func(n *corev1.Node) { n.Labels[wellknown.LabelInitialized] = wellknown.LabelValueTrue }, true},
+		{"deleting", func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
+	}
+	for _, tt := range tests {
+		after := base.DeepCopy()
+		tt.change(after)
+		if got := nodeBudgetChanged(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tt.want {
+			t.Errorf("%s: nodeBudgetChanged = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

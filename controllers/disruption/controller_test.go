@@ -1,0 +1,726 @@
+package disruption
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// driftedNode sets up the drift-upgrade story of the seeds: a NodePool
+// whose budget lets drift replace one node at a time, and one drifted node
+// running two pods that fit on no other node.
+func driftedNode(t *testing.T, name string, seed uint64) (e *env, nc *karpv1.NodeClaim, node string) {
+	t.Helper()
+	e = newEnv(t, name, seed)
+	e.nodePool(driftBudget)
+	nc = e.node("m6i.large")
+	node = nc.Status.NodeName
+	e.pod("web-0", node, "500m")
+	e.pod("web-1", node, "500m")
+	e.setCondition(nc.Name, karpv1.ConditionTypeDrifted, metav1.ConditionTrue, "NodePoolDrifted")
+	return e, nc, node
+}
+
+// startDrift runs the pass that starts the drift command and returns the
+// command's ID and its one replacement.
+func (e *env) startDrift(candidate string) (id, replacement string) {
+	e.t.Helper()
+	if res := e.pass(); res.RequeueAfter != Again {
+		e.t.Errorf("RequeueAfter = %v after starting a command, want %v", res.RequeueAfter, Again)
+	}
+	id = e.nodeClaim(candidate).Annotations[AnnotationCommand]
+	if id == "" {
+		e.t.Fatalf("no command recorded on candidate %s; events %+v", candidate, e.rec.events)
+	}
+	reps := e.replacements(id)
+	if len(reps) != 1 {
+		e.t.Fatalf("%d replacements for command %s, want 1", len(reps), id)
+	}
+	return id, reps[0].Name
+}
+
+// TestDriftReplacesBeforeDeleting is the seeds' rollout: the drifted node is
+// tainted, its replacement launched, and the node deleted only once the
+// replacement is initialized; meanwhile the Drifted budget of 1 starts
+// nothing else.
+func TestDriftReplacesBeforeDeleting(t *testing.T) {
+	e, old, node := driftedNode(t, "drift", 301)
+	id, rep := e.startDrift(old.Name)
+
+	cand := e.nodeClaim(old.Name)
+	if got := cand.Annotations[AnnotationReplacements]; got != "1" {
+		t.Errorf("%s = %q, want 1", AnnotationReplacements, got)
+	}
+	if r := e.disruptionReason(old.Name); r != string(karpv1.DisruptionReasonDrifted) {
+		t.Errorf("DisruptionReason = %q, want Drifted", r)
+	}
+	if !e.tainted(node) || !e.marked(old.Name) || e.deleting(old.Name) {
+		t.Errorf("candidate tainted %v, marked %v, deleting %v; want tainted, marked, not deleting",
+			e.tainted(node), e.marked(old.Name), e.deleting(old.Name))
+	}
+	lines := e.logs.find("disrupting nodeclaim(s) via replace, terminating 1 nodes (2 pods) " + node + "/m6i.large/on-demand and replacing with on-demand node from types ")
+	if len(lines) != 1 || !strings.Contains(lines[0], ", reason drifted") {
+		t.Errorf("log lines %q, want the command's line once", lines)
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "drifted", metrics.LabelNodePool: e.name}); got != 1 {
+		t.Errorf("nodeclaims created for drift = %v, want 1", got)
+	}
+	if evs := e.rec.about(old.Name, ReasonDisruptionLaunching); len(evs) != 1 || !strings.Contains(evs[0].note, rep) {
+		t.Errorf("DisruptionLaunching events %+v, want one naming %s", evs, rep)
+	}
+
+	// While the replacement comes up the candidate stays, and the budget,
+	// used up by the candidate, starts nothing else.
+	for range 3 {
+		res := e.pass()
+		if res.RequeueAfter <= 0 || res.RequeueAfter > WaitPoll {
+			t.Errorf("RequeueAfter = %v while waiting, want at most %v", res.RequeueAfter, WaitPoll)
+		}
+		if e.deleting(old.Name) {
+			t.Fatal("candidate deleted before its replacement is initialized")
+		}
+		e.clk.Step(WaitPoll)
+	}
+	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
+		t.Errorf("%d NodeClaims in the pool, want the candidate and its replacement", n)
+	}
+	if got := Remaining(e.st.Snapshot(e.clk.Now()), e.clk.Now())[e.name][decide.ReasonDrifted]; got != 0 {
+		t.Errorf("remaining Drifted budget = %d while the command runs, want 0", got)
+	}
+
+	// The replacement initializes: the candidate goes.
+	e.bringUp(rep)
+	e.pass()
+	if !e.deleting(old.Name) {
+		t.Fatal("candidate not deleted once its replacement is initialized")
+	}
+	if e.deleting(rep) {
+		t.Error("replacement deleted")
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{
+		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+	}); got != 1 {
+		t.Errorf("nodeclaims disrupted for drift = %v, want 1", got)
+	}
+	for _, name := range []string{old.Name, node} {
+		if evs := e.rec.about(name, ReasonDisruptionTerminating); len(evs) != 1 {
+			t.Errorf("DisruptionTerminating events about %s: %+v, want one", name, evs)
+		}
+	}
+	if !e.st.IsNominated(rep, e.clk.Now()) {
+		t.Error("the replacement is not nominated for the evicted pods")
+	}
+	if got := counter(t, e.reg, metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
+		t.Errorf("decisions = %v, want 1", got)
+	}
+}
+
+// TestEmptyNodeDeletedAfterValidation: an empty node is deleted only after
+// the validation delay, and then without a replacement.
+func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
+	e := newEnv(t, "empty", 302)
+	e.nodePool()
+	nc := e.node("m6i.large")
+	node := nc.Status.NodeName
+	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+
+	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay {
+		t.Errorf("RequeueAfter = %v after deciding, want the validation delay", res.RequeueAfter)
+	}
+	e.clk.Step(5 * time.Second)
+	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay-5*time.Second {
+		t.Errorf("RequeueAfter = %v during the delay, want the rest of it", res.RequeueAfter)
+	}
+	if e.tainted(node) || e.deleting(nc.Name) || e.disruptionReason(nc.Name) != "" {
+		t.Fatal("the empty node was touched before the validation delay passed")
+	}
+
+	e.clk.Step(DefaultValidationDelay - 5*time.Second)
+	e.pass()
+	if !e.deleting(nc.Name) {
+		t.Fatalf("empty node not deleted after validation; events %+v", e.rec.events)
+	}
+	if !e.tainted(node) || e.disruptionReason(nc.Name) != string(karpv1.DisruptionReasonEmpty) {
+		t.Errorf("deleted node tainted %v, reason %q; want tainted, Empty", e.tainted(node), e.disruptionReason(nc.Name))
+	}
+	if n := len(e.poolNodeClaims()); n != 1 {
+		t.Errorf("%d NodeClaims, want no replacement", n)
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "empty", metrics.LabelNodePool: e.name}); got != 1 {
+		t.Errorf("nodeclaims disrupted as empty = %v, want 1", got)
+	}
+	if evs := e.rec.about(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 {
+		t.Errorf("DisruptionTerminating events %+v, want one", evs)
+	}
+	if len(e.logs.find("disrupting nodeclaim(s) via delete, terminating 1 nodes (0 pods) "+node+"/m6i.large/on-demand, reason empty")) != 1 {
+		t.Errorf("no command log line in %q", e.logs.lines)
+	}
+}
+
+// TestUnderutilizedReplacedAfterValidation: a node bigger than its pod needs
+// is replaced by a cheaper one, after the validation delay, and deleted once
+// the replacement is up.
+func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
+	e := newEnv(t, "underutilized", 314)
+	e.nodePool()
+	nc := e.node("m6i.xlarge")
+	node := nc.Status.NodeName
+	e.pod("small", node, "500m")
+	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+
+	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay {
+		t.Fatalf("RequeueAfter = %v, want the validation delay; events %+v", res.RequeueAfter, e.rec.events)
+	}
+	if n := len(e.poolNodeClaims()); n != 1 {
+		t.Fatalf("%d NodeClaims before validation, want 1", n)
+	}
+	e.clk.Step(DefaultValidationDelay)
+	if res := e.pass(); res.RequeueAfter != Again {
+		t.Errorf("RequeueAfter = %v after starting, want %v", res.RequeueAfter, Again)
+	}
+	id := e.nodeClaim(nc.Name).Annotations[AnnotationCommand]
+	reps := e.replacements(id)
+	if len(reps) != 1 || e.disruptionReason(nc.Name) != string(karpv1.DisruptionReasonUnderutilized) || !e.tainted(node) {
+		t.Fatalf("replacements %d, reason %q, tainted %v", len(reps), e.disruptionReason(nc.Name), e.tainted(node))
+	}
+	for _, r := range reps[0].Spec.Requirements {
+		if r.Key == wellknown.LabelInstanceType && slices.Contains(r.Values, "m6i.xlarge") {
+			t.Errorf("replacement may be as expensive as the node: %v", r.Values)
+		}
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "underutilized"}); got != 1 {
+		t.Errorf("nodeclaims created for consolidation = %v, want 1", got)
+	}
+	e.pass()
+	if e.deleting(nc.Name) {
+		t.Fatal("candidate deleted before its replacement is up")
+	}
+	e.bringUp(reps[0].Name)
+	e.pass()
+	if !e.deleting(nc.Name) {
+		t.Fatal("candidate not deleted once its replacement is up")
+	}
+	if got := counter(t, e.reg, metrics.NameDisruptionDecisions, map[string]string{
+		metrics.LabelDecision: "replace", metrics.LabelReason: "underutilized", metrics.LabelConsolidationType: "single",
+	}); got != 1 {
+		t.Errorf("decisions = %v, want 1", got)
+	}
+}
+
+// TestValidationRejectsWhenPodLands: a pod bound to the empty node during the
+// validation delay cancels the command.
+func TestValidationRejectsWhenPodLands(t *testing.T) {
+	e := newEnv(t, "reject", 303)
+	e.nodePool()
+	nc := e.node("m6i.large")
+	node := nc.Status.NodeName
+	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+	e.pass()
+
+	e.pod("late", node, "500m")
+	e.clk.Step(DefaultValidationDelay)
+	e.pass()
+	if e.deleting(nc.Name) || e.tainted(node) || e.disruptionReason(nc.Name) != "" {
+		t.Fatal("the command went ahead although a pod landed on the node")
+	}
+	evs := e.rec.about(nc.Name, ReasonConsolidationRejected)
+	if len(evs) != 1 || !strings.Contains(evs[0].note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].note, "no longer empty") {
+		t.Errorf("ConsolidationRejected events %+v, want one tagged %s", evs, decide.RejectChurn)
+	}
+	if got := counter(t, e.reg, metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelReason: "empty"}); got != 1 {
+		t.Errorf("failed validations = %v, want 1", got)
+	}
+}
+
+// TestReplacementTimeoutRollsBack: a replacement that never initializes
+// ends the command after the timeout; the candidate is left as it was.
+func TestReplacementTimeoutRollsBack(t *testing.T) {
+	e, old, node := driftedNode(t, "timeout", 304)
+	id, rep := e.startDrift(old.Name)
+
+	e.clk.Step(DefaultReplacementTimeout - time.Second)
+	e.pass()
+	if !e.tainted(node) || e.deleting(old.Name) {
+		t.Fatal("the command ended before its timeout")
+	}
+	e.clk.Step(2 * time.Second)
+	e.pass()
+	e.wantRolledBack(old.Name, node)
+	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, "did not initialize within 10m0s") {
+		t.Errorf("DisruptionFailed events %+v, want one about the timeout", evs)
+	}
+	if evs := e.rec.about(node, ReasonDisruptionFailed); len(evs) != 1 {
+		t.Errorf("DisruptionFailed events on the node %+v, want one", evs)
+	}
+	if got := counter(t, e.reg, metrics.NameDisruptionQueueFailures, map[string]string{metrics.LabelReason: "drifted"}); got != 1 {
+		t.Errorf("queue failures = %v, want 1", got)
+	}
+	// The replacement stays: it may still come up and be used.
+	if len(e.replacements(id)) != 1 || e.deleting(rep) {
+		t.Error("the replacement was removed by the rollback")
+	}
+	// The controller does not try again on the spot.
+	e.pass()
+	if e.tainted(node) {
+		t.Error("the node was disrupted again right after the rollback")
+	}
+}
+
+// TestFailedReplacementRollsBack: a replacement deleted before it
+// initialized (its launch failed) ends the command at once.
+func TestFailedReplacementRollsBack(t *testing.T) {
+	e, old, node := driftedNode(t, "failed", 305)
+	_, rep := e.startDrift(old.Name)
+	if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+		t.Fatal(err)
+	}
+	e.pass()
+	e.wantRolledBack(old.Name, node)
+	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, rep) {
+		t.Errorf("DisruptionFailed events %+v, want one naming %s", evs, rep)
+	}
+}
+
+// wantRolledBack checks that nothing of a command is left on its candidate.
+func (e *env) wantRolledBack(nodeClaim, node string) {
+	e.t.Helper()
+	if e.deleting(nodeClaim) {
+		e.t.Fatal("the candidate was deleted")
+	}
+	if e.tainted(node) {
+		e.t.Error("the node is still tainted")
+	}
+	if r := e.disruptionReason(nodeClaim); r != "" {
+		e.t.Errorf("DisruptionReason %q is still set", r)
+	}
+	for _, k := range []string{AnnotationCommand, AnnotationReplacements, AnnotationStarted} {
+		if v, ok := e.nodeClaim(nodeClaim).Annotations[k]; ok {
+			e.t.Errorf("annotation %s=%q is still set", k, v)
+		}
+	}
+	if e.marked(nodeClaim) {
+		e.t.Error("the candidate is still marked for deletion")
+	}
+}
+
+// TestRestartResumes: a new controller with a state rebuilt from the API
+// takes over a command whose replacement is still coming up, counts it
+// against the budget, deletes the candidate only once the replacement is
+// initialized, and also resumes a command whose replacement is initialized
+// already.
+func TestRestartResumes(t *testing.T) {
+	e, old, node := driftedNode(t, "resume", 306)
+	id, rep := e.startDrift(old.Name)
+
+	e.restart()
+	e.pass()
+	if e.deleting(old.Name) {
+		t.Fatal("candidate deleted after the restart before its replacement is initialized")
+	}
+	if !e.tainted(node) || !e.marked(old.Name) || e.disruptionReason(old.Name) != string(karpv1.DisruptionReasonDrifted) {
+		t.Errorf("after the restart: tainted %v, marked %v, reason %q", e.tainted(node), e.marked(old.Name), e.disruptionReason(old.Name))
+	}
+	if len(e.logs.find("resuming disruption command")) == 0 {
+		t.Error("no resume logged")
+	}
+	if got := Remaining(e.st.Snapshot(e.clk.Now()), e.clk.Now())[e.name][decide.ReasonDrifted]; got != 0 {
+		t.Errorf("remaining Drifted budget after the restart = %d, want 0", got)
+	}
+	e.clk.Step(Period)
+	e.pass()
+	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
+		t.Errorf("%d NodeClaims after the restart, want the candidate and its one replacement", n)
+	}
+
+	// Another restart, after the replacement came up: the candidate goes on
+	// the first pass.
+	e.bringUp(rep)
+	e.restart()
+	e.pass()
+	if !e.deleting(old.Name) {
+		t.Fatal("resumed command did not delete its candidate once the replacement was initialized")
+	}
+}
+
+// TestRestartRollsBack: after a restart, a command whose replacement is gone
+// is rolled back, and the candidate is not deleted.
+func TestRestartRollsBack(t *testing.T) {
+	e, old, node := driftedNode(t, "rollback", 307)
+	_, rep := e.startDrift(old.Name)
+	if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	e.pass()
+	e.wantRolledBack(old.Name, node)
+	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, "only 0 of its 1 replacement(s) exist") {
+		t.Errorf("DisruptionFailed events %+v", evs)
+	}
+}
+
+// TestStaleMarksRemoved: a taint without a DisruptionReason, and a budgeted
+// DisruptionReason without a command (a crash between the condition and the
+// annotations), are removed; a forceful DisruptionReason is left alone.
+func TestStaleMarksRemoved(t *testing.T) {
+	e := newEnv(t, "stale", 308)
+	e.nodePool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
+	a, b, c := e.node("m6i.large"), e.node("m6i.large"), e.node("m6i.large")
+	ctx := context.Background()
+	for _, nc := range []*karpv1.NodeClaim{a, b, c} {
+		if err := e.c.taint(ctx, nc.Status.NodeName); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.setCondition(b.Name, karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, string(karpv1.DisruptionReasonDrifted))
+	e.setCondition(c.Name, karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "Expired")
+	e.pass()
+	e.wantRolledBack(a.Name, a.Status.NodeName)
+	e.wantRolledBack(b.Name, b.Status.NodeName)
+	if !e.tainted(c.Status.NodeName) || e.disruptionReason(c.Name) != "Expired" {
+		t.Error("a forceful disruption's taint or condition was removed")
+	}
+}
+
+// TestDrainHonoursPDB: once the replacement is up the candidate is deleted,
+// and its drain (the termination controller's) evicts the pods only as fast
+// as their PodDisruptionBudget allows.
+func TestDrainHonoursPDB(t *testing.T) {
+	e, old, node := driftedNode(t, "pdb", 309)
+	pdb := e.pdb(1, 1)
+	_, rep := e.startDrift(old.Name)
+	e.bringUp(rep)
+	e.pass()
+	if !e.deleting(old.Name) {
+		t.Fatal("candidate not deleted once its replacement is initialized")
+	}
+
+	// The NodeClaim's finalizer deletes the Node; the Node's drains it.
+	e.drive(old.Name)
+	term := termination.New(kube, e.cloud, e.clk, e.rec)
+	drain := func() {
+		t.Helper()
+		if _, err := term.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}}); err != nil {
+			t.Fatalf("termination: %v", err)
+		}
+	}
+	drain()
+	running, terminating := e.pods()
+	if len(running) != 1 || len(terminating) != 1 {
+		t.Fatalf("running %v, terminating %v; want one pod evicted, as the PodDisruptionBudget allows", running, terminating)
+	}
+	e.clk.Step(termination.EvictionMaxDelay)
+	drain()
+	if _, terminating := e.pods(); len(terminating) != 1 {
+		t.Fatalf("terminating %v after the budget was spent, want still one", terminating)
+	}
+	// The evicted pod goes and the budget is restored: the next one goes.
+	e.finishTerminating()
+	e.allow(pdb, 1)
+	e.clk.Step(termination.EvictionMaxDelay)
+	drain()
+	if running, terminating := e.pods(); len(running) != 0 || len(terminating) != 1 {
+		t.Fatalf("running %v, terminating %v; want the second pod evicted", running, terminating)
+	}
+}
+
+// pods returns the names of the namespace's running and terminating pods.
+func (e *env) pods() (running, terminating []string) {
+	e.t.Helper()
+	list := &corev1.PodList{}
+	if err := kube.List(e.ctx, list, client.InNamespace(e.name)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			running = append(running, p.Name)
+		} else {
+			terminating = append(terminating, p.Name)
+		}
+	}
+	return running, terminating
+}
+
+// finishTerminating plays the kubelet: pods being deleted are removed.
+func (e *env) finishTerminating() {
+	e.t.Helper()
+	list := &corev1.PodList{}
+	if err := kube.List(e.ctx, list, client.InNamespace(e.name)); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp != nil {
+			if err := kube.Delete(e.ctx, &list.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestInterruptLaunchesReplacementAndDeletes: an interruption bypasses the
+// budget (here 0), taints the node, launches capacity for its pods and
+// deletes the NodeClaim at once; a redelivered message launches nothing
+// more.
+func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
+	e := newEnv(t, "interrupt", 310)
+	e.nodePool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
+	nc := e.node("m6i.large")
+	node := nc.Status.NodeName
+	e.pod("web-0", node, "500m")
+	e.pod("web-1", node, "500m")
+	e.sync()
+
+	if err := e.c.Interrupt(e.ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
+		t.Fatal(err)
+	}
+	if !e.deleting(nc.Name) {
+		t.Fatal("interrupted NodeClaim not deleted")
+	}
+	if r := e.disruptionReason(nc.Name); r != string(decide.ReasonInterrupted) || !e.tainted(node) {
+		t.Errorf("DisruptionReason %q, tainted %v; want Interrupted, tainted", r, e.tainted(node))
+	}
+	id := e.nodeClaim(nc.Name).Annotations[AnnotationCommand]
+	reps := e.replacements(id)
+	if len(reps) != 1 {
+		t.Fatalf("%d replacements, want 1", len(reps))
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.name}); got != 1 {
+		t.Errorf("nodeclaims created for the interruption = %v, want 1", got)
+	}
+	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.name}); got != 1 {
+		t.Errorf("nodeclaims disrupted by the interruption = %v, want 1", got)
+	}
+	if evs := e.rec.about(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 || !strings.Contains(evs[0].note, reps[0].Name) {
+		t.Errorf("DisruptionTerminating events %+v, want one naming the replacement", evs)
+	}
+
+	// The message comes again.
+	e.sync()
+	if err := e.c.Interrupt(e.ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.poolNodeClaims()); n != 2 {
+		t.Errorf("%d NodeClaims after a redelivery, want 2", n)
+	}
+	// The disruption controller leaves the interrupted node to its
+	// termination.
+	e.pass()
+	if !e.tainted(node) {
+		t.Error("the disruption controller untainted an interrupted node")
+	}
+}
+
+// TestBlockedEvents: a drifted node kept by a do-not-disrupt pod gets
+// DisruptionBlocked on its Node and NodeClaim; a node consolidation cannot
+// act on gets Unconsolidatable; both are rate-limited.
+func TestBlockedEvents(t *testing.T) {
+	e := newEnv(t, "blocked", 311)
+	e.nodePool()
+	kept := e.node("m6i.large")
+	e.pod("precious", kept.Status.NodeName, "500m", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: "true"}
+	})
+	e.setCondition(kept.Name, karpv1.ConditionTypeDrifted, metav1.ConditionTrue, "NodePoolDrifted")
+	busy := e.node("m6i.large")
+	e.pod("busy", busy.Status.NodeName, "500m")
+
+	e.pass()
+	for _, name := range []string{kept.Name, kept.Status.NodeName} {
+		evs := e.rec.about(name, ReasonDisruptionBlocked)
+		if len(evs) != 1 || !strings.Contains(evs[0].note, "do-not-disrupt") || !strings.Contains(evs[0].note, "("+decide.CodeDoNotDisruptPod+")") {
+			t.Errorf("DisruptionBlocked events about %s: %+v", name, evs)
+		}
+	}
+	if evs := e.rec.about(busy.Name, ReasonUnconsolidatable); len(evs) != 1 || !strings.Contains(evs[0].note, decide.CodeNotConsolidatable) {
+		t.Errorf("Unconsolidatable events about %s: %+v", busy.Name, evs)
+	}
+	if e.tainted(kept.Status.NodeName) {
+		t.Error("a node with a do-not-disrupt pod was disrupted")
+	}
+	e.clk.Step(Period)
+	e.pass()
+	if n := len(e.rec.about(kept.Name, ReasonDisruptionBlocked)); n != 1 {
+		t.Errorf("%d DisruptionBlocked events within the interval, want 1", n)
+	}
+}
+
+// TestSkipsDecidingWhenNothingChanged: the decision is not made again while
+// the snapshot is the same, but is after FullPassInterval and as soon as
+// something changes.
+func TestSkipsDecidingWhenNothingChanged(t *testing.T) {
+	e := newEnv(t, "skip", 312)
+	e.nodePool()
+	nc := e.node("m6i.large")
+	e.pod("web", nc.Status.NodeName, "500m")
+	e.pass()
+	first := e.c.lastFull
+	if first.IsZero() {
+		t.Fatal("the first pass did not decide")
+	}
+	e.clk.Step(Period)
+	e.pass()
+	if !e.c.lastFull.Equal(first) {
+		t.Error("decided again although nothing changed")
+	}
+	e.pod("web-2", nc.Status.NodeName, "500m")
+	e.clk.Step(Period)
+	e.pass()
+	second := e.c.lastFull
+	if second.Equal(first) {
+		t.Error("did not decide again after a pod landed")
+	}
+	e.clk.Step(FullPassInterval)
+	e.pass()
+	if e.c.lastFull.Equal(second) {
+		t.Errorf("did not decide again after %s", FullPassInterval)
+	}
+}
+
+// TestWaitsForSync: no decision from a state that has not caught up.
+func TestWaitsForSync(t *testing.T) {
+	e := newEnv(t, "sync", 313)
+	e.nodePool()
+	e.node("m6i.large")
+	// The state knows nothing of the node.
+	res, err := e.c.Reconcile(e.ctx, Request())
+	if err != nil || res.RequeueAfter != SyncRetry {
+		t.Fatalf("Reconcile = %+v, %v; want a retry after %s", res, err, SyncRetry)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := state.NewCluster()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-1"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1"}, Spec: corev1.PodSpec{NodeName: "n"}}
+	st.UpdateNode(node)
+	st.UpdatePod(pod)
+	rem := map[string]map[decide.Reason]int{"pool": {decide.ReasonEmpty: 1, decide.ReasonDrifted: 1}}
+	base := fingerprint(st.Snapshot(now), rem)
+	if got := fingerprint(st.Snapshot(now.Add(time.Minute)), rem); got != base {
+		t.Error("the same cluster gave another fingerprint")
+	}
+	for name, change := range map[string]func() (state.Snapshot, map[string]map[decide.Reason]int){
+		"pod version": func() (state.Snapshot, map[string]map[decide.Reason]int) {
+			st2 := state.NewCluster()
+			st2.UpdateNode(node)
+			p := pod.DeepCopy()
+			p.ResourceVersion = "2"
+			st2.UpdatePod(p)
+			return st2.Snapshot(now), rem
+		},
+		"budget": func() (state.Snapshot, map[string]map[decide.Reason]int) {
+			return st.Snapshot(now), map[string]map[decide.Reason]int{"pool": {decide.ReasonEmpty: 0, decide.ReasonDrifted: 1}}
+		},
+		"mark": func() (state.Snapshot, map[string]map[decide.Reason]int) {
+			st2 := state.NewCluster()
+			st2.UpdateNode(node)
+			st2.UpdatePod(pod)
+			st2.MarkForDeletion("n")
+			return st2.Snapshot(now), rem
+		},
+	} {
+		if got := fingerprint(change()); got == base {
+			t.Errorf("%s: fingerprint unchanged", name)
+		}
+	}
+}
+
+func TestCommandIDAndTimeout(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	a := commandID(decide.ReasonDrifted, []string{"b", "a"}, at)
+	if b := commandID(decide.ReasonDrifted, []string{"a", "b"}, at); a != b {
+		t.Errorf("IDs %s and %s differ by candidate order", a, b)
+	}
+	if b := commandID(decide.ReasonDrifted, []string{"a", "b"}, at.Add(time.Second)); a == b {
+		t.Error("a later command got the same ID")
+	}
+	if !strings.HasPrefix(a, "drifted-") {
+		t.Errorf("ID %s does not name its reason", a)
+	}
+	c := New(nil, state.NewCluster(), nil, clocktesting.NewFakePassiveClock(at), nil, Options{}, nil)
+	for queued, want := range map[int]time.Duration{1: DefaultReplacementTimeout, 10000: 800 * time.Second, 1000000: MaxReplacementTimeout} {
+		if got := c.replacementTimeout(queued); got != want {
+			t.Errorf("replacementTimeout(%d) = %v, want %v", queued, got, want)
+		}
+	}
+}
+
+// TestRegister checks that the Controller can be wired into a manager.
+func TestRegister(t *testing.T) {
+	mgr, err := manager.New(kubeCfg, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	if err := New(mgr.GetClient(), state.NewCluster(), nil, clk, nil, Options{}, nil).Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poolNodeClaims returns the NodeClaims of the test's NodePool.
+func (e *env) poolNodeClaims() []karpv1.NodeClaim {
+	e.t.Helper()
+	var list karpv1.NodeClaimList
+	if err := kube.List(e.ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: e.name}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// counter returns the value of the series of metric name whose labels
+// include want (0 when there is none).
+func counter(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
