@@ -47,6 +47,8 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers"
+	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
+	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/internal/version"
@@ -68,6 +70,11 @@ const (
 	flagLogLevel            = "log-level"
 	flagKubeClientQPS       = "kube-client-qps"
 	flagKubeClientBurst     = "kube-client-burst"
+	flagFeatureGates        = "feature-gates"
+	flagValidationDelay     = "disruption-validation-delay"
+	flagReplacementTimeout  = "disruption-replacement-timeout"
+	flagMaxUnhealthy        = "node-repair-max-unhealthy-percent"
+	flagActOnRebalance      = "interruption-act-on-rebalance"
 	defaultLeaderElectionNS = "kube-system"
 )
 
@@ -91,6 +98,11 @@ type controllerOptions struct {
 	logLevel           string
 	kubeClientQPS      float32
 	kubeClientBurst    int
+	featureGates       string
+	validationDelay    time.Duration
+	replacementTimeout time.Duration
+	maxUnhealthy       int
+	actOnRebalance     bool
 	envErr             error
 	registerer         prometheus.Registerer // default: controller-runtime's registry, served on the metrics address
 	logOutput          io.Writer             // default: standard error
@@ -135,11 +147,22 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
 	fs.Float32Var(&o.kubeClientQPS, flagKubeClientQPS, 200, "queries per second to the API server"+env(flagKubeClientQPS))
 	fs.IntVar(&o.kubeClientBurst, flagKubeClientBurst, 300, "burst of queries to the API server"+env(flagKubeClientBurst))
+	fs.StringVar(&o.featureGates, flagFeatureGates, defaultFeatureGates,
+		"features to turn on or off, as Karpenter's FEATURE_GATES: "+strings.Join(featureGateNames(), ", ")+env(flagFeatureGates))
+	fs.DurationVar(&o.validationDelay, flagValidationDelay, disruptionctl.DefaultValidationDelay,
+		"how long an emptiness or consolidation decision waits before it is checked again and carried out"+env(flagValidationDelay))
+	fs.DurationVar(&o.replacementTimeout, flagReplacementTimeout, disruptionctl.DefaultReplacementTimeout,
+		"how long a disruption waits for its replacement nodes to initialize before it gives up and untaints its nodes"+env(flagReplacementTimeout))
+	fs.IntVar(&o.maxUnhealthy, flagMaxUnhealthy, 20,
+		"node repair replaces nodes only while at most this percentage of a NodePool's nodes is unhealthy"+env(flagMaxUnhealthy))
+	fs.BoolVar(&o.actOnRebalance, flagActOnRebalance, false,
+		"treat EC2 rebalance recommendations like spot interruption warnings (replace and drain) instead of only recording an event"+env(flagActOnRebalance))
 
 	// The AWS settings read their variables in AddFlags; the others here.
 	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
 		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
-		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst} {
+		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
+		flagMaxUnhealthy, flagActOnRebalance} {
 		v := getenv(settings.EnvVar(name))
 		if v == "" {
 			continue
@@ -166,6 +189,18 @@ func (o *controllerOptions) validate() error {
 	errs := []error{o.envErr}
 	if err := o.settings.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := parseFeatureGates(o.featureGates); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagFeatureGates, err))
+	}
+	if o.validationDelay <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 15s", flagValidationDelay, o.validationDelay))
+	}
+	if o.replacementTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 10m", flagReplacementTimeout, o.replacementTimeout))
+	}
+	if o.maxUnhealthy < 1 || o.maxUnhealthy > 100 {
+		errs = append(errs, fmt.Errorf("--%s %d must be between 1 and 100", flagMaxUnhealthy, o.maxUnhealthy))
 	}
 	if o.batchIdle <= 0 {
 		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 1s", flagBatchIdleDuration, o.batchIdle))
@@ -454,6 +489,10 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
+	gates, err := parseFeatureGates(opts.featureGates)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
+	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Cloud:    provider,
 		Clients:  clients,
@@ -470,8 +509,15 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			BatchMax:         opts.batchMax,
 			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
 		},
-		Clock:      clock.RealClock{},
-		Registerer: reg,
+		Disruption: disruptionctl.Options{
+			ValidationDelay:    opts.validationDelay,
+			ReplacementTimeout: opts.replacementTimeout,
+			SpotToSpot:         gates[gateSpotToSpot],
+		},
+		NodeRepair:     health.Options{Enabled: gates[gateNodeRepair], MaxUnhealthyPercent: opts.maxUnhealthy},
+		ActOnRebalance: opts.actOnRebalance,
+		Clock:          clock.RealClock{},
+		Registerer:     reg,
 	})
 	if err != nil {
 		return err

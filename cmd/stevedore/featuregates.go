@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Feature gates, named as Karpenter names them so that a FEATURE_GATES value
+// carries over.
+const (
+	// gateNodeRepair replaces nodes whose conditions stay unhealthy (off by
+	// default, as in Karpenter: replacing nodes on a signal that may be
+	// transient is a choice the operator makes).
+	gateNodeRepair = "NodeRepair"
+	// gateSpotToSpot lets consolidation replace spot nodes with cheaper
+	// spot nodes (off by default: it trades interruptions for savings).
+	gateSpotToSpot = "SpotToSpotConsolidation"
+)
+
+// defaultFeatureGates is the default value of --feature-gates.
+const defaultFeatureGates = gateNodeRepair + "=false," + gateSpotToSpot + "=false"
+
+// knownGates are the gates and their defaults. Gates Karpenter has and
+// stevedore always behaves as if on are accepted and ignored, so that a
+// copied FEATURE_GATES value does not stop the controller.
+var knownGates = map[string]bool{gateNodeRepair: false, gateSpotToSpot: false}
+
+var acceptedGates = map[string]bool{"ReservedCapacity": true, "StaticCapacity": true}
+
+func featureGateNames() []string {
+	return slices.Sorted(maps.Keys(knownGates))
+}
+
+// parseFeatureGates reads "Name=true,Other=false" into the gates' values,
+// every known gate present.
+func parseFeatureGates(v string) (map[string]bool, error) {
+	gates := maps.Clone(knownGates)
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not Name=true or Name=false", part)
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("%q: the value must be true or false", part)
+		}
+		name = strings.TrimSpace(name)
+		switch {
+		case acceptedGates[name]:
+			continue
+		case !slices.Contains(featureGateNames(), name):
+			return nil, fmt.Errorf("unknown feature gate %q; known gates: %s", name, strings.Join(featureGateNames(), ", "))
+		}
+		gates[name] = on
+	}
+	return gates, nil
+}

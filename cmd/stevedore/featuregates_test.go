@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseFeatureGates(t *testing.T) {
+	tests := []struct {
+		in      string
+		repair  bool
+		spot    bool
+		wantErr string
+	}{
+		{in: defaultFeatureGates},
+		{in: ""},
+		{in: "NodeRepair=true", repair: true},
+		{in: " NodeRepair=true , SpotToSpotConsolidation=true ", repair: true, spot: true},
+		{in: "ReservedCapacity=true,SpotToSpotConsolidation=1", spot: true},
+		{in: "NodeRepair", wantErr: "is not Name=true"},
+		{in: "NodeRepair=yes", wantErr: "must be true or false"},
+		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, SpotToSpotConsolidation`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			g, err := parseFeatureGates(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot {
+				t.Fatalf("gates = %v", g)
+			}
+		})
+	}
+}
