@@ -1,0 +1,329 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"text/template"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// These tests check the configuration in hack/local-cluster without starting
+// anything; the end-to-end suite (go test -tags e2e ./test/e2e) starts it.
+
+func configDir(t *testing.T) string {
+	t.Helper()
+	dir, err := ConfigDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestParseFlags(t *testing.T) {
+	vars := map[string]string{"RUN": "/r", "PORT": "1234"}
+	got, err := parseFlags("x.flags", []byte("# comment\n\n  --a=${RUN}/k  \n--b\n--c=127.0.0.1:${PORT}\n"), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--a=/r/k", "--b", "--c=127.0.0.1:1234"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := parseFlags("x.flags", []byte("--a=${RUNN}/k\n"), vars); err == nil || !strings.Contains(err.Error(), "x.flags:1: undefined variable RUNN") {
+		t.Errorf("undefined variable: got %v", err)
+	}
+	if _, err := parseFlags("x.flags", []byte("--a\nb\n"), vars); err == nil || !strings.Contains(err.Error(), "x.flags:2") {
+		t.Errorf("not a flag: got %v", err)
+	}
+}
+
+// TestFlagFiles reads every component's flag file as Start does, and checks
+// that the files they name exist.
+func TestFlagFiles(t *testing.T) {
+	dir := configDir(t)
+	for _, name := range binaries {
+		vars := map[string]string{"RUN": "/run", "CONFIG": dir}
+		if name != Etcd && name != KubeAPIServer {
+			vars["PORT"] = "1"
+		}
+		args, err := ReadFlags(filepath.Join(dir, name+".flags"), vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(args) == 0 {
+			t.Errorf("%s.flags: no flags", name)
+		}
+		for _, a := range args {
+			flag, value, _ := splitFlag(a)
+			if strings.HasPrefix(value, dir) {
+				if _, err := os.Stat(value); err != nil {
+					t.Errorf("%s.flags: --%s names a missing file: %v", name, flag, err)
+				}
+			}
+		}
+	}
+}
+
+// stage is the part of kwok's Stage that the local cluster uses.
+type stage struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		ResourceRef struct {
+			APIGroup string `json:"apiGroup"`
+			Kind     string `json:"kind"`
+		} `json:"resourceRef"`
+		Steps []struct {
+			Patch *struct {
+				Subresource string `json:"subresource"`
+				Root        string `json:"root"`
+				Type        string `json:"type"`
+				Template    string `json:"template"`
+			} `json:"patch"`
+			Delete bool `json:"delete"`
+		} `json:"steps"`
+	} `json:"spec"`
+}
+
+func readStages(t *testing.T, file string) map[string]stage {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(configDir(t), "kwok", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]stage{}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var s stage
+		if err := yaml.Unmarshal([]byte(doc), &s); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if s.APIVersion != "kwok.x-k8s.io/v1alpha1" || s.Kind != "Stage" || s.Metadata.Name == "" {
+			t.Fatalf("%s: not a named kwok Stage: %+v", file, s)
+		}
+		if _, dup := stages[s.Metadata.Name]; dup {
+			t.Fatalf("%s: two stages named %s", file, s.Metadata.Name)
+		}
+		stages[s.Metadata.Name] = s
+	}
+	return stages
+}
+
+// render executes a stage's patch template as kwok would, with stand-ins for
+// kwok's template functions, against obj, and parses the result.
+func render(t *testing.T, s stage, obj any) map[string]any {
+	t.Helper()
+	if len(s.Spec.Steps) == 0 || s.Spec.Steps[0].Patch == nil {
+		t.Fatalf("stage %s has no patch step", s.Metadata.Name)
+	}
+	p := s.Spec.Steps[0].Patch
+	if p.Subresource != "status" || p.Root != "status" || p.Type != "strategic" {
+		t.Errorf("stage %s: patch %s/%s/%s, want a strategic merge patch of the status", s.Metadata.Name, p.Subresource, p.Root, p.Type)
+	}
+	funcs := template.FuncMap{
+		// kwok's own.
+		"Now":        func() string { return "2026-01-02T03:04:05Z" },
+		"Quote":      quoteAny,
+		"NodeIP":     func() string { return "10.240.0.1" },
+		"NodeIPWith": func(string) string { return "10.1.2.3" },
+		"PodIPWith":  func(string, bool, string, string, string) string { return "10.244.0.7" },
+		// sprig's, which kwok includes.
+		"dict":   func() map[string]any { return map[string]any{} },
+		"get":    func(m map[string]any, k string) any { return m[k] },
+		"toJson": func(v any) string { b, _ := json.Marshal(v); return string(b) },
+	}
+	tmpl, err := template.New(s.Metadata.Name).Funcs(funcs).Parse(p.Template)
+	if err != nil {
+		t.Fatalf("stage %s: %v", s.Metadata.Name, err)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, data); err != nil {
+		t.Fatalf("stage %s: %v", s.Metadata.Name, err)
+	}
+	var status map[string]any
+	if err := yaml.Unmarshal(out.Bytes(), &status); err != nil {
+		t.Fatalf("stage %s renders invalid YAML: %v\n%s", s.Metadata.Name, err, out.String())
+	}
+	return status
+}
+
+func TestNodeStages(t *testing.T) {
+	stages := readStages(t, "node-stages.yaml")
+	for _, name := range []string{"node-ready", "node-heartbeat"} {
+		if stages[name].Spec.ResourceRef.Kind != "Node" {
+			t.Fatalf("no Node stage %s", name)
+		}
+	}
+
+	// A Node as stevedore's instances register it keeps its resources,
+	// addresses and architecture.
+	registered := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-1-2-3.ec2.internal", UID: "u1", Labels: map[string]string{"kubernetes.io/arch": "arm64"}},
+		Status: corev1.NodeStatus{
+			Capacity:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("58")},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}},
+		},
+	}
+	status := render(t, stages["node-ready"], registered)
+	if status["phase"] != "Running" {
+		t.Errorf("phase %v", status["phase"])
+	}
+	if _, ok := status["capacity"]; ok {
+		t.Errorf("capacity overwritten: %v", status["capacity"])
+	}
+	if _, ok := status["addresses"]; ok {
+		t.Errorf("addresses overwritten: %v", status["addresses"])
+	}
+	if got := status["allocatable"].(map[string]any)["pods"]; got != "58" {
+		t.Errorf("allocatable pods %v, want the registered capacity's 58", got)
+	}
+	if got := status["nodeInfo"].(map[string]any)["architecture"]; got != "arm64" {
+		t.Errorf("architecture %v, want the label's arm64", got)
+	}
+	if !hasCondition(status, "Ready", "True") {
+		t.Errorf("no Ready condition: %v", status["conditions"])
+	}
+
+	// A bare Node gets defaults.
+	status = render(t, stages["node-ready"], &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	if status["capacity"] == nil || status["allocatable"] == nil || status["addresses"] == nil {
+		t.Errorf("bare node: %v", status)
+	}
+
+	ready := registered.DeepCopy()
+	ready.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}, {Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}}
+	status = render(t, stages["node-heartbeat"], ready)
+	if conds, _ := status["conditions"].([]any); len(conds) != 2 {
+		t.Errorf("heartbeat conditions %v", status["conditions"])
+	}
+}
+
+func TestPodStages(t *testing.T) {
+	stages := readStages(t, "pod-stages.yaml")
+	for _, name := range []string{"pod-running", "pod-succeeded", "pod-terminating", "pod-deleted"} {
+		if stages[name].Spec.ResourceRef.Kind != "Pod" {
+			t.Fatalf("no Pod stage %s", name)
+		}
+	}
+	if !stages["pod-deleted"].Spec.Steps[0].Delete {
+		t.Error("pod-deleted does not delete")
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"},
+		Spec: corev1.PodSpec{
+			NodeName: "node",
+			InitContainers: []corev1.Container{
+				{Name: "setup", Image: "setup:1"},
+				{Name: "sidecar", Image: "proxy:1", RestartPolicy: new(corev1.ContainerRestartPolicyAlways)},
+			},
+			Containers: []corev1.Container{{Name: "a", Image: "a:1"}, {Name: "b", Image: "b:1"}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	status := render(t, stages["pod-running"], pod)
+	if status["phase"] != "Running" || status["podIP"] != "10.244.0.7" || status["hostIP"] != "10.1.2.3" {
+		t.Errorf("running: %v", status)
+	}
+	if !hasCondition(status, "Ready", "True") {
+		t.Errorf("not Ready: %v", status["conditions"])
+	}
+	if got := containerStates(status, "containerStatuses"); !slices.Equal(got, []string{"a:running", "b:running"}) {
+		t.Errorf("containers %v", got)
+	}
+	if got := containerStates(status, "initContainerStatuses"); !slices.Equal(got, []string{"setup:terminated", "sidecar:running"}) {
+		t.Errorf("init containers %v", got)
+	}
+
+	pod.Status.Phase = corev1.PodRunning
+	for name, phase := range map[string]string{"pod-succeeded": "Succeeded", "pod-terminating": "Failed"} {
+		status := render(t, stages[name], pod)
+		if status["phase"] != phase || !hasCondition(status, "Ready", "False") {
+			t.Errorf("%s: %v", name, status)
+		}
+		if got := containerStates(status, "containerStatuses"); !slices.Equal(got, []string{"a:terminated", "b:terminated"}) {
+			t.Errorf("%s: containers %v", name, got)
+		}
+	}
+}
+
+// quoteAny renders a value as a quoted YAML (JSON) string, as kwok's Quote.
+func quoteAny(v any) string {
+	if s, ok := v.(string); ok {
+		b, _ := json.Marshal(s)
+		return string(b)
+	}
+	b, _ := json.Marshal(v)
+	q, _ := json.Marshal(string(b))
+	return string(q)
+}
+
+func hasCondition(status map[string]any, typ, value string) bool {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if m["type"] == typ && m["status"] == value {
+			return true
+		}
+	}
+	return false
+}
+
+// containerStates lists "name:state" for the statuses under key.
+func containerStates(status map[string]any, key string) []string {
+	var out []string
+	list, _ := status[key].([]any)
+	for _, c := range list {
+		m := c.(map[string]any)
+		for state := range m["state"].(map[string]any) {
+			out = append(out, m["name"].(string)+":"+state)
+		}
+	}
+	return out
+}
+
+func TestKWOKConfiguration(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(configDir(t), "kwok", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Options    map[string]any `json:"options"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || cfg.Kind != "KwokConfiguration" {
+		t.Fatalf("not a KwokConfiguration: %s %s", cfg.APIVersion, cfg.Kind)
+	}
+	if got := cfg.Options["manageNodesWithAnnotationSelector"]; got != KWOKNodeAnnotation+"="+KWOKNodeValue {
+		t.Errorf("kwok manages nodes matching %v, want %s=%s", got, KWOKNodeAnnotation, KWOKNodeValue)
+	}
+	// kwok does not default a configuration it reads: a parallelism left at
+	// zero stops it at start-up.
+	for _, k := range []string{"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism", "podsOnNodeSyncParallelism"} {
+		if n, _ := cfg.Options[k].(float64); n < 1 {
+			t.Errorf("options.%s = %v, want at least 1", k, cfg.Options[k])
+		}
+	}
+}
