@@ -25,7 +25,8 @@ type ClusterWorld struct {
 // StandardCluster builds the world a correctly set-up cluster has: an EKS
 // cluster of k8sVersion, one subnet per zone and a security group tagged
 // karpenter.sh/discovery=<name>, a node role with an access entry, an
-// interruption queue named after the cluster (300s retention), and current
+// interruption queue named after the cluster (300s retention) whose policy
+// lets EventBridge deliver to it, and current
 // AL2023 (standard, nvidia, neuron) and Bottlerocket (standard, nvidia) images
 // for both architectures. Tests then break one piece to reproduce a failure.
 func (f *AWS) StandardCluster(name, k8sVersion string) (*ClusterWorld, error) {
@@ -51,6 +52,9 @@ func (f *AWS) StandardCluster(name, k8sVersion string) (*ClusterWorld, error) {
 		return nil, err
 	}
 	w.QueueURL = f.CreateQueue(w.QueueName, 300*time.Second)
+	if err := f.SetQueuePolicy(w.QueueName, QueuePolicyEventBridge(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, w.QueueName))); err != nil {
+		return nil, err
+	}
 	releases := []struct{ family, arch, variant string }{
 		{FamilyAL2023, "x86_64", "standard"}, {FamilyAL2023, "arm64", "standard"},
 		{FamilyAL2023, "x86_64", "nvidia"}, {FamilyAL2023, "arm64", "nvidia"}, {FamilyAL2023, "x86_64", "neuron"},

@@ -38,6 +38,13 @@ type cluster struct {
 	Cluster
 	created       time.Time
 	accessEntries map[string]bool
+	podIdentity   []podIdentityAssociation
+}
+
+// podIdentityAssociation is an EKS Pod Identity association: the IAM role a
+// service account's pods receive credentials for.
+type podIdentityAssociation struct {
+	id, namespace, serviceAccount, roleARN string
 }
 
 // AddCluster creates an EKS cluster and returns it with defaults filled in.
@@ -188,4 +195,71 @@ func (f *AWS) ListAccessEntries(_ context.Context, in *eks.ListAccessEntriesInpu
 		return nil, err
 	}
 	return &eks.ListAccessEntriesOutput{AccessEntries: page, NextToken: next}, nil
+}
+
+// AddPodIdentityAssociation associates a service account of a cluster with
+// an IAM role, as `aws eks create-pod-identity-association` does, and
+// returns the association's ID.
+func (f *AWS) AddPodIdentityAssociation(clusterName, namespace, serviceAccount, roleARN string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[clusterName]
+	if !ok {
+		return "", fmt.Errorf("no cluster %s", clusterName)
+	}
+	for _, a := range c.podIdentity {
+		if a.namespace == namespace && a.serviceAccount == serviceAccount {
+			return "", fmt.Errorf("service account %s/%s already has association %s", namespace, serviceAccount, a.id)
+		}
+	}
+	id := "a-" + f.hex(17)
+	c.podIdentity = append(c.podIdentity, podIdentityAssociation{id: id, namespace: namespace, serviceAccount: serviceAccount, roleARN: roleARN})
+	return id, nil
+}
+
+// ListPodIdentityAssociations implements sdk.EKS. Associations come sorted by
+// namespace, service account and ID; Namespace and ServiceAccount filter them.
+func (f *AWS) ListPodIdentityAssociations(_ context.Context, in *eks.ListPodIdentityAssociationsInput, _ ...func(*eks.Options)) (*eks.ListPodIdentityAssociationsOutput, error) {
+	const api = "ListPodIdentityAssociations"
+	unlock, err := f.lock(api)
+	defer unlock()
+	if err != nil {
+		return nil, err
+	}
+	name := deref(in.ClusterName)
+	c, ok := f.clusters[name]
+	if !ok {
+		return nil, clusterNotFound(api, name)
+	}
+	matched := make([]podIdentityAssociation, 0, len(c.podIdentity))
+	for _, a := range c.podIdentity {
+		if (in.Namespace == nil || *in.Namespace == a.namespace) && (in.ServiceAccount == nil || *in.ServiceAccount == a.serviceAccount) {
+			matched = append(matched, a)
+		}
+	}
+	sort.Slice(matched, func(i, j int) bool {
+		a, b := matched[i], matched[j]
+		if a.namespace != b.namespace {
+			return a.namespace < b.namespace
+		}
+		if a.serviceAccount != b.serviceAccount {
+			return a.serviceAccount < b.serviceAccount
+		}
+		return a.id < b.id
+	})
+	page, next, err := paginate(api, matched, in.NextToken, in.MaxResults, pageSpec{def: 100, min: 1, max: 100})
+	if err != nil {
+		return nil, err
+	}
+	out := &eks.ListPodIdentityAssociationsOutput{NextToken: next, Associations: make([]ekstypes.PodIdentityAssociationSummary, 0, len(page))}
+	for _, a := range page {
+		out.Associations = append(out.Associations, ekstypes.PodIdentityAssociationSummary{
+			AssociationId:  ptr(a.id),
+			AssociationArn: ptr(fmt.Sprintf("arn:aws:eks:%s:%s:podidentityassociation/%s/%s", f.opts.Region, f.opts.AccountID, c.Name, a.id)),
+			ClusterName:    ptr(c.Name),
+			Namespace:      ptr(a.namespace),
+			ServiceAccount: ptr(a.serviceAccount),
+		})
+	}
+	return out, nil
 }

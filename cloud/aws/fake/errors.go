@@ -36,10 +36,11 @@ var apiServices = map[string]service{
 	"TerminateInstances": svcEC2, "CreateTags": svcEC2, "DescribeAvailabilityZones": svcEC2,
 	"GetParameter": svcSSM,
 	"GetQueueUrl":  svcSQS, "ReceiveMessage": svcSQS, "DeleteMessage": svcSQS, "SendMessage": svcSQS,
+	"GetQueueAttributes": svcSQS,
 	"GetInstanceProfile": svcIAM, "CreateInstanceProfile": svcIAM, "AddRoleToInstanceProfile": svcIAM,
 	"RemoveRoleFromInstanceProfile": svcIAM, "DeleteInstanceProfile": svcIAM,
 	"TagInstanceProfile": svcIAM, "GetRole": svcIAM,
-	"DescribeCluster": svcEKS, "ListAccessEntries": svcEKS,
+	"DescribeCluster": svcEKS, "ListAccessEntries": svcEKS, "ListPodIdentityAssociations": svcEKS,
 	"GetProducts": svcPricing,
 }
 

@@ -24,6 +24,8 @@ type queue struct {
 	retention  time.Duration
 	visibility time.Duration
 	messages   []*message
+	// policy is the queue's access policy document, empty when none is set.
+	policy string
 }
 
 type message struct {
@@ -55,6 +57,84 @@ func (f *AWS) CreateQueue(name string, retention time.Duration) string {
 	}
 	f.queues[name] = q
 	return q.url
+}
+
+// SetQueuePolicy sets a queue's access policy (a JSON policy document), as
+// `aws sqs set-queue-attributes --attributes Policy=...` does. The fake does
+// not enforce it; GetQueueAttributes returns it.
+func (f *AWS) SetQueuePolicy(name, policy string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, ok := f.queues[name]
+	if !ok {
+		return fmt.Errorf("no queue %s", name)
+	}
+	q.policy = policy
+	return nil
+}
+
+// QueuePolicyEventBridge returns the access policy that lets EventBridge
+// deliver to a queue, as docs/aws.md sets it up.
+func QueuePolicyEventBridge(queueARN string) string {
+	return `{"Version":"2012-10-17","Statement":[{"Sid":"EventBridgeDelivers","Effect":"Allow",` +
+		`"Principal":{"Service":["events.amazonaws.com","sqs.amazonaws.com"]},"Action":"sqs:SendMessage","Resource":"` + queueARN + `"}]}`
+}
+
+func (f *AWS) queueARN(q *queue) string {
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, q.name)
+}
+
+// GetQueueAttributes implements sdk.SQS for the attributes QueueArn,
+// ApproximateNumberOfMessages, ApproximateNumberOfMessagesNotVisible,
+// VisibilityTimeout, MessageRetentionPeriod and Policy (returned only when
+// set, as SQS does), or All of them.
+func (f *AWS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	const api = "GetQueueAttributes"
+	unlock, err := f.lock(api)
+	defer unlock()
+	if err != nil {
+		return nil, err
+	}
+	q, err := f.queueByURL(api, deref(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	now := f.now()
+	visible, inFlight := 0, 0
+	for _, m := range q.messages {
+		if now.Before(m.visibleAt) {
+			inFlight++
+		} else {
+			visible++
+		}
+	}
+	all := map[sqstypes.QueueAttributeName]string{
+		sqstypes.QueueAttributeNameQueueArn:                              f.queueARN(q),
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages:           strconv.Itoa(visible),
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible: strconv.Itoa(inFlight),
+		sqstypes.QueueAttributeNameVisibilityTimeout:                     strconv.Itoa(int(q.visibility / time.Second)),
+		sqstypes.QueueAttributeNameMessageRetentionPeriod:                strconv.Itoa(int(q.retention / time.Second)),
+	}
+	if q.policy != "" {
+		all[sqstypes.QueueAttributeNamePolicy] = q.policy
+	}
+	out := &sqs.GetQueueAttributesOutput{Attributes: map[string]string{}}
+	for _, name := range in.AttributeNames {
+		if name == sqstypes.QueueAttributeNameAll {
+			for k, v := range all {
+				out.Attributes[string(k)] = v
+			}
+			continue
+		}
+		v, known := all[name]
+		if !known && name != sqstypes.QueueAttributeNamePolicy {
+			return nil, typed(svcSQS, api, &sqstypes.InvalidAttributeName{Message: ptr(fmt.Sprintf("Unknown Attribute %s.", name))})
+		}
+		if known {
+			out.Attributes[string(name)] = v
+		}
+	}
+	return out, nil
 }
 
 // DeleteQueue deletes a queue and its messages.

@@ -61,6 +61,9 @@ type SQS interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	// GetQueueAttributes is only called by `stevedore diagnose`, to show that
+	// the queue exists and lets EventBridge deliver to it.
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 // IAM is the subset of the IAM API used to manage instance profiles.
@@ -78,6 +81,9 @@ type IAM interface {
 type EKS interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, optFns ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 	ListAccessEntries(ctx context.Context, in *eks.ListAccessEntriesInput, optFns ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error)
+	// ListPodIdentityAssociations is only called by `stevedore diagnose`,
+	// to find the controller's EKS Pod Identity association.
+	ListPodIdentityAssociations(ctx context.Context, in *eks.ListPodIdentityAssociationsInput, optFns ...func(*eks.Options)) (*eks.ListPodIdentityAssociationsOutput, error)
 }
 
 // Pricing is the subset of the AWS Price List API used for on-demand prices.
