@@ -3,8 +3,9 @@
 // has booted and is allowed to join, and marks Nodes ready on request.
 //
 // It does only what the controllers under test need to see. A registered Node
-// has the name, provider ID, labels, capacity and allocatable a kubelet on
-// that instance would report, and the karpenter.sh/unregistered:NoExecute
+// is the one the simulator's kubelets register (package sim/kubelet): it has
+// the name, provider ID, labels, capacity and allocatable a kubelet on that
+// instance would report, and the karpenter.sh/unregistered:NoExecute
 // taint its boot configuration would add; it starts NotReady. Nothing here
 // reads the wall clock: timestamps come from the instances' launch times, so
 // the same world yields the same Nodes.
@@ -17,17 +18,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	simkubelet "github.com/stevedore-autoscaler/stevedore/sim/kubelet"
 )
 
 // ProviderID returns the provider ID a kubelet on the instance reports:
 // aws:///<zone>/<instance-id>.
-func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
+func ProviderID(zone, instanceID string) string { return simkubelet.ProviderID(zone, instanceID) }
 
 // Sync registers a Node for every running instance of the cluster whose node
 // role has an access entry, unless a Node of that name exists already. It
@@ -105,56 +104,9 @@ func MarkReady(ctx context.Context, c client.Client, nodeName string) error {
 }
 
 func inCluster(info fake.InstanceInfo, clusterName string) bool {
-	if info.Tags[wellknown.TagEKSClusterName] == clusterName {
-		return true
-	}
-	_, ok := info.Tags[wellknown.TagClusterPrefix+clusterName]
-	return ok
+	return simkubelet.InCluster(info, clusterName)
 }
 
-// nodeFor returns the Node a kubelet on the instance registers.
-func nodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
-	it, ok := catalog.Lookup(info.InstanceType)
-	if !ok {
-		return nil, fmt.Errorf("instance %s has type %s, which the catalog does not know", info.ID, info.InstanceType)
-	}
-	name := info.PrivateDNSName
-	if name == "" {
-		return nil, fmt.Errorf("instance %s has no private DNS name", info.ID)
-	}
-	os := it.Labels[wellknown.LabelOS]
-	if os == "" {
-		os = wellknown.OSLinux
-	}
-	labels := map[string]string{
-		wellknown.LabelInstanceType: info.InstanceType,
-		wellknown.LabelTopologyZone: info.Zone,
-		wellknown.LabelArch:         it.Arch(),
-		wellknown.LabelOS:           os,
-		wellknown.LabelHostname:     name,
-	}
-	now := metav1.NewTime(info.LaunchTime)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: corev1.NodeSpec{
-			ProviderID: ProviderID(info.Zone, info.ID),
-			Taints:     []corev1.Taint{wellknown.UnregisteredTaint()},
-		},
-		Status: corev1.NodeStatus{
-			Capacity:    it.Capacity.DeepCopy(),
-			Allocatable: it.Allocatable.DeepCopy(),
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
-				Message:           "container runtime network not ready",
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: info.PrivateIP},
-				{Type: corev1.NodeInternalDNS, Address: name},
-				{Type: corev1.NodeHostName, Address: name},
-			},
-			NodeInfo: corev1.NodeSystemInfo{Architecture: it.Arch(), OperatingSystem: os},
-		},
-	}
-	return node, nil
-}
+// nodeFor returns the Node a kubelet on the instance registers; the
+// simulator's kubelets register the same one.
+func nodeFor(info fake.InstanceInfo) (*corev1.Node, error) { return simkubelet.NodeFor(info) }

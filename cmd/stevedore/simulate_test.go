@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallScenario is a quick run: one on-demand pool over four instance types
+// and a deployment of four pods, for ten minutes.
+const smallScenario = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: web, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+---
+apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: small}
+spec:
+  duration: 10m
+  aws: {instanceTypes: [m6i.large, m6i.xlarge, c6i.large, c6i.xlarge]}
+`
+
+func scenarioFile(t *testing.T, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSimulateSummaryAndJSON(t *testing.T) {
+	path := scenarioFile(t, smallScenario)
+	out, stderr, err := run(t, "", "simulate", path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"Scenario small, seed 1", "Nodes at the end:", "NODEPOOL", "Pods: 4 running, 0 pending", "Cost: $", "Simulated 10m0s in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	out, stderr, err = run(t, "", "simulate", path, "--output", "json", "--seed", "9")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var doc struct {
+		SchemaVersion int    `json:"schemaVersion"`
+		Scenario      string `json:"scenario"`
+		Seed          uint64 `json:"seed"`
+		Events        []any  `json:"events"`
+		Samples       []any  `json:"samples"`
+		Final         struct {
+			Pods struct{ Running int } `json:"pods"`
+		} `json:"final"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if doc.SchemaVersion != 1 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
+		t.Errorf("document %+v", doc)
+	}
+	again, _, err := run(t, "", "simulate", path, "-o", "json", "--seed", "9")
+	if err != nil || again != out {
+		t.Errorf("a second run with the same seed differs (%v)", err)
+	}
+}
+
+func TestSimulateRejectsBadInput(t *testing.T) {
+	path := scenarioFile(t, strings.Replace(smallScenario, "  duration: 10m", "  duration: 10 minutes\n  events: [{at: 1m, nodeFailur: {count: 1}}]", 1))
+	out, stderr, err := run(t, "", "simulate", path)
+	if !errors.Is(err, errSilentFailure) {
+		t.Fatalf("error %v", err)
+	}
+	for _, want := range []string{"spec.duration: \"10 minutes\" is not a duration", "spec.events[0].nodeFailur: unknown event kind", "did you mean nodeFailure?"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("problems lack %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "2 errors") {
+		t.Errorf("stderr %q", stderr)
+	}
+	if _, _, err := run(t, "", "simulate", path, "-o", "xml"); err == nil || !strings.Contains(err.Error(), "--output") {
+		t.Errorf("-o xml: %v", err)
+	}
+	if _, _, err := run(t, "", "simulate"); err == nil {
+		t.Error("no path accepted")
+	}
+}

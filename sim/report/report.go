@@ -1,0 +1,173 @@
+// Package report is what a simulation run produces: a Document (the JSON of
+// `stevedore simulate --output json`, documented in docs/simulate.md) and
+// its text summary.
+//
+// A Recorder builds the Document while the run goes: it watches the changes
+// to the in-memory API and the events the controllers record, and turns them
+// into the run's event log (NodeClaims created, launched, registered,
+// initialized and deleted; pods bound, evicted, deleted and unschedulable;
+// disruptions; interruptions; instances terminated; the scenario's own
+// events), keeps a ledger of the instances launched with their prices, and
+// takes the time series samples and the final state from the API.
+//
+// Everything in a Document is a function of the run: times are virtual,
+// lists are sorted, maps are written with sorted keys, and money is rounded
+// to a millionth of a dollar, so the same run gives the same bytes.
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"time"
+)
+
+// SchemaVersion is the version of the Document's JSON form. It changes only
+// when a field is removed or changes meaning; fields may be added.
+const SchemaVersion = 1
+
+// Kinds of events in the log.
+const (
+	KindNodeClaimCreated      = "NodeClaimCreated"
+	KindNodeClaimLaunched     = "NodeClaimLaunched"
+	KindNodeClaimLaunchFailed = "NodeClaimLaunchFailed"
+	KindNodeRegistered        = "NodeRegistered"
+	KindNodeInitialized       = "NodeInitialized"
+	KindNodeClaimDeleted      = "NodeClaimDeleted"
+	KindNodeDeleted           = "NodeDeleted"
+	KindDisruptionStarted     = "DisruptionStarted"
+	KindDisruptionFinished    = "DisruptionFinished"
+	KindDisruptionBlocked     = "DisruptionBlocked"
+	KindPodBound              = "PodBound"
+	KindPodEvicted            = "PodEvicted"
+	KindPodDeleted            = "PodDeleted"
+	KindPodUnschedulable      = "PodUnschedulable"
+	KindInstanceTerminated    = "InstanceTerminated"
+	KindInterruptionReceived  = "InterruptionReceived"
+	KindScenarioEvent         = "ScenarioEvent"
+)
+
+// Disruption reasons.
+const (
+	ReasonEmpty         = "Empty"
+	ReasonUnderutilized = "Underutilized"
+	ReasonDrifted       = "Drifted"
+	ReasonExpired       = "Expired"
+	ReasonInterrupted   = "Interrupted"
+	ReasonUnhealthy     = "Unhealthy"
+)
+
+// Document is the result of a run.
+type Document struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Scenario      string    `json:"scenario"`
+	Seed          uint64    `json:"seed"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	Events        []Event   `json:"events"`
+	Samples       []Sample  `json:"samples"`
+	Final         Final     `json:"final"`
+	// Warnings are things about the run itself worth knowing (a controller
+	// that kept failing, a scenario event that could not be carried out).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Event is one entry of the run's event log. Fields that do not apply are
+// left out.
+type Event struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	// Object is the object concerned, as Kind/name or Kind/namespace/name.
+	Object       string `json:"object,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Message      string `json:"message,omitempty"`
+	NodePool     string `json:"nodePool,omitempty"`
+	NodeClaim    string `json:"nodeClaim,omitempty"`
+	Node         string `json:"node,omitempty"`
+	InstanceType string `json:"instanceType,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	ImageID      string `json:"imageID,omitempty"`
+}
+
+// Sample is the cluster at one moment.
+type Sample struct {
+	Time        time.Time `json:"time"`
+	Nodes       int       `json:"nodes"`
+	ReadyNodes  int       `json:"readyNodes"`
+	PendingPods int       `json:"pendingPods"`
+	RunningPods int       `json:"runningPods"`
+	// CostPerHour is what the instances running at that moment cost, in USD.
+	CostPerHour float64 `json:"costPerHour"`
+	// Disrupting counts nodes being taken away (their NodeClaim deleted, or
+	// tainted karpenter.sh/disrupted).
+	Disrupting int `json:"disrupting"`
+}
+
+// Final is the cluster at the end of the run.
+type Final struct {
+	Nodes         []Node          `json:"nodes"`
+	Pods          PodCounts       `json:"pods"`
+	Unschedulable []Unschedulable `json:"unschedulable"`
+	// NodeHours are the instance-hours the run used.
+	NodeHours float64 `json:"nodeHours"`
+	// Cost of those hours in USD, at the price of each instance's offering
+	// when it launched.
+	Cost float64 `json:"cost"`
+	// Disruptions counts nodes taken away, by reason.
+	Disruptions map[string]int `json:"disruptions"`
+	// NodePools are the NodePools at the end, with why they are not Ready.
+	NodePools []NodePool `json:"nodePools"`
+}
+
+// NodePool is a NodePool at the end.
+type NodePool struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	// Nodes counts its nodes.
+	Nodes int `json:"nodes"`
+	// Message says why it is not Ready: its first condition that is not
+	// True, as "Type: reason: message".
+	Message string `json:"message,omitempty"`
+}
+
+// Node is a node at the end.
+type Node struct {
+	Name         string            `json:"name"`
+	NodePool     string            `json:"nodePool,omitempty"`
+	NodeClaim    string            `json:"nodeClaim,omitempty"`
+	InstanceType string            `json:"instanceType,omitempty"`
+	CapacityType string            `json:"capacityType,omitempty"`
+	Zone         string            `json:"zone,omitempty"`
+	ImageID      string            `json:"imageID,omitempty"`
+	Created      time.Time         `json:"created"`
+	Ready        bool              `json:"ready"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Taints       []string          `json:"taints,omitempty"`
+	// Pods bound to it and not finished.
+	Pods int `json:"pods"`
+}
+
+// PodCounts count the pods that have not finished.
+type PodCounts struct {
+	Total   int `json:"total"`
+	Running int `json:"running"`
+	Pending int `json:"pending"`
+}
+
+// Unschedulable is a pod left pending at the end, and why.
+type Unschedulable struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// WriteJSON writes the document, indented, with a final newline.
+func (d *Document) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
+// money rounds USD amounts to a millionth, so that float summation order
+// does not leak into the output.
+func money(v float64) float64 { return math.Round(v*1e6) / 1e6 }

@@ -1,0 +1,212 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+)
+
+// events checks and decodes spec.events.
+func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEvent {
+	var out []TimedEvent
+	for i, e := range in {
+		field := fmt.Sprintf("spec.events[%d]", i)
+		kinds := e.kinds()
+		switch {
+		case len(kinds) == 0:
+			if !l.unknownKind[field] {
+				l.scenarioError(field, "the event does nothing", "give it one of "+strings.Join(EventKinds, ", "))
+			}
+			continue
+		case len(kinds) > 1:
+			l.scenarioError(field, fmt.Sprintf("the event has %s; an event does one thing", strings.Join(kinds, " and ")),
+				"split it into one event per kind, each with the same at")
+			continue
+		}
+		if e.At == "" {
+			l.scenarioError(field+".at", "the event has no time", "write when it happens, as the time since the start, such as at: 5m")
+			continue
+		}
+		at := l.duration(e.At, field+".at", 0, false)
+		if at > run.Duration {
+			l.scenarioError(field+".at", fmt.Sprintf("%s is after the end of the run (spec.duration %s)", at, run.Duration),
+				fmt.Sprintf("make it at most %s, or lengthen spec.duration", run.Duration))
+		}
+		te := TimedEvent{At: at, Index: i, Kind: kinds[0], Event: e}
+		switch te.Kind {
+		case "apply":
+			l.applyEvent(&te, field+".apply", v)
+		case "delete":
+			te.GVK = l.objectRef(*e.Delete, field+".delete")
+		case "scale":
+			te.GVK = l.objectRef(e.Scale.ObjectRef, field+".scale")
+			if k := te.GVK.Kind; k != "" && k != "Deployment" && k != "ReplicaSet" && k != "StatefulSet" {
+				l.scenarioError(field+".scale.kind", fmt.Sprintf("%s cannot be scaled", k), "scale a Deployment, ReplicaSet or StatefulSet")
+			}
+			if e.Scale.Replicas == nil || *e.Scale.Replicas < 0 {
+				l.scenarioError(field+".scale.replicas", "replicas is missing or negative", "write the number of replicas, such as replicas: 10")
+			}
+		case "patch":
+			te.GVK = l.objectRef(e.Patch.ObjectRef, field+".patch")
+			l.patchEvent(e.Patch, te.GVK, field+".patch")
+		case "releaseImage":
+			l.releaseEvent(e.ReleaseImage, field+".releaseImage")
+		case "spotInterruption":
+			l.selection(e.SpotInterruption, field+".spotInterruption")
+		case "nodeFailure":
+			l.selection(e.NodeFailure, field+".nodeFailure")
+		case "insufficientCapacity":
+			ice := e.InsufficientCapacity
+			switch ice.CapacityType {
+			case "", fake.CapacityTypeSpot, fake.CapacityTypeOnDemand:
+			default:
+				l.scenarioError(field+".insufficientCapacity.capacityType", fmt.Sprintf("%q is not a capacity type", ice.CapacityType), "use spot, on-demand, or leave it out for both")
+			}
+			te.For = l.duration(ice.For, field+".insufficientCapacity.for", run.Duration-at, true)
+		}
+		out = append(out, te)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
+	return out
+}
+
+func (l *loader) applyEvent(te *TimedEvent, field string, v *validation.Validator) {
+	obj := te.Event.Apply
+	data, err := json.Marshal(obj)
+	if err != nil {
+		l.scenarioError(field, err.Error(), "write the object as YAML")
+		return
+	}
+	problems, err := v.Documents(l.scSource+" "+field, bytes.NewReader(data))
+	if err != nil {
+		l.scenarioError(field, err.Error(), "write the object as YAML")
+		return
+	}
+	for _, p := range problems {
+		p.Source = l.scSource
+		p.Field = strings.TrimSuffix(field+"."+p.Field, ".")
+		l.problems = append(l.problems, p)
+	}
+	if validation.HasErrors(problems) {
+		return
+	}
+	kind, _ := obj["kind"].(string)
+	o, gvk, err := l.decode(obj)
+	switch {
+	case err != nil:
+		l.scenarioError(field, err.Error(), "fix the object so that it decodes")
+	case o == nil:
+		l.scenarioError(field+".kind", fmt.Sprintf("kind %q is not one the simulator knows", kind),
+			"apply built-in Kubernetes kinds, NodePools or EC2NodeClasses")
+	case o.GetName() == "":
+		l.scenarioError(field+".metadata.name", "the object has no name", "give it metadata.name")
+	default:
+		te.Object, te.GVK = o, gvk
+	}
+}
+
+// kindPreference orders the groups a bare kind name is looked up in.
+var kindPreference = []string{"", "apps", "batch", "policy", "scheduling.k8s.io", "storage.k8s.io", "karpenter.sh", "karpenter.k8s.aws"}
+
+// objectRef resolves the kind an event names and checks the name.
+func (l *loader) objectRef(r ObjectRef, field string) schema.GroupVersionKind {
+	if r.Name == "" {
+		l.scenarioError(field+".name", "no name", "name the object, such as name: checkout")
+	}
+	if r.Kind == "" {
+		l.scenarioError(field+".kind", "no kind", "give the object's kind, such as kind: Deployment")
+		return schema.GroupVersionKind{}
+	}
+	if r.APIVersion != "" {
+		gvk := schema.FromAPIVersionAndKind(r.APIVersion, r.Kind)
+		if !l.scheme.Recognizes(gvk) {
+			l.scenarioError(field+".apiVersion", fmt.Sprintf("%s %s is not a kind the simulator knows", r.APIVersion, r.Kind),
+				"fix apiVersion, or leave it out to look the kind up by name")
+			return schema.GroupVersionKind{}
+		}
+		return gvk
+	}
+	for _, group := range kindPreference {
+		for _, version := range []string{"v1", "v1beta1"} {
+			gvk := schema.GroupVersionKind{Group: group, Version: version, Kind: r.Kind}
+			if l.scheme.Recognizes(gvk) {
+				return gvk
+			}
+		}
+	}
+	l.scenarioError(field+".kind", fmt.Sprintf("unknown kind %q", r.Kind),
+		"use a kind such as Deployment, StatefulSet, DaemonSet, Job, Pod, PodDisruptionBudget, NodePool or EC2NodeClass, spelt as in manifests")
+	return schema.GroupVersionKind{}
+}
+
+func (l *loader) patchEvent(p *Patch, gvk schema.GroupVersionKind, field string) {
+	if len(p.Patch) == 0 || string(p.Patch) == "null" {
+		l.scenarioError(field+".patch", "no patch", "write the patch, such as patch: {spec: {replicas: 3}}")
+		return
+	}
+	isList := bytes.HasPrefix(bytes.TrimSpace(p.Patch), []byte("["))
+	switch p.Type {
+	case "", "merge":
+		if isList {
+			l.scenarioError(field+".patch", "a merge patch is an object, not a list", "write an object, or set type: json for a list of operations")
+		}
+	case "strategic":
+		if isList {
+			l.scenarioError(field+".patch", "a strategic merge patch is an object, not a list", "write an object")
+		}
+		if gvk.Group == "karpenter.sh" || gvk.Group == "karpenter.k8s.aws" {
+			l.scenarioError(field+".type", "custom resources do not support strategic merge patches", "use type: merge")
+		}
+	case "json":
+		if !isList {
+			l.scenarioError(field+".patch", "a JSON patch is a list of operations", "write a list such as [{op: replace, path: /spec/replicas, value: 3}]")
+		}
+	default:
+		l.scenarioError(field+".type", fmt.Sprintf("unknown patch type %q", p.Type), "use merge (the default), json or strategic")
+	}
+}
+
+// releaseFamilies are the alias families an image release may be for.
+var releaseFamilies = []string{fake.FamilyAL2023, fake.FamilyAL2, fake.FamilyBottlerocket}
+
+func (l *loader) releaseEvent(r *ReleaseImage, field string) {
+	if r.Alias == "" {
+		r.Alias = fake.FamilyAL2023
+	}
+	r.Alias, _, _ = strings.Cut(r.Alias, "@")
+	if !slices.Contains(releaseFamilies, r.Alias) {
+		l.scenarioError(field+".alias", fmt.Sprintf("%q is not an alias family", r.Alias), "use "+strings.Join(releaseFamilies, ", "))
+	}
+	switch r.Arch {
+	case "":
+		r.Arch = "x86_64"
+	case "x86_64", "arm64":
+	case "amd64":
+		r.Arch = "x86_64"
+	default:
+		l.scenarioError(field+".arch", fmt.Sprintf("%q is not an architecture", r.Arch), "use x86_64 or arm64")
+	}
+	if r.Variant == "" {
+		r.Variant = "standard"
+	}
+	if r.ID != "" && !amiID.MatchString(r.ID) {
+		l.scenarioError(field+".id", fmt.Sprintf("%q is not an AMI ID", r.ID), "write it as ami- followed by 8 or 17 hex digits, or leave it out")
+	}
+}
+
+func (l *loader) selection(s *Selection, field string) {
+	if s.Count < 0 {
+		l.scenarioError(field+".count", "count is negative", "write how many nodes, or 0 for every node selected")
+	}
+	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
+		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
+	}
+}

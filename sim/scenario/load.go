@@ -1,0 +1,741 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
+	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/plan"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
+	simclock "github.com/stevedore-autoscaler/stevedore/sim/clock"
+)
+
+// ErrInvalid is returned by Load when a problem is an error; the problems are
+// returned alongside.
+var ErrInvalid = errors.New("the scenario or its manifests are not valid")
+
+// Run is a scenario ready to run, every default resolved.
+type Run struct {
+	// Name is the scenario's name; without a Scenario, the first path's base
+	// name.
+	Name string
+	// Source is where the Scenario was read ("" when there was none).
+	Source   string
+	Seed     uint64
+	Start    time.Time
+	Duration time.Duration
+	// SampleEvery is the resolution of the time series.
+	SampleEvery       time.Duration
+	ClusterName       string
+	KubernetesVersion string
+	// PodStartTime is the time from a pod's binding to its readiness.
+	PodStartTime time.Duration
+	AWS          AWSConfig
+	Controller   ControllerConfig
+	// Objects are the manifests, in the order they are applied at the
+	// start: namespaces (including those only referenced), priority and
+	// storage classes, node classes, node pools, nodes, volumes, budgets,
+	// workloads, then the rest, each group in the order read.
+	Objects []Object
+	// Events in time order (ties in the order written).
+	Events []TimedEvent
+	// Skipped are documents of kinds the simulator does not know, as
+	// Kind/name.
+	Skipped []string
+}
+
+// AWSConfig is the simulated account with its defaults resolved.
+type AWSConfig struct {
+	Region         string
+	Zones          []string
+	Subnets        []Subnet
+	SecurityGroups []SecurityGroup
+	Images         []ImageConfig
+	// Roles are every IAM role to create, sorted.
+	Roles []string
+	// PassRole and AccessEntries are nil for "every role".
+	PassRole          []string
+	AccessEntries     []string
+	InterruptionQueue string
+	InstanceTypes     []string
+	BootTime          time.Duration
+	ReadyTime         time.Duration
+	SpotPriceFraction float64
+}
+
+// ImageConfig is an image to register.
+type ImageConfig struct {
+	ID, Name, Arch, Owner string
+	Created               time.Time
+	Tags                  map[string]string
+	// Auto is set for images registered because a node class or an event
+	// names their ID.
+	Auto bool
+}
+
+// ControllerConfig are the controller's settings.
+type ControllerConfig struct {
+	Settings         settings.Settings
+	BatchIdle        time.Duration
+	BatchMax         time.Duration
+	PreferencePolicy packer.PreferencePolicy
+	// Feature gates (controller setting feature-gates, as Karpenter's
+	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
+	NodeRepair bool
+	SpotToSpot bool
+	// The disruption, repair and interruption settings.
+	ValidationDelay     time.Duration
+	ReplacementTimeout  time.Duration
+	MaxUnhealthyPercent int
+	ActOnRebalance      bool
+}
+
+// featureGates are the feature gates a scenario may set; ignoredGates are
+// Karpenter's gates that stevedore accepts and ignores (it behaves as if they
+// were on), as `stevedore controller` does.
+var (
+	featureGates = []string{"NodeRepair", "SpotToSpotConsolidation"}
+	ignoredGates = []string{"ReservedCapacity", "StaticCapacity"}
+)
+
+// Object is a manifest.
+type Object struct {
+	// Source is the file and document it came from, e.g. "a.yaml#2".
+	Source string
+	Object client.Object
+	GVK    schema.GroupVersionKind
+}
+
+// TimedEvent is an event of the scenario, checked and decoded.
+type TimedEvent struct {
+	At time.Duration
+	// Index is the event's position in spec.events.
+	Index int
+	// Kind is the event's kind as written (apply, delete, ...).
+	Kind  string
+	Event Event
+	// Object is the decoded object of an apply event.
+	Object client.Object
+	// GVK is the kind an apply, delete, scale or patch event acts on.
+	GVK schema.GroupVersionKind
+	// For is an insufficientCapacity event's length (to the end of the run
+	// when it sets none).
+	For time.Duration
+}
+
+// Field returns the event's path in the Scenario, e.g. spec.events[2].
+func (e TimedEvent) Field() string { return fmt.Sprintf("spec.events[%d]", e.Index) }
+
+// loader gathers problems while reading.
+type loader struct {
+	scheme   *runtime.Scheme
+	decoder  runtime.Decoder
+	problems []validation.Problem
+	// source and name of the Scenario, for its problems.
+	scSource, scName string
+	// unknownKind are the events that have a kind the loader does not
+	// know, so that "the event does nothing" is not said of them too.
+	unknownKind map[string]bool
+}
+
+func (l *loader) fail(source, kind, name, field, msg, fix string) {
+	l.problems = append(l.problems, validation.Problem{
+		Source: source, Kind: kind, Name: name, Field: field, Message: msg, Fix: fix, Severity: validation.SeverityError,
+	})
+}
+
+func (l *loader) scenarioError(field, msg, fix string) {
+	if strings.HasPrefix(msg, "unknown event kind") {
+		if l.unknownKind == nil {
+			l.unknownKind = map[string]bool{}
+		}
+		l.unknownKind[field[:strings.LastIndex(field, ".")]] = true
+	}
+	l.fail(l.scSource, Kind, l.scName, field, msg, fix)
+}
+
+// Load reads the files and directories (searched recursively for .yaml,
+// .yml and .json, as `stevedore validate` does) and returns the run they
+// describe, with every problem found. When any problem is an error it
+// returns ErrInvalid. scheme must know the core, karpenter.sh and
+// karpenter.k8s.aws types.
+func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, error) {
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("name the scenario: a directory or files with the manifests and at most one Scenario")
+	}
+	l := &loader{scheme: scheme, decoder: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
+	v, err := validation.Default()
+	if err != nil {
+		return nil, nil, err
+	}
+	problems, err := v.Paths(paths, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.problems = append(l.problems, problems...)
+
+	var sc *Scenario
+	var objects []Object
+	var skipped []string
+	for _, p := range paths {
+		files, err := validation.ManifestFiles(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			docs, err := documents(f, data)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, d := range docs {
+				apiVersion, _ := d.obj["apiVersion"].(string)
+				kind, _ := d.obj["kind"].(string)
+				if strings.HasPrefix(apiVersion, "stevedore.io/") {
+					if kind != Kind || apiVersion != APIVersion {
+						l.fail(d.source, kind, "", "apiVersion", fmt.Sprintf("unknown kind %s %s", apiVersion, kind),
+							"the simulator reads kind: Scenario, apiVersion: "+APIVersion)
+						continue
+					}
+					if sc != nil {
+						l.fail(d.source, Kind, "", "", "a second Scenario (the first is in "+l.scSource+")",
+							"give the simulator at most one Scenario")
+						continue
+					}
+					sc = l.parseScenario(d.source, d.obj)
+					continue
+				}
+				obj, gvk, err := l.decode(d.obj)
+				if err != nil {
+					l.fail(d.source, kind, nameOf(d.obj), "", err.Error(), "fix the document so that it decodes as "+apiVersion+" "+kind)
+					continue
+				}
+				if obj == nil {
+					skipped = append(skipped, kind+"/"+nameOf(d.obj))
+					continue
+				}
+				objects = append(objects, Object{Source: d.source, Object: obj, GVK: gvk})
+			}
+		}
+	}
+	if sc == nil {
+		sc = &Scenario{APIVersion: APIVersion, Kind: Kind}
+		sc.Metadata.Name = defaultName(paths)
+	}
+	run := l.resolve(sc, objects, v)
+	run.Skipped = skipped
+	if validation.HasErrors(l.problems) {
+		return nil, l.problems, ErrInvalid
+	}
+	return run, l.problems, nil
+}
+
+func defaultName(paths []string) string {
+	p := strings.TrimRight(paths[0], "/")
+	base := p[strings.LastIndex(p, "/")+1:]
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"), ".json")
+}
+
+func nameOf(obj map[string]any) string {
+	if m, ok := obj["metadata"].(map[string]any); ok {
+		n, _ := m["name"].(string)
+		return n
+	}
+	return ""
+}
+
+type document struct {
+	source string
+	obj    map[string]any
+}
+
+// documents splits a file into its objects, numbered as the validator numbers
+// them; List documents are unpacked.
+func documents(file string, data []byte) ([]document, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []document
+	for n := 1; ; n++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s#%d: %w", file, n, err)
+		}
+		if obj == nil {
+			continue
+		}
+		source := fmt.Sprintf("%s#%d", file, n)
+		if kind, _ := obj["kind"].(string); strings.HasSuffix(kind, "List") {
+			if items, ok := obj["items"].([]any); ok {
+				for _, it := range items {
+					if m, ok := it.(map[string]any); ok {
+						out = append(out, document{source: source, obj: m})
+					}
+				}
+				continue
+			}
+		}
+		out = append(out, document{source: source, obj: obj})
+	}
+}
+
+// decode turns a document into a typed object: NodePools and EC2NodeClasses
+// with their CRD defaults applied (by package plan's decoder, the same code
+// `stevedore plan` uses), other kinds as the scheme knows them. A kind the
+// scheme does not know gives nil.
+func (l *loader) decode(m map[string]any) (client.Object, schema.GroupVersionKind, error) {
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, gvk, err
+	}
+	switch gvk {
+	case karpv1.GroupVersion.WithKind("NodePool"), awsv1.GroupVersion.WithKind("EC2NodeClass"):
+		objs := &plan.Objects{}
+		if err := objs.Decode("", data); err != nil {
+			return nil, gvk, err
+		}
+		if len(objs.NodePools) == 1 {
+			return objs.NodePools[0], gvk, nil
+		}
+		if len(objs.NodeClasses) == 1 {
+			return objs.NodeClasses[0], gvk, nil
+		}
+		return nil, gvk, fmt.Errorf("decoding %s", kind)
+	}
+	if !l.scheme.Recognizes(gvk) {
+		return nil, gvk, nil
+	}
+	obj, _, err := l.decoder.Decode(data, nil, nil)
+	if err != nil {
+		return nil, gvk, err
+	}
+	co, ok := obj.(client.Object)
+	if !ok {
+		return nil, gvk, nil
+	}
+	co.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return co, gvk, nil
+}
+
+// parseScenario decodes a Scenario strictly.
+func (l *loader) parseScenario(source string, m map[string]any) *Scenario {
+	l.scSource, l.scName = source, nameOf(m)
+	unknownFields(m, reflect.TypeOf(Scenario{}), "", l.scenarioError)
+	data, err := json.Marshal(m)
+	if err != nil {
+		l.scenarioError("", err.Error(), "write the Scenario as YAML or JSON")
+		return nil
+	}
+	sc := &Scenario{}
+	if err := json.Unmarshal(data, sc); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			l.scenarioError(te.Field, fmt.Sprintf("expected %s, found a %s", describeType(te.Type), te.Value), "write the field as "+describeType(te.Type))
+		} else {
+			l.scenarioError("", err.Error(), "fix the Scenario's syntax")
+		}
+		return sc
+	}
+	return sc
+}
+
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string (durations are strings such as 90s or 5m)"
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint64, reflect.Uint32:
+		return "a whole number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return t.String()
+}
+
+// duration parses a Duration field; empty gives def.
+func (l *loader) duration(d Duration, field string, def time.Duration, positive bool) time.Duration {
+	if d == "" {
+		return def
+	}
+	v, err := time.ParseDuration(string(d))
+	if err != nil {
+		l.scenarioError(field, fmt.Sprintf("%q is not a duration", string(d)), "write a Go duration such as 90s, 45m or 3h (no days: 24h)")
+		return def
+	}
+	if v < 0 || (positive && v == 0) {
+		l.scenarioError(field, fmt.Sprintf("%q must be positive", string(d)), "write a positive duration such as 1m")
+		return def
+	}
+	return v
+}
+
+// resolve checks the scenario and fills in every default.
+func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator) *Run {
+	if sc == nil {
+		sc = &Scenario{}
+	}
+	s := sc.Spec
+	run := &Run{Name: sc.Metadata.Name, Source: l.scSource, Seed: DefaultSeed, Start: simclock.DefaultStart}
+	if run.Name == "" {
+		run.Name = "scenario"
+	}
+	if s.Seed != nil {
+		run.Seed = *s.Seed
+	}
+	if s.Start != "" {
+		t, err := time.Parse(time.RFC3339, s.Start)
+		if err != nil {
+			l.scenarioError("spec.start", fmt.Sprintf("%q is not an RFC 3339 time", s.Start), "write a UTC time such as 2026-03-02T10:00:00Z")
+		} else {
+			run.Start = t.UTC()
+		}
+	}
+	run.Duration = l.duration(s.Duration, "spec.duration", DefaultDuration, true)
+	run.SampleEvery = l.duration(s.SampleEvery, "spec.sampleEvery", DefaultSampleEvery, true)
+	run.PodStartTime = l.duration(s.Cluster.PodStartTime, "spec.cluster.podStartTime", DefaultPodStartTime, false)
+	run.KubernetesVersion = s.Cluster.KubernetesVersion
+	if run.KubernetesVersion == "" {
+		run.KubernetesVersion = DefaultKubernetesVersion
+	}
+	if !regexp.MustCompile(`^1\.[0-9]{2}$`).MatchString(run.KubernetesVersion) {
+		l.scenarioError("spec.cluster.kubernetesVersion", fmt.Sprintf("%q is not a Kubernetes minor version", run.KubernetesVersion), "write it as 1.31")
+	}
+
+	events := l.events(s.Events, run, v)
+	all := slices.Clone(objects)
+	for _, e := range events {
+		if e.Object != nil {
+			all = append(all, Object{Object: e.Object, GVK: e.GVK})
+		}
+	}
+	run.ClusterName = s.Cluster.Name
+	if run.ClusterName == "" {
+		run.ClusterName = discoveryName(all)
+	}
+	run.AWS = l.aws(s.AWS, run, all, s.Events)
+	run.Controller = l.controller(s.Controller, run)
+	run.Objects = order(withNamespaces(objects, events))
+	run.Events = events
+	return run
+}
+
+// discoveryName returns the karpenter.sh/discovery value the node classes
+// select subnets by, when they agree on one.
+func discoveryName(objs []Object) string {
+	names := map[string]bool{}
+	for _, o := range objs {
+		nc, ok := o.Object.(*awsv1.EC2NodeClass)
+		if !ok {
+			continue
+		}
+		for _, t := range nc.Spec.SubnetSelectorTerms {
+			if v := t.Tags[fake.DiscoveryTag]; v != "" && v != "*" {
+				names[v] = true
+			}
+		}
+	}
+	if len(names) == 1 {
+		for n := range names {
+			return n
+		}
+	}
+	return DefaultClusterName
+}
+
+var amiID = regexp.MustCompile(`\bami-[0-9a-f]{8,17}\b`)
+
+func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
+	c := AWSConfig{
+		Region: a.Region, Zones: slices.Clone(a.Zones), Subnets: a.Subnets, SecurityGroups: a.SecurityGroups,
+		PassRole: a.PassRole, AccessEntries: a.AccessEntries, InterruptionQueue: a.InterruptionQueue,
+		InstanceTypes: a.InstanceTypes,
+	}
+	if c.Region == "" {
+		c.Region = fake.DefaultRegion
+	}
+	if len(c.Zones) == 0 {
+		c.Zones = []string{c.Region + "a", c.Region + "b", c.Region + "c"}
+	}
+	for i, s := range c.Subnets {
+		if !slices.Contains(c.Zones, s.Zone) {
+			l.scenarioError(fmt.Sprintf("spec.aws.subnets[%d].zone", i), fmt.Sprintf("zone %q is not one of the account's zones %v", s.Zone, c.Zones),
+				"use one of spec.aws.zones, or add the zone there")
+		}
+	}
+	c.BootTime = l.duration(a.BootTime, "spec.aws.bootTime", DefaultBootTime, false)
+	c.ReadyTime = l.duration(a.ReadyTime, "spec.aws.readyTime", DefaultReadyTime, false)
+	c.SpotPriceFraction = DefaultSpotPriceFraction
+	if a.SpotPriceFraction != nil {
+		c.SpotPriceFraction = *a.SpotPriceFraction
+		if c.SpotPriceFraction <= 0 || c.SpotPriceFraction > 1 {
+			l.scenarioError("spec.aws.spotPriceFraction", fmt.Sprintf("%v is not a fraction", c.SpotPriceFraction), "write a number above 0 and at most 1, such as 0.35")
+			c.SpotPriceFraction = DefaultSpotPriceFraction
+		}
+	}
+	roles := map[string]bool{"KarpenterNodeRole-" + run.ClusterName: true}
+	for _, r := range a.Roles {
+		roles[r] = true
+	}
+	declared := map[string]bool{}
+	for i, img := range a.Images {
+		field := fmt.Sprintf("spec.aws.images[%d]", i)
+		ic := ImageConfig{ID: img.ID, Name: img.Name, Arch: img.Arch, Owner: img.Owner, Tags: img.Tags, Created: run.Start.Add(-30 * 24 * time.Hour)}
+		if !amiID.MatchString(img.ID) {
+			l.scenarioError(field+".id", fmt.Sprintf("%q is not an AMI ID", img.ID), "write it as ami- followed by 8 or 17 hex digits")
+		}
+		switch ic.Arch {
+		case "":
+			ic.Arch = "x86_64"
+		case "x86_64", "arm64":
+		case "amd64":
+			ic.Arch = "x86_64"
+		default:
+			l.scenarioError(field+".arch", fmt.Sprintf("%q is not an architecture", img.Arch), "use x86_64 or arm64")
+		}
+		if img.Created != "" {
+			t, err := time.Parse(time.RFC3339, img.Created)
+			if err != nil {
+				l.scenarioError(field+".created", fmt.Sprintf("%q is not an RFC 3339 time", img.Created), "write a time such as 2024-08-07T00:00:00Z")
+			} else {
+				ic.Created = t.UTC()
+			}
+		}
+		if declared[img.ID] {
+			l.scenarioError(field+".id", fmt.Sprintf("image %s is listed twice", img.ID), "list each image once")
+		}
+		declared[img.ID] = true
+		c.Images = append(c.Images, ic)
+	}
+	// Node classes and events may name images and roles the scenario does
+	// not list: create them, so that a bare set of manifests runs.
+	referenced := map[string]bool{}
+	for _, o := range objs {
+		nc, ok := o.Object.(*awsv1.EC2NodeClass)
+		if !ok {
+			continue
+		}
+		if nc.Spec.Role != "" {
+			roles[nc.Spec.Role] = true
+		}
+		for _, t := range nc.Spec.AMISelectorTerms {
+			if t.ID != "" {
+				referenced[t.ID] = true
+			}
+		}
+	}
+	for _, e := range events {
+		if e.Patch != nil {
+			for _, id := range amiID.FindAllString(string(e.Patch.Patch), -1) {
+				referenced[id] = true
+			}
+		}
+	}
+	var auto []string
+	for id := range referenced {
+		if !declared[id] && amiID.MatchString(id) {
+			auto = append(auto, id)
+		}
+	}
+	sort.Strings(auto)
+	for _, id := range auto {
+		c.Images = append(c.Images, ImageConfig{ID: id, Name: id, Arch: "x86_64", Created: run.Start.Add(-30 * 24 * time.Hour), Auto: true})
+	}
+	for r := range roles {
+		c.Roles = append(c.Roles, r)
+	}
+	sort.Strings(c.Roles)
+	return c
+}
+
+// controllerFlags are the settings a scenario may not set under controller,
+// with the field that sets them instead.
+var controllerFlags = map[string]string{
+	settings.FlagClusterName:        "spec.cluster.name",
+	settings.FlagClusterEndpoint:    "the simulated cluster's endpoint, which is fixed",
+	settings.FlagClusterCABundle:    "the simulated cluster's CA bundle, which is fixed",
+	settings.FlagInterruptionQueue:  "spec.aws.interruptionQueue",
+	settings.FlagAssumeRoleARN:      "nothing: the simulated controller needs no credentials",
+	settings.FlagAssumeRoleDuration: "nothing: the simulated controller needs no credentials",
+}
+
+func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
+	c := ControllerConfig{Settings: settings.Default()}
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	_ = c.Settings.AddFlags(fs, func(string) string { return "" })
+	fs.DurationVar(&c.BatchIdle, "batch-idle-duration", provisioning.DefaultBatchIdle, "")
+	fs.DurationVar(&c.BatchMax, "batch-max-duration", provisioning.DefaultBatchMax, "")
+	policy := string(packer.PreferenceScore)
+	fs.StringVar(&policy, "preference-policy", policy, "")
+	gates := ""
+	fs.StringVar(&gates, "feature-gates", "", "")
+	fs.DurationVar(&c.ValidationDelay, "disruption-validation-delay", disruptionctl.DefaultValidationDelay, "")
+	fs.DurationVar(&c.ReplacementTimeout, "disruption-replacement-timeout", disruptionctl.DefaultReplacementTimeout, "")
+	fs.IntVar(&c.MaxUnhealthyPercent, "node-repair-max-unhealthy-percent", 20, "")
+	fs.BoolVar(&c.ActOnRebalance, "interruption-act-on-rebalance", false, "")
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		field := "spec.controller." + k
+		if instead, ok := controllerFlags[k]; ok {
+			l.scenarioError(field, fmt.Sprintf("%s is not a setting a scenario sets here", k), "set "+instead)
+			continue
+		}
+		if fs.Lookup(k) == nil {
+			var names []string
+			fs.VisitAll(func(f *pflag.Flag) {
+				if _, ok := controllerFlags[f.Name]; !ok {
+					names = append(names, f.Name)
+				}
+			})
+			l.scenarioError(field, fmt.Sprintf("unknown controller setting %q", k), "use one of "+strings.Join(names, ", ")+suggest(k, names))
+			continue
+		}
+		if err := fs.Set(k, fmt.Sprint(values[k])); err != nil {
+			l.scenarioError(field, fmt.Sprintf("%v: %v", values[k], err), "write a value of the kind `stevedore controller --help` documents for --"+k)
+		}
+	}
+	c.Settings.ClusterName = run.ClusterName
+	c.Settings.InterruptionQueue = run.AWS.InterruptionQueue
+	c.PreferencePolicy = packer.PreferencePolicy(policy)
+	for _, kv := range strings.Split(gates, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		field := "spec.controller.feature-gates"
+		switch {
+		case slices.Contains(ignoredGates, k):
+		case err != nil:
+			l.scenarioError(field, fmt.Sprintf("%q: the value of %s is not true or false", kv, k), "write gates as Name=true, separated by commas")
+		case k == "NodeRepair":
+			c.NodeRepair = on
+		case k == "SpotToSpotConsolidation":
+			c.SpotToSpot = on
+		default:
+			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
+		}
+	}
+	switch c.PreferencePolicy {
+	case packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore:
+	default:
+		l.scenarioError("spec.controller.preference-policy", fmt.Sprintf("%q is not a policy", policy), "use Score, Respect or Ignore")
+	}
+	if c.ValidationDelay <= 0 || c.ReplacementTimeout <= 0 {
+		l.scenarioError("spec.controller", "disruption-validation-delay and disruption-replacement-timeout must be positive",
+			"write durations such as 15s and 10m")
+	}
+	if c.MaxUnhealthyPercent < 1 || c.MaxUnhealthyPercent > 100 {
+		l.scenarioError("spec.controller.node-repair-max-unhealthy-percent", fmt.Sprintf("%d is not a percentage from 1 to 100", c.MaxUnhealthyPercent),
+			"write a whole number from 1 to 100")
+	}
+	if c.BatchIdle <= 0 || c.BatchMax <= 0 || c.BatchIdle > c.BatchMax {
+		l.scenarioError("spec.controller.batch-idle-duration", "the batch windows must be positive, the idle one no longer than the max one",
+			"set batch-idle-duration at most batch-max-duration, for example 1s and 10s")
+	}
+	if err := c.Settings.Validate(); err != nil {
+		l.scenarioError("spec.controller", err.Error(), "fix the setting named")
+	}
+	return c
+}
+
+// withNamespaces adds a Namespace for every namespace an object lives in that
+// no manifest creates, so that a bare set of workloads applies.
+func withNamespaces(objs []Object, events []TimedEvent) []Object {
+	have := map[string]bool{}
+	for _, o := range objs {
+		if ns, ok := o.Object.(*corev1.Namespace); ok {
+			have[ns.Name] = true
+		}
+	}
+	need := map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true}
+	for _, o := range objs {
+		if namespaced(o.GVK) {
+			need[namespaceOf(o.Object)] = true
+		}
+	}
+	for _, e := range events {
+		if e.Object != nil && namespaced(e.GVK) {
+			need[namespaceOf(e.Object)] = true
+		}
+	}
+	var names []string
+	for n := range need {
+		if !have[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	out := make([]Object, 0, len(objs)+len(names))
+	for _, n := range names {
+		out = append(out, Object{Source: "(implied)", Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, GVK: corev1.SchemeGroupVersion.WithKind("Namespace")})
+	}
+	return append(out, objs...)
+}
+
+func namespaceOf(o client.Object) string {
+	if o.GetNamespace() == "" {
+		return metav1.NamespaceDefault
+	}
+	return o.GetNamespace()
+}
+
+// applyOrder is the order kinds are applied in at the start.
+var applyOrder = []string{"Namespace", "PriorityClass", "StorageClass", "EC2NodeClass", "NodePool", "Node",
+	"PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod"}
+
+func order(objs []Object) []Object {
+	rank := func(o Object) int {
+		if i := slices.Index(applyOrder, o.GVK.Kind); i >= 0 {
+			return i
+		}
+		return len(applyOrder)
+	}
+	slices.SortStableFunc(objs, func(a, b Object) int { return rank(a) - rank(b) })
+	return objs
+}
+
+func namespaced(gvk schema.GroupVersionKind) bool { return apiserver.Namespaced(gvk) }

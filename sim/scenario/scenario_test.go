@@ -1,0 +1,247 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/sim/clock"
+)
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+const manifests = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: NodeRole
+  amiFamily: AL2023
+  amiSelectorTerms: [{id: ami-0123456789abcdef0}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: web, resources: {requests: {cpu: 100m}}}]
+`
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestDefaultsWithoutAScenario(t *testing.T) {
+	dir := write(t, map[string]string{"m.yaml": manifests})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	if run.Seed != DefaultSeed || run.Duration != DefaultDuration || run.SampleEvery != DefaultSampleEvery || !run.Start.Equal(clock.DefaultStart) {
+		t.Errorf("defaults: %+v", run)
+	}
+	if run.ClusterName != "demo" {
+		t.Errorf("cluster name %q, want the discovery tag's demo", run.ClusterName)
+	}
+	if strings.Join(run.AWS.Roles, ",") != "KarpenterNodeRole-demo,NodeRole" {
+		t.Errorf("roles %v", run.AWS.Roles)
+	}
+	if len(run.AWS.Images) != 1 || run.AWS.Images[0].ID != "ami-0123456789abcdef0" || !run.AWS.Images[0].Auto {
+		t.Errorf("images %+v", run.AWS.Images)
+	}
+	var kinds []string
+	for _, o := range run.Objects {
+		kinds = append(kinds, o.GVK.Kind+"/"+o.Object.GetName())
+	}
+	want := "Namespace/default,Namespace/kube-system,Namespace/shop,EC2NodeClass/default,NodePool/default,Deployment/web"
+	if strings.Join(kinds, ",") != want {
+		t.Errorf("objects %v, want %s", kinds, want)
+	}
+	np := run.Objects[4].Object.(*karpv1.NodePool)
+	if np.Spec.Disruption.ConsolidateAfter.Duration == nil && np.Spec.Disruption.ConsolidationPolicy == "" {
+		t.Errorf("NodePool not defaulted: %+v", np.Spec.Disruption)
+	}
+}
+
+func TestScenarioIsResolved(t *testing.T) {
+	dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": `apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: demo}
+spec:
+  seed: 7
+  start: "2026-03-02T10:00:00Z"
+  duration: 3h
+  sampleEvery: 5m
+  cluster: {name: shop, kubernetesVersion: "1.31"}
+  aws:
+    zones: [us-east-1a, us-east-1b]
+    interruptionQueue: shop
+    accessEntries: []
+    bootTime: 1m
+  controller: {batch-idle-duration: 2s, feature-gates: "NodeRepair=true"}
+  events:
+    - {at: 1h, restartController: {}}
+    - {at: 5m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 10}}
+    - at: 10m
+      apply:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: extra, namespace: batch}
+        spec: {containers: [{name: c, image: c}]}
+    - {at: 2h, insufficientCapacity: {capacityType: spot}}
+`})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	if run.Name != "demo" || run.Seed != 7 || run.Duration != 3*time.Hour || run.SampleEvery != 5*time.Minute || run.ClusterName != "shop" ||
+		run.KubernetesVersion != "1.31" || run.AWS.BootTime != time.Minute || run.AWS.AccessEntries == nil || len(run.AWS.AccessEntries) != 0 {
+		t.Errorf("run %+v", run)
+	}
+	if run.Controller.BatchIdle != 2*time.Second || !run.Controller.NodeRepair || run.Controller.Settings.InterruptionQueue != "shop" || run.Controller.Settings.ClusterName != "shop" {
+		t.Errorf("controller %+v", run.Controller)
+	}
+	var order []string
+	for _, e := range run.Events {
+		order = append(order, e.Kind)
+	}
+	if strings.Join(order, ",") != "scale,apply,restartController,insufficientCapacity" {
+		t.Errorf("events in order %v", order)
+	}
+	if run.Events[1].Object.(*corev1.Pod).Name != "extra" || run.Events[3].For != time.Hour {
+		t.Errorf("decoded events %+v", run.Events)
+	}
+	found := false
+	for _, o := range run.Objects {
+		found = found || (o.GVK.Kind == "Namespace" && o.Object.GetName() == "batch")
+	}
+	if !found {
+		t.Error("the namespace of an applied object is not created")
+	}
+}
+
+func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
+	header := "apiVersion: stevedore.io/v1alpha1\nkind: Scenario\nmetadata: {name: bad}\nspec:\n"
+	for _, tc := range []struct {
+		name, spec, field, msg string
+	}{
+		{"unknown field", "  sampleEvry: 1m\n", "spec.sampleEvry", "did you mean sampleEvery"},
+		{"unknown nested field", "  aws: {bootTme: 1m}\n", "spec.aws.bootTme", "unknown field"},
+		{"unknown event kind", "  events: [{at: 1m, spotInteruption: {count: 1}}]\n", "spec.events[0].spotInteruption", "did you mean spotInterruption"},
+		{"bad duration", "  duration: 3 hours\n", "spec.duration", "not a duration"},
+		{"bad event time", "  events: [{at: soon, restartController: {}}]\n", "spec.events[0].at", "not a duration"},
+		{"event after the end", "  duration: 1h\n  events: [{at: 2h, restartController: {}}]\n", "spec.events[0].at", "after the end"},
+		{"event without time", "  events: [{restartController: {}}]\n", "spec.events[0].at", "no time"},
+		{"two kinds", "  events: [{at: 1m, restartController: {}, nodeFailure: {count: 1}}]\n", "spec.events[0]", "does one thing"},
+		{"empty event", "  events: [{at: 1m}]\n", "spec.events[0]", "does nothing"},
+		{"wrong type", "  seed: lots\n", "spec.seed", "whole number"},
+		{"bad start", "  start: tomorrow\n", "spec.start", "RFC 3339"},
+		{"unknown controller setting", "  controller: {batch-idle: 1s}\n", "spec.controller.batch-idle", "unknown controller setting"},
+		{"setting that belongs elsewhere", "  controller: {cluster-name: x}\n", "spec.controller.cluster-name", "spec.cluster.name"},
+		{"bad setting value", "  controller: {batch-idle-duration: fast}\n", "spec.controller.batch-idle-duration", "fast"},
+		{"unknown feature gate", "  controller: {feature-gates: \"NodeRepiar=true\"}\n", "spec.controller.feature-gates", "did you mean NodeRepair"},
+		{"unknown kind", "  events: [{at: 1m, delete: {kind: Deploymint, name: web}}]\n", "spec.events[0].delete.kind", "unknown kind"},
+		{"scale a DaemonSet", "  events: [{at: 1m, scale: {kind: DaemonSet, name: x, replicas: 2}}]\n", "spec.events[0].scale.kind", "cannot be scaled"},
+		{"scale without replicas", "  events: [{at: 1m, scale: {kind: Deployment, name: x}}]\n", "spec.events[0].scale.replicas", "missing"},
+		{"strategic patch of a CRD", "  events: [{at: 1m, patch: {kind: NodePool, name: default, type: strategic, patch: {spec: {}}}}]\n", "spec.events[0].patch.type", "merge"},
+		{"JSON patch that is not a list", "  events: [{at: 1m, patch: {kind: NodePool, name: default, type: json, patch: {spec: {}}}}]\n", "spec.events[0].patch.patch", "list of operations"},
+		{"bad image family", "  events: [{at: 1m, releaseImage: {alias: ubuntu}}]\n", "spec.events[0].releaseImage.alias", "not an alias family"},
+		{"bad capacity type", "  events: [{at: 1m, insufficientCapacity: {capacityType: reserved-ish}}]\n", "spec.events[0].insufficientCapacity.capacityType", "not a capacity type"},
+		{"invalid applied NodePool", "  events:\n    - at: 1m\n      apply: {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: x}, spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}}, weight: 1000}}\n", "spec.events[0].apply.spec.weight", ""},
+		{"bad image ID", "  aws: {images: [{id: image-1}]}\n", "spec.aws.images[0].id", "not an AMI ID"},
+		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": header + tc.spec})
+			_, problems, err := Load([]string{dir}, scheme(t))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v, want ErrInvalid", err)
+			}
+			for _, p := range problems {
+				if p.Field == tc.field && strings.Contains(p.Message+" "+p.Fix, tc.msg) {
+					if !strings.HasSuffix(p.Source, "s.yaml#1") || p.Fix == "" || p.Severity != validation.SeverityError {
+						t.Errorf("problem lacks its source or fix: %+v", p)
+					}
+					return
+				}
+			}
+			t.Errorf("no problem at %s mentioning %q; got:", tc.field, tc.msg)
+			for _, p := range problems {
+				t.Log(p.String())
+			}
+		})
+	}
+}
+
+func TestInvalidManifestsAndSecondScenario(t *testing.T) {
+	scenario := "apiVersion: stevedore.io/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+	dir := write(t, map[string]string{
+		"a.yaml": scenario, "b.yaml": scenario,
+		"m.yaml": "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: [], expireAfter: soon}}}\n",
+	})
+	_, problems, err := Load([]string{dir}, scheme(t))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v", err)
+	}
+	var second, invalid bool
+	for _, p := range problems {
+		second = second || strings.Contains(p.Message, "a second Scenario")
+		invalid = invalid || (p.Kind == "NodePool" && strings.Contains(p.Field, "expireAfter"))
+	}
+	if !second || !invalid {
+		for _, p := range problems {
+			t.Log(p.String())
+		}
+		t.Errorf("second scenario reported %v, invalid NodePool reported %v", second, invalid)
+	}
+}
+
+func TestShippedScenario(t *testing.T) {
+	run, problems, err := Load([]string{"../../examples/drift-upgrade"}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	if run.Name != "drift-upgrade" || run.ClusterName != "eks-workshop" || len(run.Events) != 2 || run.Duration != time.Hour {
+		t.Errorf("run %+v", run)
+	}
+}

@@ -1,0 +1,283 @@
+// Package scenario reads what `stevedore simulate` runs: Kubernetes
+// manifests (NodePools, EC2NodeClasses, workloads, budgets, priority classes,
+// nodes) and at most one Scenario (apiVersion stevedore.io/v1alpha1), which
+// sets the seed, the virtual start and duration, the simulated AWS account,
+// the controller's settings and the events injected along the way.
+//
+// Everything is checked before a run starts. A Scenario is decoded strictly:
+// an unknown field, an event of an unknown kind, a duration that does not
+// parse or falls outside the run, a controller setting that does not exist —
+// each is a validation.Problem naming the file, the object, the field and the
+// fix, like those of `stevedore validate`, which the manifests (and the
+// objects of apply events) go through as well.
+//
+// Load returns a Run: the scenario with every default resolved, the
+// manifests decoded into typed objects (NodePools and EC2NodeClasses with
+// their CRD defaults, as the API server would apply them) and the events in
+// time order.
+package scenario
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// APIVersion and Kind identify a Scenario document.
+const (
+	APIVersion = "stevedore.io/v1alpha1"
+	Kind       = "Scenario"
+)
+
+// Defaults of a Scenario.
+const (
+	DefaultSeed              = 1
+	DefaultDuration          = time.Hour
+	DefaultSampleEvery       = time.Minute
+	DefaultKubernetesVersion = "1.33"
+	DefaultBootTime          = 30 * time.Second
+	DefaultReadyTime         = 15 * time.Second
+	DefaultPodStartTime      = 5 * time.Second
+	DefaultSpotPriceFraction = 0.35
+	// DefaultClusterName is the cluster's name when neither the scenario
+	// nor an EC2NodeClass's karpenter.sh/discovery selector names one.
+	DefaultClusterName = "sim"
+)
+
+// Scenario is the document that shapes a run.
+type Scenario struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	Spec       Spec     `json:"spec"`
+}
+
+// Metadata names the scenario.
+type Metadata struct {
+	Name        string            `json:"name,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Spec is what the scenario sets; every field is optional.
+type Spec struct {
+	// Seed seeds every random choice (default 1); --seed overrides it.
+	Seed *uint64 `json:"seed,omitempty"`
+	// Start is the virtual start time, RFC 3339 (default: Monday
+	// 2026-01-05T00:00:00Z).
+	Start string `json:"start,omitempty"`
+	// Duration of the run (default 1h).
+	Duration Duration `json:"duration,omitempty"`
+	// SampleEvery is the time-series resolution (default 1m).
+	SampleEvery Duration `json:"sampleEvery,omitempty"`
+	Cluster     Cluster  `json:"cluster,omitempty"`
+	AWS         AWS      `json:"aws,omitempty"`
+	// Controller holds controller settings by their flag names, as
+	// `stevedore controller --help` lists them (for example
+	// batch-idle-duration, preference-policy, vm-memory-overhead-percent).
+	Controller map[string]any `json:"controller,omitempty"`
+	Events     []Event        `json:"events,omitempty"`
+}
+
+// Cluster is the simulated EKS cluster.
+type Cluster struct {
+	// Name defaults to the value of the karpenter.sh/discovery tag the
+	// EC2NodeClasses select subnets by, else "sim".
+	Name string `json:"name,omitempty"`
+	// KubernetesVersion is the control plane's minor version (default
+	// 1.33); alias AMI selectors pick images for it.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// PodStartTime is how long a pod takes from being bound to a node to
+	// being Running and Ready (default 5s; pods can set their own with the
+	// simulate.stevedore.io/start-time annotation).
+	PodStartTime Duration `json:"podStartTime,omitempty"`
+}
+
+// AWS is the simulated account. Every field has a working default: a
+// correctly set-up cluster, as the in-memory AWS's StandardCluster builds it.
+type AWS struct {
+	Region string   `json:"region,omitempty"`
+	Zones  []string `json:"zones,omitempty"`
+	// Subnets default to one per zone, tagged karpenter.sh/discovery=<cluster>.
+	Subnets []Subnet `json:"subnets,omitempty"`
+	// SecurityGroups default to one tagged karpenter.sh/discovery=<cluster>.
+	SecurityGroups []SecurityGroup `json:"securityGroups,omitempty"`
+	// Images are registered besides the current EKS-optimized AL2023 and
+	// Bottlerocket releases for the cluster's version. AMI IDs that the
+	// EC2NodeClasses (or the events) name but no image here does are
+	// registered too, as x86_64 images.
+	Images []Image `json:"images,omitempty"`
+	// Roles are IAM roles to create besides the ones the EC2NodeClasses name.
+	Roles []string `json:"roles,omitempty"`
+	// PassRole, when set, are the only roles the controller may pass
+	// (iam:PassRole); by default every role.
+	PassRole []string `json:"passRole,omitempty"`
+	// AccessEntries, when set, are the only node roles whose kubelets may
+	// join the cluster; by default every role. An empty list admits none.
+	AccessEntries []string `json:"accessEntries,omitempty"`
+	// InterruptionQueue names the SQS queue that receives interruption
+	// events and that the controller consumes; empty: no queue, and
+	// interruptions are not handled.
+	InterruptionQueue string `json:"interruptionQueue,omitempty"`
+	// InstanceTypes restricts the catalog (default: every type), which
+	// makes large runs faster.
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	// BootTime is how long an instance takes from launch to its kubelet
+	// registering (default 30s); ReadyTime from registration to Ready
+	// (default 15s).
+	BootTime  Duration `json:"bootTime,omitempty"`
+	ReadyTime Duration `json:"readyTime,omitempty"`
+	// SpotPriceFraction prices spot at this fraction of on-demand, before the
+	// in-memory AWS's small per-zone variation (default 0.35).
+	SpotPriceFraction *float64 `json:"spotPriceFraction,omitempty"`
+}
+
+// Subnet is a subnet of the simulated VPC.
+type Subnet struct {
+	ID   string            `json:"id,omitempty"`
+	Zone string            `json:"zone"`
+	Tags map[string]string `json:"tags,omitempty"`
+	// FreeIPs is how many addresses are free (default: the /20's).
+	FreeIPs *int `json:"freeIPs,omitempty"`
+}
+
+// SecurityGroup is a security group of the simulated VPC.
+type SecurityGroup struct {
+	ID   string            `json:"id,omitempty"`
+	Name string            `json:"name,omitempty"`
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// Image is an AMI registered in the account.
+type Image struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// Arch is x86_64 (default) or arm64.
+	Arch string `json:"arch,omitempty"`
+	// Created is the creation date, RFC 3339 (default: 30 days before the
+	// start).
+	Created string            `json:"created,omitempty"`
+	Owner   string            `json:"owner,omitempty"`
+	Tags    map[string]string `json:"tags,omitempty"`
+}
+
+// Event is one thing that happens during the run: exactly one of its kinds
+// is set.
+type Event struct {
+	// At is the time since the start, a Go duration.
+	At Duration `json:"at"`
+	// Apply creates the object, or merges it into the one that exists
+	// (kubectl apply).
+	Apply map[string]any `json:"apply,omitempty"`
+	// Delete deletes an object.
+	Delete *ObjectRef `json:"delete,omitempty"`
+	// Scale sets the replicas of a Deployment, ReplicaSet or StatefulSet.
+	Scale *Scale `json:"scale,omitempty"`
+	// Patch patches an object.
+	Patch *Patch `json:"patch,omitempty"`
+	// ReleaseImage publishes a new EKS-optimized image, which moves
+	// <alias>@latest.
+	ReleaseImage *ReleaseImage `json:"releaseImage,omitempty"`
+	// SpotInterruption interrupts spot instances: a two-minute warning on the
+	// interruption queue (if there is one), then termination.
+	SpotInterruption *Selection `json:"spotInterruption,omitempty"`
+	// InsufficientCapacity makes launches into matching pools fail.
+	InsufficientCapacity *InsufficientCapacity `json:"insufficientCapacity,omitempty"`
+	// NodeFailure stops the kubelets of nodes (the instances keep running).
+	NodeFailure *Selection `json:"nodeFailure,omitempty"`
+	// RestartController drops all of the controller's in-memory state and
+	// rebuilds it from the API, as a restart does.
+	RestartController *struct{} `json:"restartController,omitempty"`
+}
+
+// ObjectRef names an object.
+type ObjectRef struct {
+	// APIVersion is optional: kinds are looked up by name.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// Scale sets replicas.
+type Scale struct {
+	ObjectRef `json:",inline"`
+	Replicas  *int32 `json:"replicas"`
+}
+
+// Patch is a patch of an object.
+type Patch struct {
+	ObjectRef `json:",inline"`
+	// Type is merge (default), json or strategic.
+	Type  string          `json:"type,omitempty"`
+	Patch json.RawMessage `json:"patch"`
+}
+
+// ReleaseImage is a new EKS-optimized image release.
+type ReleaseImage struct {
+	// Alias is the AMI family of the alias: al2023 (default), al2 or
+	// bottlerocket.
+	Alias string `json:"alias,omitempty"`
+	// KubernetesVersion defaults to the cluster's.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Arch is x86_64 (default) or arm64.
+	Arch string `json:"arch,omitempty"`
+	// Variant is standard (default), nvidia or neuron.
+	Variant string `json:"variant,omitempty"`
+	// ID of the new image (default: generated).
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Selection picks nodes: count of those matching the node selector (all of
+// them when count is 0), chosen with the run's seed, or the nodes named.
+type Selection struct {
+	Count        int               `json:"count,omitempty"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Nodes        []string          `json:"nodes,omitempty"`
+}
+
+// InsufficientCapacity makes pools answer InsufficientInstanceCapacity.
+type InsufficientCapacity struct {
+	// InstanceTypes and Zones match all when empty.
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	Zones         []string `json:"zones,omitempty"`
+	// CapacityType is spot, on-demand or empty for both.
+	CapacityType string `json:"capacityType,omitempty"`
+	// For is how long (default: to the end of the run).
+	For Duration `json:"for,omitempty"`
+}
+
+// Duration is a Go duration written as a string ("90s", "5m", "1h30m").
+type Duration string
+
+// EventKind returns the name of the kind of event set, or "" when none is
+// (or more than one, which the loader rejects).
+func (e *Event) EventKind() string {
+	kinds := e.kinds()
+	if len(kinds) != 1 {
+		return ""
+	}
+	return kinds[0]
+}
+
+func (e *Event) kinds() []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
+	add(e.Apply != nil, "apply")
+	add(e.Delete != nil, "delete")
+	add(e.Scale != nil, "scale")
+	add(e.Patch != nil, "patch")
+	add(e.ReleaseImage != nil, "releaseImage")
+	add(e.SpotInterruption != nil, "spotInterruption")
+	add(e.InsufficientCapacity != nil, "insufficientCapacity")
+	add(e.NodeFailure != nil, "nodeFailure")
+	add(e.RestartController != nil, "restartController")
+	return out
+}
+
+// EventKinds are the names of the kinds of events, as a Scenario writes them.
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController"}

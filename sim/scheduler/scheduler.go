@@ -1,0 +1,474 @@
+// Package scheduler is the simulator's kube-scheduler: a binder that places
+// pending pods on nodes, and marks the pods it cannot place
+// PodScheduled=False with reason Unschedulable — which is what wakes the
+// provisioner, as in a real cluster.
+//
+// Whether a pod may run on a node is decided by packer.Feasible, the
+// scheduling engine's check of kube-scheduler's filters (NodeUnschedulable,
+// NodeResourcesFit, NodeAffinity, TaintToleration, NodePorts,
+// InterPodAffinity, PodTopologySpread), differential-tested against
+// kube-scheduler. Cheap filters run first — unschedulable nodes, taints
+// (package scheduling/taints), resources (package scheduling/resources) and,
+// for pods that need nothing more, required node affinity (the API's own
+// matcher) — so that Feasible, which builds its view of the whole cluster for
+// each check, runs only for pods with host ports, inter-pod (anti-)affinity or
+// topology spread constraints, or when a running pod's anti-affinity could
+// keep the newcomer away. For the other pods those cheap filters are exactly
+// the filters that apply. Pods whose PersistentVolumeClaims are bound go only to nodes
+// in their volumes' zones; an unbound claim is bound, once its pod is, to a
+// new volume in the zone of the pod's node (WaitForFirstConsumer).
+//
+// Pending pods are taken by priority, then by age, then by name, as
+// kube-scheduler's queue orders them. Among the nodes that fit, the pod goes
+// to the one with the best score, a deterministic simplification of
+// kube-scheduler's default scoring:
+//
+//	score = 1 × least-allocated (cpu and memory, 0–100)
+//	      + 1 × balanced allocation (0–100)
+//	      + 2 × preferred node affinity (normalised to 0–100)
+//	      + 3 × taint toleration (fewer untolerated PreferNoSchedule taints, 0–100)
+//
+// with ties broken by node name (kube-scheduler breaks them at random).
+// Preemption, inter-pod affinity and topology spread scoring, and image
+// locality are not simulated.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
+	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/sim/watch"
+)
+
+// Name is the binder's controller name.
+const Name = "scheduler"
+
+// ReasonUnschedulable is the reason of the PodScheduled=False condition.
+const ReasonUnschedulable = corev1.PodReasonUnschedulable
+
+var (
+	nodeGVK      = corev1.SchemeGroupVersion.WithKind("Node")
+	podGVK       = corev1.SchemeGroupVersion.WithKind("Pod")
+	namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+)
+
+// Binder is the scheduler. Create it with New.
+type Binder struct {
+	api   *apiserver.Server
+	clock clock.PassiveClock
+	// requests caches what each pod requests: pods' requests do not change,
+	// and working them out is a large part of a pass.
+	requests map[types.UID]resources.Vector
+}
+
+// New returns a Binder that reads and writes api.
+func New(api *apiserver.Server, clk clock.PassiveClock) *Binder {
+	return &Binder{api: api, clock: clk, requests: map[types.UID]resources.Vector{}}
+}
+
+// Controller returns the binder as a controller for the runner: one
+// request, woken by every change to a pod or a node (a pod that goes frees
+// room; a node that changes may now take pods).
+func (b *Binder) Controller() watch.Controller {
+	req := watch.Named(Name)
+	return watch.Controller{
+		Name:       Name,
+		Reconciler: b,
+		Watches:    []watch.Watch{watch.Fixed(podGVK, req), watch.Fixed(nodeGVK, req)},
+		Start:      []reconcile.Request{req},
+	}
+}
+
+// pending reports whether pod waits for this scheduler.
+func pending(p *corev1.Pod) bool {
+	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending &&
+		(p.Spec.SchedulerName == "" || p.Spec.SchedulerName == corev1.DefaultSchedulerName)
+}
+
+// Reconcile binds every pending pod it can, in queue order.
+func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	var queue []*corev1.Pod
+	for _, o := range b.api.Select(podGVK, "spec.nodeName", "") {
+		if p := o.(*corev1.Pod); pending(p) {
+			queue = append(queue, p)
+		}
+	}
+	if len(queue) == 0 {
+		return reconcile.Result{}, nil
+	}
+	slices.SortStableFunc(queue, func(x, y *corev1.Pod) int {
+		if px, py := priority(x), priority(y); px != py {
+			if px > py {
+				return -1
+			}
+			return 1
+		}
+		if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	cl := b.cluster()
+	// Pods of one ReplicaSet or Job are alike: once one of them fits
+	// nowhere, the others do not either, until a pod is bound.
+	failed := map[types.UID]string{}
+	for _, pod := range queue {
+		key := likeKey(pod)
+		if msg, ok := failed[key]; ok && key != "" {
+			if err := b.markUnschedulable(ctx, pod, msg); err != nil {
+				return reconcile.Result{}, err
+			}
+			continue
+		}
+		i, msg, err := b.place(ctx, pod, cl)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if i < 0 {
+			if key != "" {
+				failed[key] = msg
+			}
+			if err := b.markUnschedulable(ctx, pod, msg); err != nil {
+				return reconcile.Result{}, err
+			}
+			continue
+		}
+		bound, err := b.bind(ctx, pod, cl.nodes[i])
+		if err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue
+			}
+			return reconcile.Result{}, err
+		}
+		cl.add(i, bound)
+		clear(failed)
+	}
+	return reconcile.Result{}, nil
+}
+
+func priority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// likeKey returns the UID of the ReplicaSet or Job that controls the pod,
+// whose pods are interchangeable for scheduling; "" otherwise.
+func likeKey(p *corev1.Pod) types.UID {
+	if c := metav1.GetControllerOf(p); c != nil && (c.Kind == "ReplicaSet" || c.Kind == "Job") {
+		return c.UID
+	}
+	return ""
+}
+
+// cluster is the scheduler's view: the nodes, in name order, as the packer
+// sees them, with what their pods use.
+type cluster struct {
+	nodes   []*corev1.Node
+	packed  []packer.Node
+	used    []resources.Vector
+	nsLabel map[string]map[string]string
+	// antiAffinity is set when a bound pod has required pod anti-affinity,
+	// which may keep any newcomer off its node.
+	antiAffinity bool
+	requests     func(*corev1.Pod) resources.Vector
+}
+
+func (b *Binder) cluster() *cluster {
+	cl := &cluster{nsLabel: map[string]map[string]string{}, requests: b.podRequests}
+	index := map[string]int{}
+	for _, o := range b.api.Objects(nodeGVK) {
+		n := o.(*corev1.Node)
+		index[n.Name] = len(cl.nodes)
+		cl.nodes = append(cl.nodes, n)
+		cl.packed = append(cl.packed, packer.Node{
+			Name:          n.Name,
+			Labels:        n.Labels,
+			Taints:        n.Spec.Taints,
+			Allocatable:   resources.NewVector(n.Status.Allocatable),
+			Unschedulable: n.Spec.Unschedulable,
+		})
+		cl.used = append(cl.used, resources.Vector{})
+	}
+	for _, o := range b.api.Objects(podGVK) {
+		p := o.(*corev1.Pod)
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if i, ok := index[p.Spec.NodeName]; ok {
+			cl.add(i, p)
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				cl.antiAffinity = true
+			}
+		}
+	}
+	b.forgetRequests()
+	for _, o := range b.api.Objects(namespaceGVK) {
+		cl.nsLabel[o.GetName()] = o.GetLabels()
+	}
+	return cl
+}
+
+func (cl *cluster) add(i int, p *corev1.Pod) {
+	cl.packed[i].Pods = append(cl.packed[i].Pods, p)
+	cl.used[i].Add(cl.requests(p))
+}
+
+// podRequests returns what a pod requests, from the cache.
+func (b *Binder) podRequests(p *corev1.Pod) resources.Vector {
+	v, ok := b.requests[p.UID]
+	if !ok {
+		v = resources.PodVector(p)
+		b.requests[p.UID] = v
+	}
+	return v
+}
+
+// forgetRequests drops the cached requests of pods that are gone, once the
+// cache has grown well past the number of pods.
+func (b *Binder) forgetRequests() {
+	pods := b.api.Objects(podGVK)
+	if len(b.requests) < 2*len(pods)+1000 {
+		return
+	}
+	live := make(map[types.UID]bool, len(pods))
+	for _, o := range pods {
+		live[o.GetUID()] = true
+	}
+	for uid := range b.requests {
+		if !live[uid] {
+			delete(b.requests, uid)
+		}
+	}
+}
+
+// simple reports whether the cheap filters decide for the pod: it has no
+// host ports, no pod (anti-)affinity and no topology spread constraints.
+func simple(p *corev1.Pod) bool {
+	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return false
+	}
+	if len(p.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, port := range c.Ports {
+				if port.HostPort != 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// place returns the index of the node the pod goes to, or -1 and the
+// scheduler's message.
+func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, string, error) {
+	if len(cl.nodes) == 0 {
+		return -1, "no nodes available to schedule pods", nil
+	}
+	zones, err := b.volumeZones(ctx, pod)
+	if err != nil {
+		return -1, err.Error(), nil
+	}
+	req := cl.requests(pod)
+	cheap := simple(pod) && !cl.antiAffinity
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	reasons := map[string]int{}
+	var fits []int
+	for i := range cl.nodes {
+		if why := prefilter(pod, req, cl, i, zones); why != "" {
+			reasons[why]++
+			continue
+		}
+		if cheap {
+			if ok, _ := affinity.Match(cl.nodes[i]); !ok {
+				reasons["node(s) didn't match Pod's node affinity/selector"]++
+				continue
+			}
+		} else if err := packer.Feasible(pod, cl.packed, i, cl.nsLabel); err != nil {
+			reasons[err.Error()]++
+			continue
+		}
+		fits = append(fits, i)
+	}
+	if len(fits) == 0 {
+		parts := make([]string, 0, len(reasons))
+		for r, n := range reasons {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+		slices.Sort(parts)
+		return -1, fmt.Sprintf("0/%d nodes are available: %s.", len(cl.nodes), strings.Join(parts, ", ")), nil
+	}
+	return best(pod, req, cl, fits), "", nil
+}
+
+// prefilter runs the cheap filters; "" when the node passes them.
+func prefilter(pod *corev1.Pod, req resources.Vector, cl *cluster, i int, zones []string) string {
+	n := cl.nodes[i]
+	if n.Spec.Unschedulable && !taints.Tolerates(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+		return "node(s) were unschedulable"
+	}
+	if ok, t := taints.ToleratesAll(pod.Spec.Tolerations, n.Spec.Taints, taints.Blocking); !ok {
+		return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)
+	}
+	if zones != nil && !slices.Contains(zones, n.Labels[corev1.LabelTopologyZone]) {
+		return "node(s) had volume node affinity conflict"
+	}
+	free := cl.packed[i].Allocatable.Clone()
+	free.Sub(cl.used[i])
+	if missing := req.Insufficient(free); len(missing) > 0 {
+		parts := make([]string, 0, len(missing))
+		for _, m := range missing {
+			if m == corev1.ResourcePods {
+				parts = append(parts, "Too many pods")
+				continue
+			}
+			parts = append(parts, "Insufficient "+string(m))
+		}
+		return strings.Join(parts, ", ")
+	}
+	return ""
+}
+
+// best returns the fitting node with the highest score (see the package
+// documentation).
+func best(pod *corev1.Pod, req resources.Vector, cl *cluster, fits []int) int {
+	type scored struct {
+		i                  int
+		fit, balance       float64
+		affinity, tolerate float64
+	}
+	var pref *nodeaffinity.PreferredSchedulingTerms
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		pref, _ = nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	out := make([]scored, len(fits))
+	maxAff, maxBad := 0.0, 0.0
+	for k, i := range fits {
+		s := scored{i: i}
+		alloc := cl.packed[i].Allocatable
+		used := cl.used[i].Clone()
+		used.Add(req)
+		cpu := fraction(used.CPU, alloc.CPU)
+		mem := fraction(used.Memory, alloc.Memory)
+		s.fit = ((1-cpu)*100 + (1-mem)*100) / 2
+		diff := cpu - mem
+		if diff < 0 {
+			diff = -diff
+		}
+		s.balance = (1 - diff/2) * 100
+		if pref != nil {
+			s.affinity = float64(pref.Score(cl.nodes[i]))
+		}
+		for _, t := range cl.nodes[i].Spec.Taints {
+			if t.Effect == corev1.TaintEffectPreferNoSchedule && !taints.Tolerates(pod.Spec.Tolerations, t) {
+				s.tolerate++
+			}
+		}
+		maxAff, maxBad = max(maxAff, s.affinity), max(maxBad, s.tolerate)
+		out[k] = s
+	}
+	bestI, bestScore := -1, -1.0
+	for _, s := range out {
+		total := s.fit + s.balance
+		if maxAff > 0 {
+			total += 2 * s.affinity * 100 / maxAff
+		}
+		if maxBad > 0 {
+			total += 3 * (100 - s.tolerate*100/maxBad)
+		} else {
+			total += 3 * 100
+		}
+		if total > bestScore+1e-9 {
+			bestI, bestScore = s.i, total
+		}
+	}
+	return bestI
+}
+
+func fraction(used, alloc int64) float64 {
+	if alloc <= 0 {
+		return 1
+	}
+	f := float64(used) / float64(alloc)
+	return min(f, 1)
+}
+
+// bind binds the pod to the node: spec.nodeName, then PodScheduled=True.
+// It returns the bound pod.
+func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node *corev1.Node) (*corev1.Pod, error) {
+	p := pod.DeepCopy()
+	base := p.DeepCopy()
+	p.Spec.NodeName = node.Name
+	if err := b.api.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, err
+	}
+	base = p.DeepCopy()
+	setCondition(p, corev1.ConditionTrue, "", "", b.clock.Now())
+	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+		return nil, err
+	}
+	if err := b.bindVolumes(ctx, p, node); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// markUnschedulable sets PodScheduled=False, reason Unschedulable, unless the
+// pod says so already with the same message.
+func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == ReasonUnschedulable && c.Message == msg {
+			return nil
+		}
+	}
+	p := pod.DeepCopy()
+	base := p.DeepCopy()
+	setCondition(p, corev1.ConditionFalse, ReasonUnschedulable, msg, b.clock.Now())
+	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func setCondition(p *corev1.Pod, status corev1.ConditionStatus, reason, msg string, now time.Time) {
+	t := metav1.NewTime(now)
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = t
+		}
+		c.Status, c.Reason, c.Message = status, reason, msg
+		c.LastProbeTime = t
+		return
+	}
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: status, Reason: reason, Message: msg, LastTransitionTime: t, LastProbeTime: t,
+	})
+}

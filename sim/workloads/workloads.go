@@ -1,0 +1,227 @@
+// Package workloads is the simulator's kube-controller-manager, as far as
+// workloads go: reconcilers that keep pods running for Deployments,
+// ReplicaSets, StatefulSets, DaemonSets and Jobs, and the disruption
+// controller that keeps PodDisruptionBudget status current.
+//
+// They do what the real controllers do in the ways that matter to node
+// autoscaling, and leave out the rest:
+//
+//   - a ReplicaSet keeps spec.replicas pods that are neither terminating nor
+//     finished: it replaces evicted and deleted pods at once and, when it has
+//     too many, deletes the least established first (unbound, then pending,
+//     then not ready, then the newest);
+//   - a Deployment owns one ReplicaSet per pod template (named with the
+//     template's hash) and rolls from the old to the new within maxSurge and
+//     maxUnavailable (Recreate: old to zero first);
+//   - a StatefulSet keeps pods <name>-0 … <name>-(n-1), created in order (each
+//     after the one before is Ready) unless podManagementPolicy is Parallel,
+//     and removed from the highest ordinal; each volumeClaimTemplate gets a
+//     claim per ordinal, which binds in the zone of its pod's first node
+//     (package scheduler) and keeps the pod there; template updates are not
+//     rolled out;
+//   - a DaemonSet keeps one pod per node that its node selector, affinity and
+//     tolerations (plus the tolerations the real controller adds) admit,
+//     pinned to the node by node affinity on metadata.name, as the real one
+//     does; its pods are bound by the scheduler;
+//   - a Job runs parallelism pods until completions have succeeded; its pods
+//     succeed after the duration in their simulate.stevedore.io/duration
+//     annotation (package kubelet); ttlSecondsAfterFinished is honoured;
+//   - a PodDisruptionBudget's status is what the eviction subresource computes
+//     (apiserver.Server.PDBStatus), written whenever it changes.
+//
+// Every reconciler is keyed like its real counterpart and woken by the
+// watches its Controller lists; none keeps state between calls.
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/sim/watch"
+)
+
+var (
+	podGVK         = corev1.SchemeGroupVersion.WithKind("Pod")
+	nodeGVK        = corev1.SchemeGroupVersion.WithKind("Node")
+	deploymentGVK  = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	replicaSetGVK  = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	statefulSetGVK = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+	daemonSetGVK   = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+	jobGVK         = batchv1.SchemeGroupVersion.WithKind("Job")
+	pdbGVK         = policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")
+)
+
+// Controller names.
+const (
+	NameDeployment  = "deployment"
+	NameReplicaSet  = "replicaset"
+	NameStatefulSet = "statefulset"
+	NameDaemonSet   = "daemonset"
+	NameJob         = "job"
+	NameDisruption  = "disruption"
+)
+
+// base is what every workload reconciler holds.
+type base struct {
+	api   *apiserver.Server
+	clock clock.PassiveClock
+}
+
+// Controllers returns the workload controllers for the runner.
+func Controllers(api *apiserver.Server, clk clock.PassiveClock) []watch.Controller {
+	b := base{api: api, clock: clk}
+	return []watch.Controller{
+		{Name: NameDeployment, Reconciler: &deployments{b}, Watches: []watch.Watch{
+			watch.Own(deploymentGVK), watch.Map(replicaSetGVK, ownerOfKind("Deployment")),
+		}},
+		{Name: NameReplicaSet, Reconciler: &replicaSets{b}, Watches: []watch.Watch{
+			watch.Own(replicaSetGVK), watch.Map(podGVK, ownerOfKind("ReplicaSet")),
+		}},
+		{Name: NameStatefulSet, Reconciler: &statefulSets{b}, Watches: []watch.Watch{
+			watch.Own(statefulSetGVK), watch.Map(podGVK, ownerOfKind("StatefulSet")),
+		}},
+		{Name: NameDaemonSet, Reconciler: &daemonSets{b}, Watches: []watch.Watch{
+			watch.Own(daemonSetGVK), watch.Map(podGVK, ownerOfKind("DaemonSet")),
+			watch.Map(nodeGVK, func(client.Object) []reconcile.Request { return allOf(api, daemonSetGVK) }),
+		}},
+		{Name: NameJob, Reconciler: &jobs{b}, Watches: []watch.Watch{
+			watch.Own(jobGVK), watch.Map(podGVK, ownerOfKind("Job")),
+		}},
+		{Name: NameDisruption, Reconciler: &disruptionBudgets{b}, Watches: []watch.Watch{
+			watch.Own(pdbGVK),
+			watch.Map(podGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
+			watch.Map(deploymentGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
+			watch.Map(replicaSetGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
+			watch.Map(statefulSetGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
+		}},
+	}
+}
+
+// ownerOfKind maps an object to its controller of the given kind.
+func ownerOfKind(kind string) func(client.Object) []reconcile.Request {
+	return func(o client.Object) []reconcile.Request {
+		if c := metav1.GetControllerOf(o); c != nil && c.Kind == kind {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: c.Name}}}
+		}
+		return nil
+	}
+}
+
+// allOf maps to every object of a kind.
+func allOf(api *apiserver.Server, gvk schema.GroupVersionKind) []reconcile.Request {
+	objs := api.Objects(gvk)
+	out := make([]reconcile.Request, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, watch.Key(o))
+	}
+	return out
+}
+
+// budgetsInNamespace maps to the PodDisruptionBudgets of a namespace.
+func budgetsInNamespace(api *apiserver.Server, namespace string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, o := range api.Objects(pdbGVK) {
+		if o.GetNamespace() == namespace {
+			out = append(out, watch.Key(o))
+		}
+	}
+	return out
+}
+
+// owned returns the pods (or other objects indexed by controller) that obj
+// controls, in name order. They are the stored objects: do not modify them.
+func (b base) owned(gvk schema.GroupVersionKind, obj client.Object) []client.Object {
+	return b.api.Select(gvk, apiserver.IndexController, string(obj.GetUID()))
+}
+
+// active reports whether a pod counts towards its controller's replicas:
+// neither terminating nor finished.
+func active(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// controllerRef is the owner reference a controller puts on what it creates.
+func controllerRef(owner client.Object, kind, apiVersion string) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: &t, BlockOwnerDeletion: &t}
+}
+
+// podFromTemplate returns a pod of the template, owned by owner.
+func podFromTemplate(t *corev1.PodTemplateSpec, namespace string, ref metav1.OwnerReference) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       namespace,
+			Labels:          copyMap(t.Labels),
+			Annotations:     copyMap(t.Annotations),
+			OwnerReferences: []metav1.OwnerReference{ref},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	return pod
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// templateHash is the hash of a pod template, as the value of the
+// pod-template-hash label: a stable encoding of the template, hashed with
+// FNV-32a and written in the API's safe alphabet.
+func templateHash(t *corev1.PodTemplateSpec) string {
+	b, err := yaml.Marshal(t)
+	if err != nil {
+		b = []byte(fmt.Sprint(t))
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// writeStatus writes obj's status when it differs from the stored one.
+func (b base) writeStatus(ctx context.Context, obj client.Object, changed bool) error {
+	if !changed {
+		return nil
+	}
+	if err := b.api.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("updating status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+func statusChanged(a, b any) bool { return !equality.Semantic.DeepEqual(a, b) }
+
+// podName names a pod in errors.
+func podName(p *corev1.Pod) string { return strings.TrimPrefix(p.Namespace+"/"+p.Name, "/") }
