@@ -26,6 +26,7 @@ so existing manifests apply unchanged.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCommand(), newCRDsCommand(), newValidateCommand(), newPlanCommand(), newControllerCommand())
+	root.AddCommand(newVersionCommand(), newCRDsCommand(), newValidateCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand())
+	root.AddCommand(newExplainCommand(), newDiagnoseCommand())
 	return root
 }
