@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -202,6 +203,7 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 	l.problems = append(l.problems, problems...)
 
 	var sc *Scenario
+	var found []foundScenario
 	var objects []Object
 	var skipped []string
 	for _, p := range paths {
@@ -227,9 +229,8 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 							"the simulator reads kind: Scenario, apiVersion: "+APIVersion)
 						continue
 					}
+					found = append(found, foundScenario{source: d.source, name: nameOf(d.obj)})
 					if sc != nil {
-						l.fail(d.source, Kind, "", "", "a second Scenario (the first is in "+l.scSource+")",
-							"give the simulator at most one Scenario")
 						continue
 					}
 					sc = l.parseScenario(d.source, d.obj)
@@ -248,6 +249,9 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 			}
 		}
 	}
+	if len(found) > 1 {
+		l.severalScenarios(found)
+	}
 	if sc == nil {
 		sc = &Scenario{APIVersion: APIVersion, Kind: Kind}
 		sc.Metadata.Name = defaultName(paths)
@@ -258,6 +262,43 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 		return nil, l.problems, ErrInvalid
 	}
 	return run, l.problems, nil
+}
+
+// foundScenario is a Scenario document read, before it is decoded.
+type foundScenario struct{ source, name string }
+
+// dir is the directory of the file the Scenario is in.
+func (f foundScenario) dir() string {
+	file := f.source
+	if i := strings.LastIndex(file, "#"); i >= 0 {
+		file = file[:i]
+	}
+	return filepath.Dir(file)
+}
+
+// severalScenarios reports that the input holds more than one Scenario. When
+// each lives in a directory of its own (a folder of scenarios, such as
+// examples/troubleshooting), one problem lists them and says how to run one;
+// otherwise each Scenario after the first is a problem.
+func (l *loader) severalScenarios(found []foundScenario) {
+	dirs := map[string]bool{}
+	for _, f := range found {
+		dirs[f.dir()] = true
+	}
+	if len(dirs) < len(found) {
+		for _, f := range found[1:] {
+			l.fail(f.source, Kind, f.name, "", "a second Scenario (the first is in "+found[0].source+")",
+				"give the simulator at most one Scenario")
+		}
+		return
+	}
+	list := make([]string, len(found))
+	for i, f := range found {
+		list[i] = fmt.Sprintf("%s (%s)", f.name, f.dir())
+	}
+	l.fail(found[1].source, Kind, found[1].name, "",
+		fmt.Sprintf("the input holds %d Scenarios, each in a directory of its own: %s", len(found), strings.Join(list, ", ")),
+		"simulate one directory at a time, for example: stevedore simulate "+found[0].dir())
 }
 
 func defaultName(paths []string) string {

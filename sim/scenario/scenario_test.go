@@ -236,6 +236,36 @@ func TestInvalidManifestsAndSecondScenario(t *testing.T) {
 	}
 }
 
+func TestAFolderOfScenarios(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b-second", "a-first"} {
+		sub := filepath.Join(dir, name)
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data := manifests + "---\napiVersion: stevedore.io/v1alpha1\nkind: Scenario\nmetadata: {name: " + name + "}\n"
+		if err := os.WriteFile(filepath.Join(sub, "s.yaml"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, problems, err := Load([]string{dir}, scheme(t))
+	if !errors.Is(err, ErrInvalid) || len(problems) != 1 {
+		t.Fatalf("error %v, problems %v; want one problem", err, problems)
+	}
+	got := problems[0].String()
+	for _, want := range []string{"holds 2 Scenarios, each in a directory of its own", "a-first (" + filepath.Join(dir, "a-first") + ")",
+		"b-second (" + filepath.Join(dir, "b-second") + ")", "fix: simulate one directory at a time, for example: stevedore simulate " + filepath.Join(dir, "a-first")} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problem lacks %q:\n%s", want, got)
+		}
+	}
+	// Each directory alone is a scenario.
+	run, problems, err := Load([]string{filepath.Join(dir, "b-second")}, scheme(t))
+	if err != nil || run.Name != "b-second" {
+		t.Errorf("one directory: %v %v", err, problems)
+	}
+}
+
 func TestShippedScenario(t *testing.T) {
 	run, problems, err := Load([]string{"../../examples/drift-upgrade"}, scheme(t))
 	if err != nil {
