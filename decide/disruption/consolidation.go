@@ -306,8 +306,11 @@ func withinBudget(in *Input, cands []*Candidate, r Reason) ([]*Candidate, []Bloc
 		pool := c.NodePool.Name
 		left := in.remaining(pool, r)
 		if used[pool] >= left {
-			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: pool, Reason: r, Code: CodeBudget,
-				Message: fmt.Sprintf("NodePool %s allows %d more %s disruption(s) now", pool, left, r)})
+			msg := fmt.Sprintf("NodePool %s allows no more %s disruptions now", pool, r)
+			if left > 0 {
+				msg = fmt.Sprintf("NodePool %s allows %d more %s disruption(s) now, taken by other nodes in this pass", pool, left, r)
+			}
+			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: pool, Reason: r, Code: CodeBudget, Message: msg})
 			continue
 		}
 		used[pool]++
