@@ -7,7 +7,7 @@ GO ?= go
 # is what a two-core machine runs comfortably.
 TEST_FLAGS ?= -p 2 -timeout 20m
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean
+.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser
 
 all: build
 
@@ -35,6 +35,13 @@ unit: kube-binaries
 e2e: kube-binaries
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) test -tags e2e -count=1 -timeout 30m $(E2E_FLAGS) ./test/e2e/...
+
+## browser: the HTML report (simulate --report) in headless Chromium:
+## sim/report's tests with build tag browser. Installs Debian's chromium
+## with apt-get when no Chromium is on PATH. Not part of test.
+browser:
+	hack/report-screenshot.sh --install-chromium
+	$(GO) test -tags browser -count=1 -run Browser ./sim/report
 
 ## bench: the benchmarks, with allocation figures.
 bench:

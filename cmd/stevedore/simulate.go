@@ -15,16 +15,18 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/runner"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var (
-		output  string
-		seed    uint64
-		logFile string
-		verbose int
+		output     string
+		seed       uint64
+		logFile    string
+		verbose    int
+		reportFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate PATH...",
@@ -47,9 +49,12 @@ lasts an hour. Everything is checked before the run starts; problems are
 printed as 'stevedore validate' prints them and the exit status is 1.
 
 The default output is a summary; --output json prints the whole run (events,
-time series, final state), as docs/simulate.md describes.`,
+time series, final state), as docs/simulate.md describes. --report FILE.html
+also writes the run as one self-contained page of charts and the event log,
+which opens offline in any browser.`,
 		Example: `  stevedore simulate examples/drift-upgrade
-  stevedore simulate examples/drift-upgrade --output json --seed 7`,
+  stevedore simulate examples/drift-upgrade --output json --seed 7
+  stevedore simulate examples/drift-upgrade --report drift-upgrade.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if output != "text" && output != "json" {
@@ -98,6 +103,11 @@ time series, final state), as docs/simulate.md describes.`,
 			if opts.Progress != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "\r%s\r", strings.Repeat(" ", 72))
 			}
+			if reportFile != "" {
+				if err := writeReport(reportFile, doc); err != nil {
+					return err
+				}
+			}
 			if output == "json" {
 				return doc.WriteJSON(cmd.OutOrStdout())
 			}
@@ -112,7 +122,24 @@ time series, final state), as docs/simulate.md describes.`,
 	cmd.Flags().Uint64Var(&seed, "seed", scenario.DefaultSeed, "seed of every random choice; overrides the Scenario's spec.seed")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write the controllers' logs, stamped with virtual time, to this file")
 	cmd.Flags().IntVarP(&verbose, "verbosity", "v", 0, "log verbosity with --log-file (0 info, 1 debug)")
+	cmd.Flags().StringVar(&reportFile, "report", "", "also write the run as a self-contained HTML page (charts and the event log) to this file")
 	return cmd
+}
+
+// writeReport writes the run's HTML report to path.
+func writeReport(path string, doc *report.Document) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := doc.WriteHTML(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
 }
 
 func printProblems(cmd *cobra.Command, problems []validation.Problem) {
