@@ -2,18 +2,23 @@ package diagnose
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption"
 )
 
 // AnnotationIRSARole is the service-account annotation that gives a pod the
@@ -125,14 +130,181 @@ func checkInterruptionQueue(ctx context.Context, w *World) []Result {
 	return []Result{{Status: Pass, Object: obj, Evidence: ev + "; its policy lets EventBridge deliver"}}
 }
 
-func checkInterruptionRules(_ context.Context, w *World) []Result {
+// interruptionKind is one kind of event the interruption queue must receive,
+// with the EventBridge rule that routes it there.
+type interruptionKind struct {
+	name       string
+	source     string
+	detailType string
+	// rule is the name suffix docs/aws.md gives the rule.
+	rule string
+	// missed is what goes unnoticed without the rule.
+	missed string
+}
+
+func (k interruptionKind) pattern() string {
+	return fmt.Sprintf(`{"source":["%s"],"detail-type":["%s"]}`, k.source, k.detailType)
+}
+
+// interruptionKinds are the four events Karpenter's reference CloudFormation
+// template routes to the queue.
+var interruptionKinds = []interruptionKind{
+	{name: "spot interruption warning", source: interruption.SourceEC2, detailType: interruption.DetailTypeSpotInterruption,
+		rule: "spot-interruption", missed: "reclaimed spot nodes are not drained in their two minutes' notice"},
+	{name: "rebalance recommendation", source: interruption.SourceEC2, detailType: interruption.DetailTypeRebalanceRecommendation,
+		rule: "rebalance", missed: "spot nodes at elevated risk are not flagged"},
+	{name: "instance state change", source: interruption.SourceEC2, detailType: interruption.DetailTypeStateChange,
+		rule: "state-change", missed: "stopped or terminated instances are only noticed when their nodes go NotReady"},
+	{name: "scheduled change", source: interruption.SourceHealth, detailType: interruption.DetailTypeHealth,
+		rule: "scheduled-change", missed: "instances scheduled for retirement or maintenance are not replaced ahead of time"},
+}
+
+// capacityReservationKind is routed by a fifth, optional rule: only
+// instances in interruptible capacity reservations receive it.
+var capacityReservationKind = interruptionKind{name: "capacity reservation interruption", source: interruption.SourceEC2,
+	detailType: interruption.DetailTypeCapacityReservationInterrupted, rule: "capacity-reservation"}
+
+// patternMatches reports whether an event pattern lets events of the kind
+// through, judged by its source and detail-type; a field the pattern leaves
+// out matches every value.
+func patternMatches(pattern string, k interruptionKind) bool {
+	var p map[string]json.RawMessage
+	if json.Unmarshal([]byte(pattern), &p) != nil {
+		return false
+	}
+	field := func(name, want string) bool {
+		raw, ok := p[name]
+		if !ok {
+			return true
+		}
+		var values []any
+		if json.Unmarshal(raw, &values) != nil {
+			return false
+		}
+		return slices.Contains(values, any(want))
+	}
+	return field("source", k.source) && field("detail-type", k.detailType)
+}
+
+func isEnabled(state ebtypes.RuleState) bool {
+	return state == ebtypes.RuleStateEnabled || state == ebtypes.RuleStateEnabledWithAllCloudtrailManagementEvents
+}
+
+// queueARN looks the queue's ARN up.
+func queueARN(ctx context.Context, w *World, name string) (string, string) {
+	if w.AWS.SQS == nil {
+		return "", w.awsMissing("SQS")
+	}
+	u, err := w.AWS.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		var qdne *sqstypes.QueueDoesNotExist
+		if errors.As(err, &qdne) || strings.Contains(apiCode(err), "NonExistentQueue") {
+			return "", "the queue does not exist (see interruption-queue)"
+		}
+		return "", "GetQueueUrl: " + apiMessage(err)
+	}
+	attrs, err := w.AWS.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", "GetQueueAttributes: " + apiMessage(err)
+	}
+	if arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]; arn != "" {
+		return arn, ""
+	}
+	return "", "GetQueueAttributes returned no QueueArn"
+}
+
+func checkInterruptionRules(ctx context.Context, w *World) []Result {
 	name := w.Settings.InterruptionQueue
 	if name == "" {
 		return []Result{{Status: Warn, Evidence: "not checked: no interruption queue is configured (see interruption-queue)",
-			Fix: "create the five EventBridge rules with the queue (docs/aws.md)"}}
+			Fix: "create the queue and the EventBridge rules that target it (docs/aws.md)"}}
 	}
-	return []Result{{Status: Warn, Object: "Queue " + name,
-		Evidence: "not checked: stevedore's AWS interface has no EventBridge client, so the rules that target the queue cannot be listed",
-		Fix: fmt.Sprintf("aws events list-rule-names-by-target --target-arn arn:aws:sqs:%s:<account>:%s should list five rules: spot interruption, rebalance recommendation, instance state change, AWS Health scheduled change, capacity reservation interruption",
-			orPlaceholder(w.Region, "<region>"), name)}}
+	obj := "Queue " + name
+	fixListing := fmt.Sprintf("allow events:ListRuleNamesByTarget and events:DescribeRule, or list them yourself: aws events list-rule-names-by-target --target-arn arn:aws:sqs:%s:<account>:%s",
+		orPlaceholder(w.Region, "<region>"), name)
+	if w.AWS.EventBridge == nil {
+		return []Result{notChecked(obj, w.awsMissing("EventBridge"), fixAWSCredentials)}
+	}
+	arn, why := queueARN(ctx, w, name)
+	if arn == "" {
+		return []Result{notChecked(obj, "the queue's ARN is not known: "+why, fixListing)}
+	}
+	// Rules on the default event bus only: AWS services deliver their
+	// events there.
+	var ruleNames []string
+	var token *string
+	for {
+		out, err := w.AWS.EventBridge.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(arn), NextToken: token})
+		if err != nil {
+			return []Result{notChecked(obj, "ListRuleNamesByTarget: "+apiMessage(err), fixListing)}
+		}
+		ruleNames = append(ruleNames, out.RuleNames...)
+		if out.NextToken == nil {
+			break
+		}
+		token = out.NextToken
+	}
+	all := append(slices.Clone(interruptionKinds), capacityReservationKind)
+	enabled := make([][]string, len(all))  // rule names per kind
+	disabled := make([][]string, len(all)) // rule names per kind
+	for _, rn := range ruleNames {
+		r, err := w.AWS.EventBridge.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String(rn)})
+		if err != nil {
+			if apiCode(err) == "ResourceNotFoundException" {
+				continue // deleted since it was listed
+			}
+			return []Result{notChecked(obj, "DescribeRule "+rn+": "+apiMessage(err), fixListing)}
+		}
+		for i, k := range all {
+			if !patternMatches(aws.ToString(r.EventPattern), k) {
+				continue
+			}
+			if isEnabled(r.State) {
+				enabled[i] = append(enabled[i], rn)
+			} else {
+				disabled[i] = append(disabled[i], rn)
+			}
+		}
+	}
+	var present, missing, fixes []string
+	for i, k := range interruptionKinds {
+		if len(enabled[i]) > 0 {
+			present = append(present, fmt.Sprintf("%s (%s)", k.name, strings.Join(enabled[i], ", ")))
+			continue
+		}
+		m := fmt.Sprintf("%s: %s", k.name, k.missed)
+		if len(disabled[i]) > 0 {
+			m += " (rule " + strings.Join(disabled[i], ", ") + " matches it but is disabled)"
+			for _, rule := range disabled[i] {
+				fixes = append(fixes, "aws events enable-rule --name "+rule)
+			}
+		} else {
+			rule := orPlaceholder(w.Settings.ClusterName, "<cluster>") + "-" + k.rule
+			fixes = append(fixes, fmt.Sprintf("aws events put-rule --name %s --event-pattern '%s' && aws events put-targets --rule %s --targets Id=stevedore,Arn=%s",
+				rule, k.pattern(), rule, arn))
+		}
+		missing = append(missing, m)
+	}
+	optional := fmt.Sprintf("; no rule for %ss (needed only with interruptible capacity reservations)", capacityReservationKind.name)
+	if cr := enabled[len(all)-1]; len(cr) > 0 {
+		optional = fmt.Sprintf("; %s (%s)", capacityReservationKind.name, strings.Join(cr, ", "))
+	}
+	fix := strings.Join(fixes, "; ")
+	switch {
+	case len(missing) == 0:
+		return []Result{{Status: Pass, Object: obj,
+			Evidence: "enabled EventBridge rules route every interruption event to " + arn + ": " + strings.Join(present, ", ") + optional}}
+	case len(present) == 0:
+		ev := "no enabled EventBridge rule routes interruption events to " + arn + ", so the queue stays empty and the controller hears of no interruption"
+		if len(ruleNames) > 0 {
+			ev += fmt.Sprintf(" (rules that target it: %s)", strings.Join(ruleNames, ", "))
+		}
+		return []Result{{Status: Fail, Object: obj, Evidence: ev + "; missing: " + strings.Join(missing, "; "),
+			Fix: "create the rules (docs/aws.md, \"The interruption queue and its EventBridge rules\"): " + fix}}
+	}
+	return []Result{{Status: Warn, Object: obj,
+		Evidence: fmt.Sprintf("no enabled EventBridge rule routes %d of the %d interruption events to %s: %s; present: %s",
+			len(missing), len(interruptionKinds), arn, strings.Join(missing, "; "), strings.Join(present, ", ")),
+		Fix: fix}}
 }

@@ -18,9 +18,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
-// TestHealthyWorld runs every check on a correctly set-up cluster: all pass,
-// except the EventBridge rules, which stevedore's AWS interface cannot list
-// and which are reported as not checked.
+// TestHealthyWorld runs every check on a correctly set-up cluster: all pass.
 func TestHealthyWorld(t *testing.T) {
 	e := newEnv(t)
 	w := e.world()
@@ -29,12 +27,8 @@ func TestHealthyWorld(t *testing.T) {
 	}
 	r := Run(ctx, w, Checks())
 	for _, res := range r.Results {
-		want := Pass
-		if res.ID == "interruption-rules" {
-			want = Warn
-		}
-		if res.Status != want {
-			t.Errorf("%s: %s, want %s: %s %s | fix: %s", res.ID, res.Status, want, res.Object, res.Evidence, res.Fix)
+		if res.Status != Pass {
+			t.Errorf("%s: %s, want %s: %s %s | fix: %s", res.ID, res.Status, Pass, res.Object, res.Evidence, res.Fix)
 		}
 	}
 	if r.Failed() {
@@ -342,11 +336,103 @@ func TestInterruptionQueue(t *testing.T) {
 }
 
 func TestInterruptionRules(t *testing.T) {
-	e := newEnv(t)
-	r := expect(t, e.run("interruption-rules"), Warn, "not checked", "no EventBridge client")
-	if !strings.Contains(r.Fix, "aws events list-rule-names-by-target --target-arn arn:aws:sqs:us-east-1:<account>:demo") {
-		t.Errorf("fix %q", r.Fix)
+	const queueARN = "arn:aws:sqs:us-east-1:123456789012:demo"
+	removeRules := func(t *testing.T, e *env, names ...string) {
+		t.Helper()
+		for _, n := range names {
+			if err := e.aws.RemoveRule(n); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	t.Run("all present", func(t *testing.T) {
+		e := newEnv(t)
+		expect(t, e.run("interruption-rules"), Pass, "Queue demo", queueARN,
+			"spot interruption warning (demo-spot-interruption)", "rebalance recommendation (demo-rebalance)",
+			"instance state change (demo-state-change)", "scheduled change (demo-scheduled-change)",
+			"no rule for capacity reservation interruptions")
+	})
+	t.Run("optional capacity reservation rule", func(t *testing.T) {
+		e := newEnv(t)
+		if err := e.aws.PutRule(fake.Rule{Name: "demo-capacity-reservation", Targets: []string{queueARN},
+			EventPattern: `{"source":["aws.ec2"],"detail-type":["EC2 Capacity Reservation Instance Interruption Warning"]}`}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, e.run("interruption-rules"), Pass, "capacity reservation interruption (demo-capacity-reservation)")
+	})
+	t.Run("one removed", func(t *testing.T) {
+		e := newEnv(t)
+		removeRules(t, e, "demo-rebalance")
+		r := expect(t, e.run("interruption-rules"), Warn, "1 of the 4 interruption events",
+			"rebalance recommendation: spot nodes at elevated risk are not flagged", "present: spot interruption warning (demo-spot-interruption)")
+		if strings.Contains(r.Evidence, "not checked") {
+			t.Errorf("evidence %q", r.Evidence)
+		}
+		want := `aws events put-rule --name demo-rebalance --event-pattern '{"source":["aws.ec2"],"detail-type":["EC2 Instance Rebalance Recommendation"]}' && aws events put-targets --rule demo-rebalance --targets Id=stevedore,Arn=` + queueARN
+		if r.Fix != want {
+			t.Errorf("fix %q, want %q", r.Fix, want)
+		}
+	})
+	t.Run("one disabled", func(t *testing.T) {
+		e := newEnv(t)
+		if err := e.aws.SetRuleEnabled("demo-spot-interruption", false); err != nil {
+			t.Fatal(err)
+		}
+		r := expect(t, e.run("interruption-rules"), Warn, "spot interruption warning: reclaimed spot nodes", "demo-spot-interruption matches it but is disabled")
+		if r.Fix != "aws events enable-rule --name demo-spot-interruption" {
+			t.Errorf("fix %q", r.Fix)
+		}
+	})
+	t.Run("catch-all EC2 rule", func(t *testing.T) {
+		e := newEnv(t)
+		removeRules(t, e, e.cw.InterruptionRules...)
+		if err := e.aws.PutRule(fake.Rule{Name: "all-ec2", EventPattern: `{"source":["aws.ec2"]}`, Targets: []string{queueARN}}); err != nil {
+			t.Fatal(err)
+		}
+		r := expect(t, e.run("interruption-rules"), Warn, "1 of the 4", "scheduled change: instances scheduled for retirement",
+			"spot interruption warning (all-ec2)", "instance state change (all-ec2)")
+		if !strings.Contains(r.Fix, `--event-pattern '{"source":["aws.health"],"detail-type":["AWS Health Event"]}'`) {
+			t.Errorf("fix %q", r.Fix)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		e := newEnv(t)
+		removeRules(t, e, e.cw.InterruptionRules...)
+		r := expect(t, e.run("interruption-rules"), Fail, "no enabled EventBridge rule routes interruption events to "+queueARN)
+		for _, rule := range []string{"demo-spot-interruption", "demo-rebalance", "demo-state-change", "demo-scheduled-change"} {
+			if !strings.Contains(r.Fix, "aws events put-rule --name "+rule+" ") {
+				t.Errorf("fix lacks %s: %q", rule, r.Fix)
+			}
+		}
+	})
+	t.Run("rules of another queue", func(t *testing.T) {
+		e := newEnv(t)
+		e.aws.CreateQueue("other", 0)
+		removeRules(t, e, e.cw.InterruptionRules...)
+		if _, err := e.aws.AddInterruptionRules("other", "other"); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, e.run("interruption-rules"), Fail, "no enabled EventBridge rule")
+	})
+	t.Run("denied", func(t *testing.T) {
+		e := newEnv(t)
+		e.aws.DenyAction("events:ListRuleNamesByTarget")
+		r := expect(t, e.run("interruption-rules"), Warn, "not checked", "AccessDeniedException")
+		if !strings.Contains(r.Fix, "aws events list-rule-names-by-target --target-arn arn:aws:sqs:us-east-1:<account>:demo") {
+			t.Errorf("fix %q", r.Fix)
+		}
+	})
+	t.Run("describe denied", func(t *testing.T) {
+		e := newEnv(t)
+		e.aws.DenyAction("events:DescribeRule")
+		expect(t, e.run("interruption-rules"), Warn, "not checked", "DescribeRule demo-rebalance", "AccessDeniedException")
+	})
+	t.Run("not configured", func(t *testing.T) {
+		e := newEnv(t)
+		e.get(&corev1.Pod{}, "stevedore-7d9f8-abcde").(*corev1.Pod).Spec.Containers[0].Env = nil
+		e.settings.ClusterName = cluster
+		expect(t, e.run("interruption-rules"), Warn, "not checked: no interruption queue is configured")
+	})
 }
 
 func TestAMILatest(t *testing.T) {

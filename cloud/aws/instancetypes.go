@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,11 +26,18 @@ import (
 
 // describeCache holds what EC2 and the Price List API said, each part with
 // the time it was fetched.
+//
+// A refresh replaces the maps and slices instead of changing them, so a
+// snapshot taken earlier stays consistent while another call refreshes. The
+// generations count the refreshes that changed something: the instance-type
+// cache (typecache.go) rebuilds only when they move, and a refresh that finds
+// what was there before (the usual case every TTL) moves neither.
 type describeCache struct {
-	types   []ec2types.InstanceTypeInfo // sorted by name
-	byName  map[string]int
-	zones   map[string][]string // instance type → zones offering it, sorted
-	typesAt time.Time
+	types    []ec2types.InstanceTypeInfo // sorted by name
+	byName   map[string]int
+	zones    map[string][]string // instance type → zones offering it, sorted
+	typesAt  time.Time
+	typesGen uint64
 
 	onDemand   map[string]float64
 	onDemandAt time.Time
@@ -37,6 +45,15 @@ type describeCache struct {
 	spot      map[spotKey]float64
 	spotAt    time.Time
 	spotKnown bool // a spot price query has succeeded at least once
+
+	pricesGen uint64
+
+	// priceDocs are the documents of the last complete Price List read and
+	// what each said. The list seldom changes between refreshes, and parsing
+	// a thousand-odd JSON documents every time was most of a refresh's work;
+	// a document seen before is not parsed again.
+	priceDocs         map[string]priceDoc
+	priceDocsCurrency string
 }
 
 type spotKey struct{ instanceType, zone string }
@@ -50,6 +67,8 @@ type snapshot struct {
 	spot      map[spotKey]float64
 	spotKnown bool
 	region    string
+
+	typesGen, pricesGen uint64
 }
 
 func (p *Provider) expired(at time.Time) bool {
@@ -84,31 +103,31 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 		if err != nil {
 			return snapshot{}, err
 		}
-		c.types, c.zones, c.typesAt = types, zones, p.clk.Now()
-		c.byName = make(map[string]int, len(types))
-		for i, t := range types {
-			c.byName[string(t.InstanceType)] = i
+		if c.typesGen == 0 || !same(types, c.types) || !same(zones, c.zones) {
+			c.types, c.zones = types, zones
+			c.byName = make(map[string]int, len(types))
+			for i, t := range types {
+				c.byName[string(t.InstanceType)] = i
+			}
+			c.typesGen++
 		}
+		c.typesAt = p.clk.Now()
 	}
 	if p.expired(c.onDemandAt) && p.pricing != nil && !p.settings.IsolatedVPC {
 		// A failure keeps the last known prices (or the catalog's).
 		if prices, err := p.describeOnDemandPrices(ctx); err == nil {
-			if c.onDemand == nil {
-				c.onDemand = map[string]float64{}
-			}
-			for k, v := range prices {
-				c.onDemand[k] = v
+			if merged, changed := mergePrices(c.onDemand, prices); changed {
+				c.onDemand = merged
+				c.pricesGen++
 			}
 			c.onDemandAt = p.clk.Now()
 		}
 	}
 	if p.expired(c.spotAt) {
 		if prices, err := p.describeSpotPrices(ctx); err == nil {
-			if c.spot == nil {
-				c.spot = map[spotKey]float64{}
-			}
-			for k, v := range prices {
-				c.spot[k] = v
+			if merged, changed := mergePrices(c.spot, prices); changed || !c.spotKnown {
+				c.spot = merged
+				c.pricesGen++
 			}
 			c.spotAt, c.spotKnown = p.clk.Now(), true
 		}
@@ -116,7 +135,28 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 	return snapshot{
 		types: c.types, byName: c.byName, zones: c.zones,
 		onDemand: c.onDemand, spot: c.spot, spotKnown: c.spotKnown, region: p.region,
+		typesGen: c.typesGen, pricesGen: c.pricesGen,
 	}, nil
+}
+
+// mergePrices returns the prices of old updated with those of fresh (a price
+// that fresh does not mention is kept), as a new map, and whether any price
+// changed. When none did it returns old itself.
+func mergePrices[K comparable](old, fresh map[K]float64) (map[K]float64, bool) {
+	changed := old == nil
+	for k, v := range fresh {
+		if was, ok := old[k]; !ok || was != v {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return old, false
+	}
+	out := make(map[K]float64, max(len(old), len(fresh)))
+	maps.Copy(out, old)
+	maps.Copy(out, fresh)
+	return out, true
 }
 
 func (p *Provider) describeInstanceTypes(ctx context.Context) ([]ec2types.InstanceTypeInfo, error) {
@@ -161,6 +201,12 @@ func (p *Provider) describeOfferings(ctx context.Context) (map[string][]string, 
 // prices in the region: shared-tenancy instances and bare-metal ones.
 func (p *Provider) describeOnDemandPrices(ctx context.Context) (map[string]float64, error) {
 	out := map[string]float64{}
+	cur := currency(p.region)
+	last := p.cache.priceDocs
+	if p.cache.priceDocsCurrency != cur {
+		last = nil
+	}
+	seen := make(map[string]priceDoc, len(last))
 	for _, q := range []struct{ tenancy, family string }{
 		{"Shared", "Compute Instance"},
 		{"Dedicated", "Compute Instance (bare metal)"},
@@ -183,13 +229,26 @@ func (p *Provider) describeOnDemandPrices(ctx context.Context) (map[string]float
 				return nil, fmt.Errorf("getting on-demand prices: %w", err)
 			}
 			for _, doc := range page.PriceList {
-				if name, price, ok := parsePriceListItem(doc, currency(p.region)); ok {
-					out[name] = price
+				d, ok := last[doc]
+				if !ok {
+					d.name, d.price, d.ok = parsePriceListItem(doc, cur)
+				}
+				seen[doc] = d
+				if d.ok {
+					out[d.name] = d.price
 				}
 			}
 		}
 	}
+	p.cache.priceDocs, p.cache.priceDocsCurrency = seen, cur
 	return out, nil
+}
+
+// priceDoc is what parsePriceListItem read from a Price List document.
+type priceDoc struct {
+	name  string
+	price float64
+	ok    bool
 }
 
 func currency(region string) string {
@@ -285,7 +344,6 @@ func (s snapshot) spotPrice(name, zone string) (float64, bool) {
 
 // resolvedType is an instance type as a node class launches it.
 type resolvedType struct {
-	info    ec2types.InstanceTypeInfo
 	it      *instancetype.InstanceType
 	packer  *packer.InstanceType
 	imageID string
@@ -309,19 +367,23 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 // its offerings in the zones of the node class's subnets (on-demand, then
 // spot, per zone in order), unavailable where the ICE cache says so. Types no
 // selected image suits are left out when the node class has images.
+//
+// The result comes from the provider's type cache (typecache.go) and is
+// shared between callers: it must not be modified.
 func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*resolvedType, snapshot, error) {
 	snap, err := p.refresh(ctx)
 	if err != nil {
 		return nil, snap, err
 	}
-	subnetZones := map[string]bool{}
-	for _, s := range nc.Status.Subnets {
-		subnetZones[s.Zone] = true
-	}
+	return p.typeCache.get(p, nc, snap), snap, nil
+}
+
+// baseTypes computes what the node class makes of every described instance
+// type: labels, resources and image. Offerings are left out.
+func (p *Provider) baseTypes(nc *awsv1.EC2NodeClass, snap snapshot) []baseType {
 	opts := p.typeOptions(nc, snap.region)
-	var out []*resolvedType
+	var out []baseType
 	for _, info := range snap.types {
-		name := string(info.InstanceType)
 		it, err := instancetype.New(info, opts)
 		if err != nil {
 			continue // a type EC2 describes incompletely cannot be modelled
@@ -334,9 +396,22 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 			}
 			imageID = ami.ID
 		}
+		out = append(out, baseType{it: it, packer: it.ToPacker(nil), imageID: imageID})
+	}
+	return out
+}
+
+// withOfferings returns the types with their offerings in the given zones at
+// the snapshot's prices, unavailable where the ICE cache says so. Each type
+// is a new value; the base types are not changed.
+func (p *Provider) withOfferings(base []baseType, zones map[string]bool, snap snapshot) []*resolvedType {
+	out := make([]*resolvedType, 0, len(base))
+	for i := range base {
+		b := &base[i]
+		name := b.packer.Name
 		var offs []packer.Offering
 		for _, zone := range snap.zones[name] {
-			if !subnetZones[zone] {
+			if !zones[zone] {
 				continue
 			}
 			if price, ok := snap.onDemandPrice(name); ok {
@@ -348,9 +423,11 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 					Available: p.ice.Available(name, zone, wellknown.CapacityTypeSpot)})
 			}
 		}
-		out = append(out, &resolvedType{info: info, it: it, packer: it.ToPacker(offs), imageID: imageID})
+		pt := *b.packer
+		pt.Offerings = offs
+		out = append(out, &resolvedType{it: b.it, packer: &pt, imageID: b.imageID})
 	}
-	return out, snap, nil
+	return out
 }
 
 // GetInstanceTypes implements cloud.CloudProvider.

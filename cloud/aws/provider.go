@@ -86,6 +86,7 @@ type Provider struct {
 	ttl       time.Duration
 	ice       *launch.ICECache
 	templates *launch.Templates
+	typeCache typeCache
 
 	mu     sync.Mutex
 	region string

@@ -1,6 +1,6 @@
-// Package fake is an in-memory AWS: EC2, SSM, SQS, IAM, EKS and the Price
-// List API, as far as the AWS provider uses them (see package sdk for the exact
-// list of calls).
+// Package fake is an in-memory AWS: EC2, SSM, SQS, IAM, EKS, EventBridge and
+// the Price List API, as far as the AWS provider and `stevedore diagnose` use
+// them (see package sdk for the exact list of calls).
 //
 // One *AWS value implements every interface of package sdk over a single world
 // held in memory, so the provider that runs in production runs unchanged in
@@ -118,6 +118,9 @@ type AWS struct {
 	offeringRemoved map[offeringKey]bool
 	spotPrices      map[offeringKey]priceRecord
 	onDemandPrices  map[string]float64
+	products        map[string]*product // Price List products, rendered once per price
+	listings        map[string]*listing // paginated catalog reads, by API and request
+	catalogVersion  uint64              // moves when prices or offerings change
 	capacity        map[poolKey]int
 	iceRules        []iceRule
 	reservations    map[string]*capacityReservation
@@ -132,6 +135,7 @@ type AWS struct {
 	deniedActions map[string]bool
 	clusters      map[string]*cluster
 	queues        map[string]*queue
+	rules         map[string]*Rule
 	faults        map[string][]*fault
 	calls         map[string]int
 	pendingEvents []stateEvent
@@ -208,7 +212,7 @@ func defaultDuration(d, def time.Duration) time.Duration {
 
 // Clients returns the fake as every client of sdk.Clients.
 func (f *AWS) Clients() sdk.Clients {
-	return sdk.Clients{EC2: f, SSM: f, SQS: f, IAM: f, EKS: f, Pricing: f}
+	return sdk.Clients{EC2: f, SSM: f, SQS: f, IAM: f, EKS: f, Pricing: f, EventBridge: f}
 }
 
 // Region returns the fake's region.

@@ -18,6 +18,8 @@ type ClusterWorld struct {
 	SecurityGroupID string
 	QueueName       string
 	QueueURL        string
+	// InterruptionRules are the EventBridge rules that target the queue.
+	InterruptionRules []string
 	// Images maps "<family>/<arch>/<variant>" to the released image ID.
 	Images map[string]string
 }
@@ -26,7 +28,8 @@ type ClusterWorld struct {
 // cluster of k8sVersion, one subnet per zone and a security group tagged
 // karpenter.sh/discovery=<name>, a node role with an access entry, an
 // interruption queue named after the cluster (300s retention) whose policy
-// lets EventBridge deliver to it, and current
+// lets EventBridge deliver to it, the four EventBridge rules that route
+// interruption events to it (AddInterruptionRules), and current
 // AL2023 (standard, nvidia, neuron) and Bottlerocket (standard, nvidia) images
 // for both architectures. Tests then break one piece to reproduce a failure.
 func (f *AWS) StandardCluster(name, k8sVersion string) (*ClusterWorld, error) {
@@ -53,6 +56,9 @@ func (f *AWS) StandardCluster(name, k8sVersion string) (*ClusterWorld, error) {
 	}
 	w.QueueURL = f.CreateQueue(w.QueueName, 300*time.Second)
 	if err := f.SetQueuePolicy(w.QueueName, QueuePolicyEventBridge(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, w.QueueName))); err != nil {
+		return nil, err
+	}
+	if w.InterruptionRules, err = f.AddInterruptionRules(name, w.QueueName); err != nil {
 		return nil, err
 	}
 	releases := []struct{ family, arch, variant string }{

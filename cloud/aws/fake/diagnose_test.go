@@ -1,11 +1,16 @@
 package fake_test
 
 import (
+	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -108,5 +113,91 @@ func TestGetQueueAttributes(t *testing.T) {
 	}
 	if p := fake.QueuePolicyEventBridge("arn:q"); !strings.Contains(p, `"Resource":"arn:q"`) {
 		t.Errorf("policy %s", p)
+	}
+}
+
+func TestInterruptionRules(t *testing.T) {
+	e := newEnv(t, 1)
+	const queueARN = "arn:aws:sqs:us-east-1:123456789012:demo"
+	want := []string{"demo-rebalance", "demo-scheduled-change", "demo-spot-interruption", "demo-state-change"}
+	if strings.Join(e.w.InterruptionRules, ",") != strings.Join(want, ",") {
+		t.Fatalf("StandardCluster rules %v", e.w.InterruptionRules)
+	}
+	list := func(in *eventbridge.ListRuleNamesByTargetInput) []string {
+		t.Helper()
+		var names []string
+		for {
+			out, err := e.f.ListRuleNamesByTarget(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, out.RuleNames...)
+			if out.NextToken == nil {
+				return names
+			}
+			in.NextToken = out.NextToken
+		}
+	}
+	if got := list(&eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(queueARN), Limit: aws.Int32(3)}); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("paged rule names %v", got)
+	}
+	if got := list(&eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(queueARN + "-other")}); len(got) != 0 {
+		t.Errorf("rules of another queue: %v", got)
+	}
+
+	detailTypes := map[string]string{
+		"demo-spot-interruption": fake.DetailTypeSpotInterruption, "demo-rebalance": fake.DetailTypeRebalanceRecommendation,
+		"demo-state-change": fake.DetailTypeStateChange, "demo-scheduled-change": fake.DetailTypeHealthEvent,
+	}
+	for name, dt := range detailTypes {
+		r, err := e.f.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pattern struct {
+			Source     []string `json:"source"`
+			DetailType []string `json:"detail-type"`
+		}
+		if err := json.Unmarshal([]byte(aws.ToString(r.EventPattern)), &pattern); err != nil {
+			t.Fatalf("%s: pattern %q: %v", name, aws.ToString(r.EventPattern), err)
+		}
+		wantSource := fake.SourceEC2
+		if dt == fake.DetailTypeHealthEvent {
+			wantSource = fake.SourceHealth
+		}
+		if r.State != ebtypes.RuleStateEnabled || aws.ToString(r.Arn) != "arn:aws:events:us-east-1:123456789012:rule/"+name ||
+			len(pattern.Source) != 1 || pattern.Source[0] != wantSource || len(pattern.DetailType) != 1 || pattern.DetailType[0] != dt {
+			t.Errorf("%s: %+v, pattern %+v", name, r, pattern)
+		}
+	}
+
+	if err := e.f.SetRuleEnabled("demo-rebalance", false); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.f.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String("demo-rebalance")}); err != nil || r.State != ebtypes.RuleStateDisabled {
+		t.Errorf("disabled rule: %+v %v", r, err)
+	}
+	if err := e.f.RemoveRule("demo-spot-interruption"); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(&eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(queueARN)}); len(got) != 3 || slices.Contains(got, "demo-spot-interruption") {
+		t.Errorf("after RemoveRule: %v", got)
+	}
+	var nf *ebtypes.ResourceNotFoundException
+	if _, err := e.f.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String("demo-spot-interruption")}); !errors.As(err, &nf) {
+		t.Errorf("removed rule: %v", err)
+	}
+	if err := e.f.RemoveRule("demo-spot-interruption"); err == nil {
+		t.Error("removing a missing rule succeeded")
+	}
+	if _, err := e.f.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(queueARN), EventBusName: aws.String("custom")}); !errors.As(err, &nf) {
+		t.Errorf("unknown event bus: %v", err)
+	}
+	if _, err := e.f.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{}); code(err) != "ValidationException" {
+		t.Errorf("no target: %v", err)
+	}
+	e.f.DenyAction("events:ListRuleNamesByTarget")
+	if _, err := e.f.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{TargetArn: aws.String(queueARN)}); code(err) != "AccessDeniedException" {
+		t.Errorf("denied: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ var (
 	svcIAM     = service{id: "IAM", iamPrefix: "iam", throttle: "Throttling"}
 	svcEKS     = service{id: "EKS", iamPrefix: "eks", throttle: "ThrottlingException"}
 	svcPricing = service{id: "Pricing", iamPrefix: "pricing", throttle: "ThrottlingException"}
+	svcEvents  = service{id: "EventBridge", iamPrefix: "events", throttle: "ThrottlingException"}
 )
 
 var apiServices = map[string]service{
@@ -41,7 +42,8 @@ var apiServices = map[string]service{
 	"RemoveRoleFromInstanceProfile": svcIAM, "DeleteInstanceProfile": svcIAM,
 	"TagInstanceProfile": svcIAM, "GetRole": svcIAM,
 	"DescribeCluster": svcEKS, "ListAccessEntries": svcEKS, "ListPodIdentityAssociations": svcEKS,
-	"GetProducts": svcPricing,
+	"GetProducts":           svcPricing,
+	"ListRuleNamesByTarget": svcEvents, "DescribeRule": svcEvents,
 }
 
 func serviceOf(api string) service {

@@ -1111,6 +1111,63 @@ func TestPrices(t *testing.T) {
 	}
 }
 
+// The Price List documents are rendered once per price: asking twice gives
+// the same documents, and a new price gives a new document.
+func TestGetProductsFollowsPriceChanges(t *testing.T) {
+	e := newEnv(t, 1)
+	in := &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
+		{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String("instanceType"), Value: aws.String("m5.large")},
+	}}
+	price := func() (string, float64) {
+		t.Helper()
+		out, err := e.f.GetProducts(ctx, in)
+		if err != nil || len(out.PriceList) != 1 {
+			t.Fatalf("GetProducts = %v, %v; want one product", out, err)
+		}
+		name, p, ok := parsePrice(out.PriceList[0])
+		if !ok || name != "m5.large" {
+			t.Fatalf("unreadable document %s", out.PriceList[0])
+		}
+		return out.PriceList[0], p
+	}
+	doc, p := price()
+	if want, _ := e.f.OnDemandPrice("m5.large"); p != want {
+		t.Errorf("price %v, want %v", p, want)
+	}
+	if again, _ := price(); again != doc {
+		t.Error("the same product rendered differently")
+	}
+	e.f.SetOnDemandPrice("m5.large", 0.5)
+	if _, p := price(); p != 0.5 {
+		t.Errorf("after SetOnDemandPrice: price %v, want 0.5", p)
+	}
+}
+
+func parsePrice(doc string) (string, float64, bool) {
+	var p struct {
+		Product struct {
+			Attributes map[string]string `json:"attributes"`
+		} `json:"product"`
+		Terms struct {
+			OnDemand map[string]struct {
+				PriceDimensions map[string]struct {
+					PricePerUnit map[string]string `json:"pricePerUnit"`
+				} `json:"priceDimensions"`
+			} `json:"OnDemand"`
+		} `json:"terms"`
+	}
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
+		return "", 0, false
+	}
+	for _, term := range p.Terms.OnDemand {
+		for _, dim := range term.PriceDimensions {
+			v, err := strconv.ParseFloat(dim.PricePerUnit["USD"], 64)
+			return p.Product.Attributes["instanceType"], v, err == nil
+		}
+	}
+	return "", 0, false
+}
+
 func TestIAMInstanceProfiles(t *testing.T) {
 	e := newEnv(t, 1)
 	name := aws.String("demo_profile")

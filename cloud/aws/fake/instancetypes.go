@@ -289,6 +289,21 @@ func (f *AWS) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceT
 	if len(missing) > 0 {
 		return nil, ec2Error(api, "InvalidInstanceType", "The following supplied instance types do not exist: [%s]", joinIDs(missing))
 	}
+	key := (&requestKey{}).types(in.InstanceTypes).filters(in.Filters).String()
+	selected, _ := listed(f, api, key, func() ([]*typeEntry, error) { return f.selectTypes(in), nil })
+	page, next, err := paginate(api, selected, in.NextToken, in.MaxResults, pageSpec{def: 100, min: 5, max: 100})
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeInstanceTypesOutput{NextToken: next, InstanceTypes: make([]ec2types.InstanceTypeInfo, 0, len(page))}
+	for _, t := range page {
+		out.InstanceTypes = append(out.InstanceTypes, t.info())
+	}
+	return out, nil
+}
+
+// selectTypes returns the types a DescribeInstanceTypes request selects.
+func (f *AWS) selectTypes(in *ec2.DescribeInstanceTypesInput) []*typeEntry {
 	var selected []*typeEntry
 	for i := range f.types {
 		t := &f.types[i]
@@ -333,15 +348,7 @@ func (f *AWS) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceT
 			selected = append(selected, t)
 		}
 	}
-	page, next, err := paginate(api, selected, in.NextToken, in.MaxResults, pageSpec{def: 100, min: 5, max: 100})
-	if err != nil {
-		return nil, err
-	}
-	out := &ec2.DescribeInstanceTypesOutput{NextToken: next, InstanceTypes: make([]ec2types.InstanceTypeInfo, 0, len(page))}
-	for _, t := range page {
-		out.InstanceTypes = append(out.InstanceTypes, t.info())
-	}
-	return out, nil
+	return selected
 }
 
 func instanceTypeStrings(in []ec2types.InstanceType) []string {
@@ -363,6 +370,7 @@ func (f *AWS) SetOffered(instanceType, zone string, offered bool) {
 	} else {
 		f.offeringRemoved[k] = true
 	}
+	f.catalogChanged()
 }
 
 func (f *AWS) offered(instanceType, zone string) bool {
@@ -391,7 +399,26 @@ func (f *AWS) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.DescribeI
 	if lt == "" {
 		lt = ec2types.LocationTypeRegion
 	}
-	var out []ec2types.InstanceTypeOffering
+	key := (&requestKey{}).add(string(lt)).filters(in.Filters).String()
+	all, err := listed(f, api, key, func() ([]offeringRecord, error) { return f.listOfferings(api, lt, in.Filters) })
+	if err != nil {
+		return nil, err
+	}
+	records, next, err := paginate(api, all, in.NextToken, in.MaxResults, pageSpec{def: 1000, min: 5, max: 1000})
+	if err != nil {
+		return nil, err
+	}
+	page := make([]ec2types.InstanceTypeOffering, 0, len(records))
+	for _, r := range records {
+		page = append(page, ec2types.InstanceTypeOffering{InstanceType: ec2types.InstanceType(r.instanceType), Location: ptr(r.location), LocationType: lt})
+	}
+	return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: page, NextToken: next}, nil
+}
+
+// listOfferings returns every offering of the catalog at location type lt
+// that the filters select.
+func (f *AWS) listOfferings(api string, lt ec2types.LocationType, filters []ec2types.Filter) ([]offeringRecord, error) {
+	var out []offeringRecord
 	for _, t := range f.types {
 		name := t.it.Name
 		var locations []string
@@ -427,16 +454,12 @@ func (f *AWS) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.DescribeI
 				}
 				return nil
 			}
-			if matchFilters(in.Filters, nil, attr) {
-				out = append(out, ec2types.InstanceTypeOffering{InstanceType: ec2types.InstanceType(name), Location: ptr(loc), LocationType: lt})
+			if matchFilters(filters, nil, attr) {
+				out = append(out, offeringRecord{instanceType: name, location: loc})
 			}
 		}
 	}
-	page, next, err := paginate(api, out, in.NextToken, in.MaxResults, pageSpec{def: 1000, min: 5, max: 1000})
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: page, NextToken: next}, nil
+	return out, nil
 }
 
 // seededHash is a deterministic hash of the seed and the given strings.
@@ -475,6 +498,7 @@ func (f *AWS) SetOnDemandPrice(instanceType string, price float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.onDemandPrices[instanceType] = price
+	f.catalogChanged()
 }
 
 // SpotPrice returns the current spot price of a pool; false when the type is
@@ -509,6 +533,7 @@ func (f *AWS) SetSpotPrice(instanceType, zone string, price float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.spotPrices[offeringKey{instanceType, zone}] = priceRecord{price: price, at: f.now()}
+	f.catalogChanged()
 }
 
 // DescribeSpotPriceHistory implements sdk.EC2. It returns the current price of
@@ -535,8 +560,25 @@ func (f *AWS) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPr
 	}
 	descriptions = append([]string(nil), descriptions...)
 	sort.Strings(descriptions)
+	key := (&requestKey{}).types(in.InstanceTypes).ptr(in.AvailabilityZone).ptr(in.AvailabilityZoneId).
+		filters(in.Filters).add(descriptions...).String()
+	all, _ := listed(f, api, key, func() ([]spotRecord, error) { return f.listSpotPrices(in, descriptions), nil })
+	records, next, err := paginate(api, all, in.NextToken, in.MaxResults, pageSpec{def: 1000, max: 1000})
+	if err != nil {
+		return nil, err
+	}
+	page := make([]ec2types.SpotPrice, 0, len(records))
+	for _, r := range records {
+		page = append(page, r.render())
+	}
+	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: page, NextToken: next}, nil
+}
+
+// listSpotPrices returns the current price of every pool the request
+// selects, once per product description.
+func (f *AWS) listSpotPrices(in *ec2.DescribeSpotPriceHistoryInput, descriptions []string) []spotRecord {
 	types := instanceTypeStrings(in.InstanceTypes)
-	var out []ec2types.SpotPrice
+	var out []spotRecord
 	for _, t := range f.types {
 		name := t.it.Name
 		if len(types) > 0 && !contains(types, name) {
@@ -571,22 +613,12 @@ func (f *AWS) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPr
 				if !matchFilters(in.Filters, nil, attr) {
 					continue
 				}
-				out = append(out, ec2types.SpotPrice{
-					InstanceType:       ec2types.InstanceType(name),
-					AvailabilityZone:   ptr(z.name),
-					AvailabilityZoneId: ptr(z.id),
-					ProductDescription: ec2types.RIProductDescription(d),
-					SpotPrice:          ptr(strconv.FormatFloat(price, 'f', 6, 64)),
-					Timestamp:          ptr(at),
-				})
+				out = append(out, spotRecord{instanceType: name, zone: z.name, zoneID: z.id, description: d,
+					price: strconv.FormatFloat(price, 'f', 6, 64), at: at})
 			}
 		}
 	}
-	page, next, err := paginate(api, out, in.NextToken, in.MaxResults, pageSpec{def: 1000, max: 1000})
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: page, NextToken: next}, nil
+	return out
 }
 
 var regionLocations = map[string]string{
@@ -612,6 +644,18 @@ func (f *AWS) GetProducts(_ context.Context, in *pricing.GetProductsInput, _ ...
 	if in == nil || deref(in.ServiceCode) == "" {
 		return nil, newAPIError(svcPricing, api, "InvalidParameterException", "Input parameters ServiceCode is invalid", 400)
 	}
+	key := (&requestKey{}).ptr(in.ServiceCode).pricingFilters(in.Filters).String()
+	out, _ := listed(f, api, key, func() ([]string, error) { return f.listProducts(in), nil })
+	page, next, err := paginate(api, out, in.NextToken, in.MaxResults, pageSpec{def: 100, min: 1, max: 100})
+	if err != nil {
+		return nil, err
+	}
+	return &pricing.GetProductsOutput{FormatVersion: ptr("aws_v1"), PriceList: page, NextToken: next}, nil
+}
+
+// listProducts returns the Price List documents a GetProducts request
+// selects.
+func (f *AWS) listProducts(in *pricing.GetProductsInput) []string {
 	var out []string
 	if deref(in.ServiceCode) == "AmazonEC2" {
 		for _, t := range f.types {
@@ -619,22 +663,18 @@ func (f *AWS) GetProducts(_ context.Context, in *pricing.GetProductsInput, _ ...
 			if price <= 0 {
 				continue
 			}
-			attrs := f.productAttributes(t.it)
-			family := "Compute Instance"
-			if isMetal(t.it) {
-				family = "Compute Instance (bare metal)"
-			}
+			pr := f.product(t.it)
 			ok := true
 			for _, flt := range in.Filters {
 				field, value := deref(flt.Field), deref(flt.Value)
 				var have string
 				switch field {
 				case "productFamily":
-					have = family
+					have = pr.family
 				case "ServiceCode", "servicecode":
 					have = "AmazonEC2"
 				default:
-					have = attrs[field]
+					have = pr.attrs[field]
 				}
 				if have != value {
 					ok = false
@@ -642,15 +682,51 @@ func (f *AWS) GetProducts(_ context.Context, in *pricing.GetProductsInput, _ ...
 				}
 			}
 			if ok {
-				out = append(out, f.productJSON(t.it.Name, family, attrs, price))
+				out = append(out, f.productDocument(pr, price))
 			}
 		}
 	}
-	page, next, err := paginate(api, out, in.NextToken, in.MaxResults, pageSpec{def: 100, min: 1, max: 100})
-	if err != nil {
-		return nil, err
+	return out
+}
+
+// product is one instance type's Price List product. Its attributes depend
+// only on the type and the region, and its document also on the price, so
+// both are kept: a client pages through the whole list on every price
+// refresh, and rendering 1,000-odd documents each time was most of the
+// in-memory AWS's work. The document is rendered again when the price
+// changes (SetOnDemandPrice).
+type product struct {
+	name   string
+	family string
+	attrs  map[string]string
+	price  float64 // of doc; 0 before it is first rendered
+	doc    string
+}
+
+// product returns the type's product, computing its attributes the first
+// time. The caller holds f.mu.
+func (f *AWS) product(it *catalog.InstanceType) *product {
+	if pr, ok := f.products[it.Name]; ok {
+		return pr
 	}
-	return &pricing.GetProductsOutput{FormatVersion: ptr("aws_v1"), PriceList: page, NextToken: next}, nil
+	pr := &product{name: it.Name, family: "Compute Instance", attrs: f.productAttributes(it)}
+	if isMetal(it) {
+		pr.family = "Compute Instance (bare metal)"
+	}
+	if f.products == nil {
+		f.products = map[string]*product{}
+	}
+	f.products[it.Name] = pr
+	return pr
+}
+
+// productDocument returns the product's document at price, rendering it
+// when the price differs from the last one. The caller holds f.mu.
+func (f *AWS) productDocument(pr *product, price float64) string {
+	if pr.doc == "" || pr.price != price {
+		pr.doc, pr.price = f.productJSON(pr.name, pr.family, pr.attrs, price), price
+	}
+	return pr.doc
 }
 
 func (f *AWS) productAttributes(it *catalog.InstanceType) map[string]string {

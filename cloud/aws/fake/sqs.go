@@ -81,7 +81,12 @@ func QueuePolicyEventBridge(queueARN string) string {
 }
 
 func (f *AWS) queueARN(q *queue) string {
-	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, q.name)
+	return f.QueueARN(q.name)
+}
+
+// QueueARN returns the ARN a queue of that name has in this account.
+func (f *AWS) QueueARN(name string) string {
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
 }
 
 // GetQueueAttributes implements sdk.SQS for the attributes QueueArn,

@@ -76,6 +76,23 @@ func (c *ICECache) SeqNum() uint64 {
 	return c.seq
 }
 
+// Version returns SeqNum together with the moment the earliest current mark
+// expires (zero when nothing is marked). Availability read now stays the
+// same for every offering while SeqNum is unchanged and that moment has not
+// come: marks only appear through MarkUnavailable and only disappear by
+// expiring. Callers that cache what Available said compare both.
+func (c *ICECache) Version() (seq uint64, nextExpiry time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clk.Now()
+	for _, until := range c.entries {
+		if now.Before(until) && (nextExpiry.IsZero() || until.Before(nextExpiry)) {
+			nextExpiry = until
+		}
+	}
+	return c.seq, nextExpiry
+}
+
 // List returns the offerings currently marked, ordered by instance type, zone
 // and capacity type.
 func (c *ICECache) List() []Unavailable {

@@ -31,6 +31,32 @@ func TestICECache(t *testing.T) {
 	}
 }
 
+func TestICECacheVersion(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := NewICECache(clk)
+	if seq, next := c.Version(); seq != 0 || !next.IsZero() {
+		t.Fatalf("empty cache: Version = %d, %v", seq, next)
+	}
+	c.MarkUnavailable("m6i.large", "us-east-1b", "spot")
+	first := clk.Now().Add(UnavailableTTL)
+	clk.Step(time.Minute)
+	c.MarkUnavailable("c6i.large", "us-east-1a", "spot")
+	seq, next := c.Version()
+	if seq != 2 || !next.Equal(first) {
+		t.Errorf("Version = %d, %v; want 2, %v (the earlier mark's expiry)", seq, next, first)
+	}
+	// Once the first mark has expired, the next expiry is the second mark's,
+	// whether or not a read has dropped the first one yet.
+	clk.Step(UnavailableTTL - time.Minute)
+	if seq, next := c.Version(); seq != 2 || !next.Equal(first.Add(time.Minute)) {
+		t.Errorf("after the first expiry: Version = %d, %v", seq, next)
+	}
+	clk.Step(time.Minute)
+	if _, next := c.Version(); !next.IsZero() {
+		t.Errorf("all expired: next expiry %v, want none", next)
+	}
+}
+
 func TestSelect(t *testing.T) {
 	subnets := []Subnet{{"subnet-a1", "a", 10}, {"subnet-a2", "a", 50}, {"subnet-b", "b", 5}}
 	cands := []Candidate{

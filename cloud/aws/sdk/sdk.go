@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -86,6 +87,17 @@ type EKS interface {
 	ListPodIdentityAssociations(ctx context.Context, in *eks.ListPodIdentityAssociationsInput, optFns ...func(*eks.Options)) (*eks.ListPodIdentityAssociationsOutput, error)
 }
 
+// EventBridge is the subset of the EventBridge API that `stevedore diagnose`
+// calls, to find the rules that route interruption events to the queue. The
+// controller itself never calls it.
+type EventBridge interface {
+	// ListRuleNamesByTarget lists the rules of an event bus (the default
+	// one when EventBusName is nil) that have the queue as a target.
+	ListRuleNamesByTarget(ctx context.Context, in *eventbridge.ListRuleNamesByTargetInput, optFns ...func(*eventbridge.Options)) (*eventbridge.ListRuleNamesByTargetOutput, error)
+	// DescribeRule returns a rule's state and event pattern.
+	DescribeRule(ctx context.Context, in *eventbridge.DescribeRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.DescribeRuleOutput, error)
+}
+
 // Pricing is the subset of the AWS Price List API used for on-demand prices.
 type Pricing interface {
 	GetProducts(ctx context.Context, in *pricing.GetProductsInput, optFns ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
@@ -99,6 +111,8 @@ type Clients struct {
 	IAM     IAM
 	EKS     EKS
 	Pricing Pricing
+	// EventBridge is only called by `stevedore diagnose`.
+	EventBridge EventBridge
 }
 
 // NewFromConfig builds the real SDK clients from cfg.
@@ -109,20 +123,22 @@ type Clients struct {
 // that region.
 func NewFromConfig(cfg aws.Config) Clients {
 	return Clients{
-		EC2:     ec2.NewFromConfig(cfg),
-		SSM:     ssm.NewFromConfig(cfg),
-		SQS:     sqs.NewFromConfig(cfg),
-		IAM:     iam.NewFromConfig(cfg),
-		EKS:     eks.NewFromConfig(cfg),
-		Pricing: pricing.NewFromConfig(cfg),
+		EC2:         ec2.NewFromConfig(cfg),
+		SSM:         ssm.NewFromConfig(cfg),
+		SQS:         sqs.NewFromConfig(cfg),
+		IAM:         iam.NewFromConfig(cfg),
+		EKS:         eks.NewFromConfig(cfg),
+		Pricing:     pricing.NewFromConfig(cfg),
+		EventBridge: eventbridge.NewFromConfig(cfg),
 	}
 }
 
 var (
-	_ EC2     = (*ec2.Client)(nil)
-	_ SSM     = (*ssm.Client)(nil)
-	_ SQS     = (*sqs.Client)(nil)
-	_ IAM     = (*iam.Client)(nil)
-	_ EKS     = (*eks.Client)(nil)
-	_ Pricing = (*pricing.Client)(nil)
+	_ EC2         = (*ec2.Client)(nil)
+	_ SSM         = (*ssm.Client)(nil)
+	_ SQS         = (*sqs.Client)(nil)
+	_ IAM         = (*iam.Client)(nil)
+	_ EKS         = (*eks.Client)(nil)
+	_ Pricing     = (*pricing.Client)(nil)
+	_ EventBridge = (*eventbridge.Client)(nil)
 )
