@@ -1,5 +1,7 @@
 package packer
 
+import corev1 "k8s.io/api/core/v1"
+
 // Step is one placement in the order the packer made it: pod index into the
 // pods Solve considered, and the node (existing nodes first, sorted by name,
 // then new claims in order) it went to.
@@ -9,4 +11,13 @@ type Step = step
 func SolveTrace(in Input) (Result, []Step, func(Step) (pod int32, bin int)) {
 	r, t := solve(in)
 	return r, t, func(s Step) (int32, int) { return s.pod, s.bin }
+}
+
+// FeasibleWithoutShortcut is Feasible building the whole view of the
+// cluster for every pod, as it did before pods whose verdict needs no
+// topology were judged node by node.
+func FeasibleWithoutShortcut(pod *corev1.Pod, nodes []Node, i int, namespaceLabels map[string]map[string]string) error {
+	fullFeasibility = true
+	defer func() { fullFeasibility = false }()
+	return Feasible(pod, nodes, i, namespaceLabels)
 }

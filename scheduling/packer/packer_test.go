@@ -188,14 +188,39 @@ func checkConsistent(t *testing.T, in packer.Input) packer.Result {
 		n.Allocatable.Sub(over)
 		nodes = append(nodes, n)
 	}
-	for _, s := range trace {
+	for step, s := range trace {
 		pi, b := unpack(s)
 		if err := packer.Feasible(pods[pi], nodes, b, in.NamespaceLabels); err != nil {
 			t.Fatalf("pod %s placed on %s is not feasible there: %v", pods[pi].Name, nodes[b].Name, err)
 		}
+		// Three steps spread over the trace: every node's verdict.
+		if step%max(1, len(trace)/3) == len(trace)/7 {
+			checkFeasibleNodes(t, pods[pi], nodes, in.NamespaceLabels)
+		}
 		nodes[b].Pods = append(nodes[b].Pods, pods[pi])
 	}
 	return res
+}
+
+// checkFeasibleNodes checks that FeasibleNodes gives, on every node, the
+// verdict of Feasible, and that both give the verdict of the whole view of
+// the cluster even where they take their shortcut.
+func checkFeasibleNodes(t *testing.T, pod *corev1.Pod, nodes []packer.Node, ns map[string]map[string]string) {
+	t.Helper()
+	all := make([]int, len(nodes)+1)
+	for i := range all {
+		all[i] = i // the last one is out of range
+	}
+	got := packer.FeasibleNodes(pod, nodes, all, ns)
+	for k, i := range all {
+		want := packer.FeasibleWithoutShortcut(pod, nodes, i, ns)
+		if one := packer.Feasible(pod, nodes, i, ns); fmt.Sprint(one) != fmt.Sprint(want) {
+			t.Fatalf("pod %s on node %d: Feasible says %v, the whole view %v", pod.Name, i, one, want)
+		}
+		if fmt.Sprint(got[k]) != fmt.Sprint(want) {
+			t.Fatalf("pod %s on node %d: FeasibleNodes says %v, the whole view %v", pod.Name, i, got[k], want)
+		}
+	}
 }
 
 func TestDiverseWorkload(t *testing.T) {
@@ -557,6 +582,7 @@ func TestFeasibleMessages(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
+			checkFeasibleNodes(t, tc.pod, tc.nodes, nil)
 		})
 	}
 }
@@ -691,7 +717,79 @@ func TestFeasibleSchedulerSemantics(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
+			checkFeasibleNodes(t, tc.pod, tc.nodes, nil)
 		})
+	}
+}
+
+// TestFeasibleShortcut: pods whose verdict needs no topology are judged node
+// by node; whether a running pod's anti-affinity selects them (by labels,
+// namespaces or a namespace selector; terminating pods left out) decides
+// whether they are, and either way the verdicts are those of the whole view.
+func TestFeasibleShortcut(t *testing.T) {
+	node := func(name, zone string, pods ...*corev1.Pod) packer.Node {
+		return packer.Node{Name: name, Labels: map[string]string{wellknown.LabelHostname: name, wellknown.LabelTopologyZone: zone, "pool": "a"},
+			Allocatable: vec("4", "8Gi", "10"), Pods: pods}
+	}
+	inNamespace := func(ns string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Namespace = ns } }
+	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
+	antiNamespaces := func(sel *metav1.LabelSelector, names ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			t := &p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
+			t.Namespaces, t.NamespaceSelector = names, sel
+		}
+	}
+	soft := func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: wellknown.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: matchLabels("app", "web")}}
+	}
+	byName := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}},
+		}}}
+	}
+	tainted := node("t", "z2")
+	tainted.Taints = []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}}
+	cordoned := node("c", "z3")
+	cordoned.Unschedulable = true
+	guard := pod("guard", "0", "0", antiHost("web"))
+	nodes := func(guards ...*corev1.Pod) []packer.Node {
+		return []packer.Node{node("a", "z1", guards...), node("b", "z1", pod("big", "3", "1Gi")), tainted, cordoned, node("d", "z2")}
+	}
+	ns := map[string]map[string]string{"default": {"team": "x"}, "other": {"team": "y"}}
+	pods := map[string]*corev1.Pod{
+		"plain":           pod("p", "1", "1Gi", withLabels("app", "web")),
+		"selector":        pod("p", "1", "1Gi", withLabels("app", "web"), withSelector(wellknown.LabelTopologyZone, "z2")),
+		"too big":         pod("p", "2", "1Gi", withLabels("app", "web")),
+		"tolerates":       pod("p", "1", "1Gi", withLabels("app", "web"), tolerate("k")),
+		"soft spread":     pod("p", "1", "1Gi", withLabels("app", "web"), soft),
+		"match fields":    pod("p", "1", "1Gi", withLabels("app", "web"), byName),
+		"other labels":    pod("p", "1", "1Gi", withLabels("app", "db")),
+		"other ns":        pod("p", "1", "1Gi", withLabels("app", "web"), inNamespace("other")),
+		"own anti":        pod("p", "1", "1Gi", antiHost("web")),
+		"own hard spread": pod("p", "1", "1Gi", spreadZone("web")),
+	}
+	guards := map[string][]*corev1.Pod{
+		"no guard":             nil,
+		"guard":                {guard},
+		"terminating guard":    {pod("guard", "0", "0", antiHost("web"), terminating)},
+		"guard over namespace": {pod("guard", "0", "0", antiHost("web"), antiNamespaces(nil, "other"))},
+		"guard over selector":  {pod("guard", "0", "0", antiHost("web"), antiNamespaces(matchLabels("team", "y")))},
+		"guard over all":       {pod("guard", "0", "0", antiHost("web"), antiNamespaces(&metav1.LabelSelector{}))},
+	}
+	for gname, g := range guards {
+		for pname, p := range pods {
+			t.Run(gname+"/"+pname, func(t *testing.T) {
+				checkFeasibleNodes(t, p, nodes(g...), ns)
+			})
+		}
+	}
+	// The guard keeps a web pod off its node; without it, the pod fits.
+	if err := packer.Feasible(pods["plain"], nodes(guard), 0, ns); err == nil || !strings.Contains(err.Error(), "anti-affinity") {
+		t.Errorf("guarded node: %v", err)
+	}
+	if err := packer.Feasible(pods["plain"], nodes(), 0, ns); err != nil {
+		t.Errorf("unguarded node: %v", err)
 	}
 }
 

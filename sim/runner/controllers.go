@@ -154,7 +154,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	out := []watch.Controller{
 		{
 			Name:       lifecycle.Name,
-			Reconciler: lifecycle.New(kube, d.Cloud, d.Clock, d.Recorder(lifecycle.Name), d.Metrics),
+			Reconciler: lifecycle.New(kube, d.Cloud, d.Clock, d.Recorder(lifecycle.Name), d.Metrics).WithIndexes(),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK), watch.Map(nodeGVK, nodeClaimsWithProviderID(kube))},
 		},
 		{
@@ -333,6 +333,25 @@ func (p *poller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	return reconcile.Result{RequeueAfter: pollInterval}, nil
 }
 
+// nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the
+// pod-events mapping.
+const nodeClaimNodeNameIndex = "status.nodeName"
+
+// addIndexes adds the field indexes the production controllers' caches have
+// under a manager (the NodeClaim lifecycle controller's provider-ID indexes),
+// and one by node name for mapping pod events, so that neither a reconcile
+// nor a watch mapping lists every Node or NodeClaim.
+func addIndexes(api *apiserver.Server) {
+	api.AddIndex(nodeGVK, lifecycle.NodeProviderIDIndex, lifecycle.NodeProviderID)
+	api.AddIndex(nodeClaimGVK, lifecycle.NodeClaimProviderIDIndex, lifecycle.NodeClaimProviderID)
+	api.AddIndex(nodeClaimGVK, nodeClaimNodeNameIndex, func(o client.Object) []string {
+		if n := o.(*karpv1.NodeClaim).Status.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	})
+}
+
 // nodeClaimsWithProviderID maps a Node to the NodeClaims with its provider
 // ID (lifecycle's nodeClaimsForNode).
 func nodeClaimsWithProviderID(api *apiserver.Server) func(client.Object) []reconcile.Request {
@@ -342,10 +361,8 @@ func nodeClaimsWithProviderID(api *apiserver.Server) func(client.Object) []recon
 			return nil
 		}
 		var out []reconcile.Request
-		for _, c := range api.Objects(nodeClaimGVK) {
-			if c.(*karpv1.NodeClaim).Status.ProviderID == id {
-				out = append(out, watch.Key(c))
-			}
+		for _, c := range api.Select(nodeClaimGVK, lifecycle.NodeClaimProviderIDIndex, id) {
+			out = append(out, watch.Key(c))
 		}
 		return out
 	}
@@ -424,10 +441,8 @@ func podEvents(api *apiserver.Server) func(apiserver.Change) []reconcile.Request
 	}
 	on := func(node string) []reconcile.Request {
 		var out []reconcile.Request
-		for _, c := range api.Objects(nodeClaimGVK) {
-			if c.(*karpv1.NodeClaim).Status.NodeName == node {
-				out = append(out, watch.Key(c))
-			}
+		for _, c := range api.Select(nodeClaimGVK, nodeClaimNodeNameIndex, node) {
+			out = append(out, watch.Key(c))
 		}
 		return out
 	}

@@ -172,6 +172,7 @@ func New(opts Options) (*Runner, error) {
 	if r.api, err = apiserver.New(apiserver.Options{Scheme: opts.Scheme, Clock: r.clock, Seed: run.Seed}); err != nil {
 		return nil, err
 	}
+	addIndexes(r.api)
 	if r.world, err = buildWorld(run, r.clock); err != nil {
 		return nil, err
 	}

@@ -114,7 +114,16 @@ func buildWorld(run *scenario.Run, clk *simclock.Clock) (*world, error) {
 		f.RestrictPassRole(a.PassRole...)
 	}
 	if a.InterruptionQueue != "" {
+		// The queue as the reference setup leaves it: a policy that lets
+		// EventBridge deliver, and the four rules that route interruption
+		// events to it, so that diagnose finds a complete setup.
 		f.CreateQueue(a.InterruptionQueue, queueRetention)
+		if err := f.SetQueuePolicy(a.InterruptionQueue, fake.QueuePolicyEventBridge(f.QueueARN(a.InterruptionQueue))); err != nil {
+			return nil, err
+		}
+		if _, err := f.AddInterruptionRules(run.ClusterName, a.InterruptionQueue); err != nil {
+			return nil, err
+		}
 	}
 	releases := []struct{ family, arch, variant, version string }{
 		{fake.FamilyAL2023, "x86_64", "standard", ""}, {fake.FamilyAL2023, "arm64", "standard", ""},

@@ -10,10 +10,11 @@
 // kube-scheduler. Cheap filters run first — unschedulable nodes, taints
 // (package scheduling/taints), resources (package scheduling/resources) and,
 // for pods that need nothing more, required node affinity (the API's own
-// matcher) — so that Feasible, which builds its view of the whole cluster for
-// each check, runs only for pods with host ports, inter-pod (anti-)affinity or
-// topology spread constraints, or when a running pod's anti-affinity could
-// keep the newcomer away. For the other pods those cheap filters are exactly
+// matcher) — so that the full check, which builds the packer's view of the
+// whole cluster (once per pod, for all the nodes left: packer.FeasibleNodes),
+// runs only for pods with host ports, inter-pod (anti-)affinity or topology
+// spread constraints, or when a running pod's anti-affinity could keep the
+// newcomer away. For the other pods those cheap filters are exactly
 // the filters that apply. Pods whose PersistentVolumeClaims are bound go only to nodes
 // in their volumes' zones; an unbound claim is bound, once its pod is, to a
 // new volume in the zone of the pod's node (WaitForFirstConsumer).
@@ -210,6 +211,11 @@ func (b *Binder) cluster() *cluster {
 		})
 		cl.used = append(cl.used, resources.Vector{})
 	}
+	// The packer takes each node's summed requests from used (kept current
+	// by add) instead of adding its pods up again for every check.
+	for i := range cl.packed {
+		cl.packed[i].Requested = &cl.used[i]
+	}
 	for _, o := range b.api.Objects(podGVK) {
 		p := o.(*corev1.Pod)
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -297,22 +303,32 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, 
 	cheap := simple(pod) && !cl.antiAffinity
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	reasons := map[string]int{}
-	var fits []int
+	var fits, rest []int
 	for i := range cl.nodes {
 		if why := prefilter(pod, req, cl, i, zones); why != "" {
 			reasons[why]++
 			continue
 		}
-		if cheap {
-			if ok, _ := affinity.Match(cl.nodes[i]); !ok {
-				reasons["node(s) didn't match Pod's node affinity/selector"]++
-				continue
-			}
-		} else if err := packer.Feasible(pod, cl.packed, i, cl.nsLabel); err != nil {
-			reasons[err.Error()]++
+		if !cheap {
+			rest = append(rest, i)
+			continue
+		}
+		if ok, _ := affinity.Match(cl.nodes[i]); !ok {
+			reasons["node(s) didn't match Pod's node affinity/selector"]++
 			continue
 		}
 		fits = append(fits, i)
+	}
+	// The nodes left for the full check are judged together: the packer
+	// builds its view of the cluster once for the pod, not once per node.
+	if len(rest) > 0 {
+		for k, err := range packer.FeasibleNodes(pod, cl.packed, rest, cl.nsLabel) {
+			if err != nil {
+				reasons[err.Error()]++
+				continue
+			}
+			fits = append(fits, rest[k])
+		}
 	}
 	if len(fits) == 0 {
 		parts := make([]string, 0, len(reasons))

@@ -122,6 +122,35 @@ func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, record
 	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, metrics: m}
 }
 
+// NodeProviderID is the index function of NodeProviderIDIndex: a Node's
+// spec.providerID, if it has one.
+func NodeProviderID(o client.Object) []string {
+	if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+// NodeClaimProviderID is the index function of NodeClaimProviderIDIndex: a
+// NodeClaim's status.providerID, if it has one.
+func NodeClaimProviderID(o client.Object) []string {
+	if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+// WithIndexes tells the Reconciler that its client selects Nodes by
+// NodeProviderIDIndex (indexed with NodeProviderID), so that finding a
+// NodeClaim's Node is a look-up instead of a list of every Node. Register
+// sets this up itself under a manager; a caller that drives the Reconciler
+// over another client with that index (the simulator) uses WithIndexes. It
+// returns r.
+func (r *Reconciler) WithIndexes() *Reconciler {
+	r.indexed = true
+	return r
+}
+
 // Register indexes Nodes and NodeClaims by provider ID in the manager's cache
 // and runs the Reconciler under the manager, woken by NodeClaim changes and by
 // changes to the Nodes that share a NodeClaim's provider ID. The Reconciler
@@ -129,23 +158,13 @@ func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, record
 func (r *Reconciler) Register(mgr manager.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
-	if err := ignoreIndexConflict(idx.IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, func(o client.Object) []string {
-		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
-	})); err != nil {
+	if err := ignoreIndexConflict(idx.IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, NodeProviderID)); err != nil {
 		return fmt.Errorf("indexing Nodes by %s: %w", NodeProviderIDIndex, err)
 	}
-	if err := ignoreIndexConflict(idx.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDIndex, func(o client.Object) []string {
-		if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
-	})); err != nil {
+	if err := ignoreIndexConflict(idx.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDIndex, NodeClaimProviderID)); err != nil {
 		return fmt.Errorf("indexing NodeClaims by %s: %w", NodeClaimProviderIDIndex, err)
 	}
-	r.indexed = true
+	r.WithIndexes()
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&karpv1.NodeClaim{}).
