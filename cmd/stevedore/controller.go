@@ -53,6 +53,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/internal/version"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/sim/account"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
@@ -75,7 +76,15 @@ const (
 	flagReplacementTimeout  = "disruption-replacement-timeout"
 	flagMaxUnhealthy        = "node-repair-max-unhealthy-percent"
 	flagActOnRebalance      = "interruption-act-on-rebalance"
+	flagCloud               = "cloud"
+	flagSimulatedAccount    = "simulated-account"
 	defaultLeaderElectionNS = "kube-system"
+)
+
+// The values of --cloud.
+const (
+	cloudAWS       = "aws"
+	cloudSimulated = "simulated"
 )
 
 // serviceAccountNamespaceFile holds the namespace of the pod the controller
@@ -103,10 +112,15 @@ type controllerOptions struct {
 	replacementTimeout time.Duration
 	maxUnhealthy       int
 	actOnRebalance     bool
+	cloud              string
+	simulatedAccount   string
 	envErr             error
 	registerer         prometheus.Registerer // default: controller-runtime's registry, served on the metrics address
 	logOutput          io.Writer             // default: standard error
 	gracefulShutdownTO time.Duration         // default: controller-runtime's
+	// addRunnables, when set, adds more to the manager (the simulated
+	// account's kubelets).
+	addRunnables func(manager.Manager) error
 	// sharedProcess lets several managers run in one process, as tests of
 	// leader election do: controller-runtime otherwise refuses a second
 	// controller with the same name. Never set in production.
@@ -157,12 +171,16 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"node repair replaces nodes only while at most this percentage of a NodePool's nodes is unhealthy"+env(flagMaxUnhealthy))
 	fs.BoolVar(&o.actOnRebalance, flagActOnRebalance, false,
 		"treat EC2 rebalance recommendations like spot interruption warnings (replace and drain) instead of only recording an event"+env(flagActOnRebalance))
+	fs.StringVar(&o.cloud, flagCloud, cloudAWS,
+		"the cloud: aws, or simulated (TEST AND DEMO MODE ONLY: an in-memory AWS account, see --"+flagSimulatedAccount+"; nothing real is launched)"+env(flagCloud))
+	fs.StringVar(&o.simulatedAccount, flagSimulatedAccount, "",
+		"with --"+flagCloud+"="+cloudSimulated+" (test and demo mode): a Scenario file or directory, as 'stevedore simulate' reads it, whose spec.aws and spec.cluster describe the account, run in this process; or http://127.0.0.1:PORT, an account another process serves on loopback"+env(flagSimulatedAccount))
 
 	// The AWS settings read their variables in AddFlags; the others here.
 	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
 		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
 		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
-		flagMaxUnhealthy, flagActOnRebalance} {
+		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount} {
 		v := getenv(settings.EnvVar(name))
 		if v == "" {
 			continue
@@ -187,7 +205,19 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 // validate reports every invalid setting. It runs before anything connects.
 func (o *controllerOptions) validate() error {
 	errs := []error{o.envErr}
-	if err := o.settings.Validate(); err != nil {
+	switch {
+	case o.cloud != cloudAWS && o.cloud != cloudSimulated:
+		errs = append(errs, fmt.Errorf("--%s %q: use %s, or %s for the test and demo mode", flagCloud, o.cloud, cloudAWS, cloudSimulated))
+	case o.cloud == cloudSimulated && o.simulatedAccount == "":
+		errs = append(errs, fmt.Errorf("--%s=%s needs --%s: a Scenario file whose spec.aws describes the simulated account", flagCloud, cloudSimulated, flagSimulatedAccount))
+	case o.cloud != cloudSimulated && o.simulatedAccount != "":
+		errs = append(errs, fmt.Errorf("--%s is only for --%s=%s (the test and demo mode)", flagSimulatedAccount, flagCloud, cloudSimulated))
+	}
+	st := o.settings
+	if o.cloud == cloudSimulated && st.ClusterName == "" {
+		st.ClusterName = "from-the-account" // the simulated account names it
+	}
+	if err := st.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := parseFeatureGates(o.featureGates); err != nil {
@@ -261,7 +291,14 @@ are served on --metrics-bind-address at /metrics, probes on
 
 AWS credentials and the region come from the usual AWS sources: EKS Pod
 Identity, IRSA (AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE), environment
-variables, or the instance metadata service.`,
+variables, or the instance metadata service.
+
+Test and demo mode: --cloud=simulated --simulated-account=FILE runs an
+in-memory AWS account inside the controller, described by the spec.aws section
+of a Scenario (docs/simulate.md), on the wall clock. Nothing real is launched:
+a booted instance registers as a Node annotated kwok.x-k8s.io/node=fake, for
+kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
+--interruption-queue default to the account's. Never use it in production.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(); err != nil {
@@ -273,6 +310,13 @@ variables, or the instance metadata service.`,
 			}
 			ctx, stop := signalContext(ctx)
 			defer stop()
+			if opts.cloud == cloudSimulated {
+				clients, region, err := simulatedClients(ctx, opts)
+				if err != nil {
+					return err
+				}
+				return runController(ctx, opts, clients, region)
+			}
 			clients, region, err := awsClients(ctx, opts.settings)
 			if err != nil {
 				return err
@@ -303,6 +347,34 @@ func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, 
 		cfg.Credentials = awssdk.NewCredentialsCache(provider)
 	}
 	return sdk.NewFromConfig(cfg), cfg.Region, nil
+}
+
+// simulatedClients opens the simulated account of --simulated-account (test
+// and demo mode): a Scenario read into an in-memory AWS that runs in this
+// process, whose kubelets join the manager, or the URL of an account another
+// process serves. The controller's cluster name and interruption queue
+// default to the account's.
+func simulatedClients(ctx context.Context, opts *controllerOptions) (sdk.Clients, string, error) {
+	var clients sdk.Clients
+	var info account.Info
+	if account.IsURL(opts.simulatedAccount) {
+		remote, err := account.Dial(ctx, opts.simulatedAccount)
+		if err != nil {
+			return sdk.Clients{}, "", fmt.Errorf("--%s: %w", flagSimulatedAccount, err)
+		}
+		clients, info = remote.Clients(), remote.Info
+	} else {
+		acc, err := account.Load(opts.simulatedAccount, account.Options{})
+		if err != nil {
+			return sdk.Clients{}, "", fmt.Errorf("--%s: %w", flagSimulatedAccount, err)
+		}
+		clients, info = acc.Clients(), acc.Info
+		opts.addRunnables = func(mgr manager.Manager) error { return mgr.Add(acc.Kubelets(mgr.GetClient())) }
+	}
+	if err := account.Apply(info, &opts.settings); err != nil {
+		return sdk.Clients{}, "", err
+	}
+	return clients, info.Region, nil
 }
 
 // newLogger returns the JSON logger all of the controller logs through.
@@ -521,6 +593,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	})
 	if err != nil {
 		return err
+	}
+	if opts.addRunnables != nil {
+		if err := opts.addRunnables(mgr); err != nil {
+			return err
+		}
 	}
 	logger.Info("starting controller", "version", version.Get().Version, "cluster", st.ClusterName,
 		"region", region, "kubernetesVersion", k8sVersion, "endpoint", cluster.Endpoint,

@@ -48,14 +48,32 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
+	// The stevedore binary the tests run as a controller, built while the
+	// cluster starts.
+	built := make(chan error, 1)
+	go func() {
+		started := time.Now()
+		var err error
+		if stevedoreBin, err = buildStevedore(dir); err == nil {
+			fmt.Fprintf(os.Stderr, "e2e: stevedore built in %s\n", time.Since(started).Round(100*time.Millisecond))
+		}
+		built <- err
+	}()
+
 	started := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Progress: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
+		<-built
 		return 1
 	}
 	testCluster = c
 	fmt.Fprintf(os.Stderr, "e2e: local cluster up in %s (logs in %s)\n", time.Since(started).Round(100*time.Millisecond), c.LogDir())
+	if err := <-built; err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		_ = c.Stop()
+		return 1
+	}
 	if kube, err = client.New(c.Config, client.Options{Scheme: apiserver.Scheme()}); err == nil {
 		clientset, err = kubernetes.NewForConfig(c.Config)
 	}

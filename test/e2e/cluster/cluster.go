@@ -114,6 +114,7 @@ type Cluster struct {
 	env        *envtest.Environment
 	envLogs    []*os.File
 	procs      []*process
+	extra      []*process // started by StartProcess
 	guard      *process
 	components []Component
 	progress   io.Writer
@@ -418,13 +419,18 @@ func (c *Cluster) LogDir() string { return filepath.Join(c.Dir, "logs") }
 func (c *Cluster) runDir() string  { return filepath.Join(c.Dir, "run") }
 func (c *Cluster) pidFile() string { return filepath.Join(c.Dir, "pids") }
 
-// WriteLogTails writes the last lines of every component's log to w.
+// WriteLogTails writes the last lines of every component's log, and of the
+// processes StartProcess started, to w.
 func (c *Cluster) WriteLogTails(w io.Writer, lines int) {
+	var paths []string
 	for _, name := range binaries {
 		path := filepath.Join(c.LogDir(), name+".log")
 		if _, err := os.Stat(path); err != nil {
 			continue // not started
 		}
+		paths = append(paths, path)
+	}
+	for _, path := range append(paths, c.extraLogs()...) {
 		fmt.Fprintf(w, "==> %s (last %d lines) <==\n%s\n", path, lines, tail(path, lines))
 	}
 }
@@ -460,7 +466,7 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
-	var errs []error
+	errs := c.stopExtra()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		if done, err := p.exited(); done && !p.stopping.Load() {

@@ -1,0 +1,245 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+)
+
+// TestScaleOut is the suite's load test, with a controller of its own and
+// its account in the controller process (--simulated-account=FILE): 1,000
+// pods of two Deployments, 500 of 900m/3100Mi and 500 of 3500m/28Gi,
+// become Running on nodes stevedore launches for them; after both are
+// scaled down to 350, consolidation removes nodes. It reports, and does not
+// assert, the time from the pods' creation to all of them Running, the
+// controller's CPU time and peak memory (from /proc) and the API requests it
+// issued (rest_client_requests_total on its metrics endpoint); see
+// docs/performance.md.
+func TestScaleOut(t *testing.T) {
+	ctx := t.Context()
+	spec := accountSpec{Cluster: "e2e-scale", Region: "us-east-2", Seed: 13}
+	ctl := startController(t, controllerOptions{name: "stevedore-scale", account: writeAccount(t, spec)})
+	pool := "scale-" + suffix()
+	createPool(t, poolSpec{
+		Name: pool, Cluster: spec.Cluster,
+		Disruption: `    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 10s
+    budgets: [{nodes: "20%"}]`,
+	})
+	ns := newNamespace(t, "scale")
+	baseline := measure(ctx, t, ctl)
+
+	created := time.Now()
+	create(t, workloadYAML, workloadSpec{Name: "small", Namespace: ns, Pool: pool, Replicas: 500, CPU: "900m", Memory: "3100Mi"})
+	create(t, workloadYAML, workloadSpec{Name: "large", Namespace: ns, Pool: pool, Replicas: 500, CPU: "3500m", Memory: "28Gi"})
+	waitAllRunning(t, 8*time.Minute, ns, map[string]int{"small": 500, "large": 500})
+	toRunning := time.Since(created)
+	up := measure(ctx, t, ctl)
+	s, err := readPool(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peakNodes := len(s.initialized())
+	t.Logf("measurement: 1,000 pods Running %s after creation, on %d nodes (%s); %d NodeClaims exist",
+		toRunning.Round(100*time.Millisecond), peakNodes, typeMix(s.nodes), len(s.claims))
+	t.Logf("measurement: scale-out: %s", up.since(baseline))
+
+	// Scale down to 700 pods: consolidation takes nodes away.
+	if err := scale(ctx, ns, "small", 350); err != nil {
+		t.Fatal(err)
+	}
+	if err := scale(ctx, ns, "large", 350); err != nil {
+		t.Fatal(err)
+	}
+	scaled := time.Now()
+	waitAllRunning(t, 2*time.Minute, ns, map[string]int{"small": 350, "large": 350})
+	var fewer int
+	eventually(t, 5*time.Minute, "consolidation removed nodes", func(ctx context.Context) error {
+		s, err := readPool(ctx, pool)
+		if err != nil {
+			return err
+		}
+		fewer = len(s.initialized())
+		if fewer >= peakNodes {
+			return fmt.Errorf("%d initialized nodes, as many as at the peak (%d)", fewer, peakNodes)
+		}
+		return nil
+	})
+	// Let consolidation run on a little; report where it got to.
+	settle := time.Now()
+	last, lastChange := fewer, time.Now()
+	for time.Since(settle) < 30*time.Second && time.Since(lastChange) < 15*time.Second {
+		time.Sleep(2 * time.Second)
+		s, err := readPool(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.initialized()); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
+	waitAllRunning(t, 2*time.Minute, ns, map[string]int{"small": 350, "large": 350})
+	down := measure(ctx, t, ctl)
+	s, err = readPool(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("measurement: after scaling to 700 pods, %d → %d nodes within %s (%s)", peakNodes, len(s.initialized()),
+		lastChange.Sub(scaled).Round(time.Second), typeMix(s.nodes))
+	t.Logf("measurement: consolidation: %s", down.since(up))
+	t.Logf("measurement: whole test: %s", down.since(baseline))
+	// Nothing changed the NodePool or its EC2NodeClass: no node may have
+	// drifted.
+	if n := down.disrupted["drifted"] - baseline.disrupted["drifted"]; n > 0 {
+		t.Errorf("%.0f NodeClaims were replaced as drifted, though neither the NodePool nor its EC2NodeClass changed", n)
+	}
+}
+
+// waitAllRunning waits until each app has exactly its number of pods, all
+// Running and Ready, and logs progress every 15 seconds.
+func waitAllRunning(t *testing.T, timeout time.Duration, ns string, want map[string]int) {
+	t.Helper()
+	lastLog := time.Now()
+	eventually(t, timeout, fmt.Sprintf("pods Running %v", want), func(ctx context.Context) error {
+		list := &corev1.PodList{}
+		if err := kube.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		total, running := map[string]int{}, map[string]int{}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			app := p.Labels["app"]
+			total[app]++
+			if p.Status.Phase == corev1.PodRunning && isPodReady(p) {
+				running[app]++
+			}
+		}
+		var problems []string
+		for _, app := range slices.Sorted(maps.Keys(want)) {
+			if total[app] != want[app] || running[app] != want[app] {
+				problems = append(problems, fmt.Sprintf("%s: %d pods, %d Running", app, total[app], running[app]))
+			}
+		}
+		if len(problems) == 0 {
+			return nil
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			t.Logf("waiting: %s", strings.Join(problems, "; "))
+		}
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	})
+}
+
+// usage is what the controller process had used at one moment.
+type usage struct {
+	at       time.Time
+	cpu      time.Duration // user and system time
+	peakRSS  int64         // VmHWM, bytes
+	requests float64       // rest_client_requests_total
+	byVerb   map[string]float64
+	// disrupted counts karpenter_nodeclaims_disrupted_total by reason.
+	disrupted map[string]float64
+	launched  float64 // karpenter_nodeclaims_created_total
+}
+
+// disruptionReasons are the reason labels of karpenter_nodeclaims_disrupted_total.
+var disruptionReasons = []string{"empty", "underutilized", "drifted", "expired", "interrupted", "unhealthy"}
+
+// clockTicks is the unit of /proc/PID/stat's times (USER_HZ), 100 on Linux.
+const clockTicks = 100
+
+func measure(ctx context.Context, t *testing.T, c *controller) usage {
+	t.Helper()
+	u := usage{at: time.Now(), byVerb: map[string]float64{}, disrupted: map[string]float64{}}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.PID()), "stat"))
+	if err != nil {
+		t.Fatalf("reading the controller's /proc: %v", err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	// After "pid (comm)": state is field 3, utime 14 and stime 15.
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	u.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.PID()), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			u.peakRSS = kb << 10
+		}
+	}
+	if u.requests, err = scrape(ctx, c.metrics, "rest_client_requests_total"); err != nil {
+		t.Fatalf("scraping the controller's metrics: %v", err)
+	}
+	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
+		if u.byVerb[verb], err = scrape(ctx, c.metrics, "rest_client_requests_total", `method="`+verb+`"`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, reason := range disruptionReasons {
+		if u.disrupted[reason], err = scrape(ctx, c.metrics, "karpenter_nodeclaims_disrupted_total", `reason="`+reason+`"`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u.launched, err = scrape(ctx, c.metrics, "karpenter_nodeclaims_created_total"); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// since describes the usage between two measurements.
+func (u usage) since(before usage) string {
+	wall := u.at.Sub(before.at)
+	var verbs []string
+	for _, v := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
+		if n := u.byVerb[v] - before.byVerb[v]; n > 0 {
+			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, n))
+		}
+	}
+	var disrupted []string
+	for _, r := range disruptionReasons {
+		if n := u.disrupted[r] - before.disrupted[r]; n > 0 {
+			disrupted = append(disrupted, fmt.Sprintf("%s %.0f", r, n))
+		}
+	}
+	if len(disrupted) == 0 {
+		disrupted = []string{"none"}
+	}
+	return fmt.Sprintf("%s wall, controller CPU %s (%.0f%% of one core), peak RSS %d MiB, %.0f API requests (%s); %.0f NodeClaims created, disrupted: %s",
+		wall.Round(100*time.Millisecond), (u.cpu - before.cpu).Round(10*time.Millisecond),
+		100*float64(u.cpu-before.cpu)/float64(wall), u.peakRSS>>20, u.requests-before.requests, strings.Join(verbs, ", "),
+		u.launched-before.launched, strings.Join(disrupted, ", "))
+}
+
+// typeMix counts nodes by instance type.
+func typeMix(nodes []corev1.Node) string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		count[n.Labels[wellknown.LabelInstanceType]]++
+	}
+	var parts []string
+	for _, it := range slices.Sorted(maps.Keys(count)) {
+		parts = append(parts, fmt.Sprintf("%d %s", count[it], it))
+	}
+	return strings.Join(parts, ", ")
+}
