@@ -134,15 +134,32 @@ func (r *Reconciler) launchTimedOut(ctx context.Context, nc *karpv1.NodeClaim) (
 	return true, reconcile.Result{}, r.deleteNodeClaim(ctx, nc)
 }
 
-// recordLaunch writes what Create resolved onto the NodeClaim: the status
-// first (the provider ID is what keeps the instance from leaking), then the
-// labels and annotations. A conflicting write (for example the NodeClaim was
-// deleted meanwhile) is retried on the latest version, since the instance now
-// exists whatever happened to the NodeClaim.
+// recordLaunch writes what Create resolved onto the NodeClaim: the labels
+// and annotations first, then the status with the provider ID and the
+// Launched condition. In that order a NodeClaim never reads as launched
+// without the labels of its instance, which drift would otherwise judge it by
+// (as missing). The instance cannot leak in between: the Launched condition
+// was set before Create, so a NodeClaim without a provider ID looks for an
+// instance tagged with its name first. A conflicting write is retried on the
+// latest version, since the instance now exists whatever happened to the
+// NodeClaim.
 func (r *Reconciler) recordLaunch(ctx context.Context, nc *karpv1.NodeClaim, created *karpv1.NodeClaim) error {
-	var err error
-	for range 3 {
-		err = r.patchStatus(ctx, nc, func(nc *karpv1.NodeClaim) {
+	if err := r.retryOnConflict(ctx, nc, created, func() error {
+		return r.patchMeta(ctx, nc, func(nc *karpv1.NodeClaim) {
+			if len(created.Labels) > 0 && nc.Labels == nil {
+				nc.Labels = map[string]string{}
+			}
+			maps.Copy(nc.Labels, created.Labels)
+			if len(created.Annotations) > 0 && nc.Annotations == nil {
+				nc.Annotations = map[string]string{}
+			}
+			maps.Copy(nc.Annotations, created.Annotations)
+		})
+	}); err != nil {
+		return err
+	}
+	return r.retryOnConflict(ctx, nc, created, func() error {
+		return r.patchStatus(ctx, nc, func(nc *karpv1.NodeClaim) {
 			nc.Status.ProviderID = created.Status.ProviderID
 			nc.Status.ImageID = created.Status.ImageID
 			nc.Status.Capacity = created.Status.Capacity.DeepCopy()
@@ -150,13 +167,20 @@ func (r *Reconciler) recordLaunch(ctx context.Context, nc *karpv1.NodeClaim, cre
 			r.initConditions(nc)
 			r.setLaunched(nc)
 		})
-		if !apierrors.IsConflict(err) {
-			break
+	})
+}
+
+// retryOnConflict runs write up to three times, reading nc again after a
+// conflict. If nc is gone, nothing will ever own the instance created for
+// it, which is terminated.
+func (r *Reconciler) retryOnConflict(ctx context.Context, nc *karpv1.NodeClaim, created *karpv1.NodeClaim, write func() error) error {
+	var err error
+	for range 3 {
+		if err = write(); !apierrors.IsConflict(err) {
+			return err
 		}
 		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(nc), nc); gerr != nil {
 			if apierrors.IsNotFound(gerr) {
-				// Someone removed the finalizer and the NodeClaim is gone:
-				// nothing will ever own the instance, so terminate it now.
 				if derr := cloud.IgnoreNodeClaimNotFoundError(r.cloud.Delete(ctx, created)); derr != nil {
 					return fmt.Errorf("NodeClaim %s vanished after launching %s, and terminating the instance failed: %w", nc.Name, created.Status.ProviderID, derr)
 				}
@@ -164,19 +188,7 @@ func (r *Reconciler) recordLaunch(ctx context.Context, nc *karpv1.NodeClaim, cre
 			return fmt.Errorf("recording launch of %s: %w", created.Status.ProviderID, gerr)
 		}
 	}
-	if err != nil {
-		return err
-	}
-	return r.patchMeta(ctx, nc, func(nc *karpv1.NodeClaim) {
-		if len(created.Labels) > 0 && nc.Labels == nil {
-			nc.Labels = map[string]string{}
-		}
-		maps.Copy(nc.Labels, created.Labels)
-		if len(created.Annotations) > 0 && nc.Annotations == nil {
-			nc.Annotations = map[string]string{}
-		}
-		maps.Copy(nc.Annotations, created.Annotations)
-	})
+	return err
 }
 
 func (r *Reconciler) setLaunched(nc *karpv1.NodeClaim) {
