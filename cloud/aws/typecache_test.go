@@ -2,6 +2,7 @@ package aws
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -204,5 +205,32 @@ func TestTypeCacheIgnoresIrrelevantChanges(t *testing.T) {
 	e.nc = size.DeepCopy()
 	if !sameObjects(second, e.types()) {
 		t.Error("an equal copy of the node class rebuilt the types")
+	}
+}
+
+// The controllers ask for types concurrently (the provisioner and the
+// disruption controller) while the ICE cache is marked and the caches
+// expire; run with -race.
+func TestTypeCacheConcurrentUse(t *testing.T) {
+	e := newEnv(t)
+	zone := e.nc.Status.Subnets[0].Zone
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := e.p.GetInstanceTypes(e.ctx, defaultPool()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		e.p.ICE().MarkUnavailable(testTypes[i%len(testTypes)], zone, wellknown.CapacityTypeSpot)
+		e.clk.Step(DefaultCacheTTL / 4)
+	}
+	wg.Wait()
+	if got, want := e.types(), e.uncached(); !reflect.DeepEqual(got, want) {
+		t.Error("cached types differ from uncached ones after concurrent use")
 	}
 }

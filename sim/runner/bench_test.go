@@ -4,13 +4,21 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
 
 // BenchmarkScenario runs the scenario at $SIM_SCENARIO (default: the shipped
-// drift-upgrade example) once per iteration, for profiling:
+// drift-upgrade example) once per iteration, for profiling and for the
+// figures in docs/performance.md:
 //
 //	SIM_SCENARIO=path/to/scenario go test ./sim/runner -run '^$' -bench Scenario -cpuprofile cpu.out
+//
+// Besides the time per run it reports the reconciles of a run, the virtual
+// hours it covers, the most nodes and pods (running and pending) of any
+// sample, and, where the system tells them, the CPU time per run and the
+// process's peak resident memory. hack/bench-simulate.sh runs it on the
+// churn benchmark (testdata/churn).
 func BenchmarkScenario(b *testing.B) {
 	path := os.Getenv("SIM_SCENARIO")
 	if path == "" {
@@ -22,15 +30,42 @@ func BenchmarkScenario(b *testing.B) {
 		b.Fatalf("%v: %v", err, problems)
 	}
 	reconciles := 0
+	var doc *report.Document
+	cpu0, cpuKnown := cpuTime()
 	for b.Loop() {
 		r, err := New(Options{Run: run, Scheme: s})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.Run(); err != nil {
+		if doc, err = r.Run(); err != nil {
 			b.Fatal(err)
 		}
 		reconciles = r.Stats().Reconciles
 	}
+	if cpu1, ok := cpuTime(); ok && cpuKnown {
+		b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	}
 	b.ReportMetric(float64(reconciles), "reconciles/run")
+	b.ReportMetric(run.Duration.Hours(), "virtual-h")
+	nodes, pods := 0, 0
+	for _, sm := range doc.Samples {
+		nodes, pods = max(nodes, sm.Nodes), max(pods, sm.RunningPods+sm.PendingPods)
+	}
+	b.ReportMetric(float64(nodes), "peak-nodes")
+	b.ReportMetric(float64(pods), "peak-pods")
+	if mb, ok := peakRSSMiB(); ok {
+		b.ReportMetric(mb, "peak-RSS-MiB")
+	}
+}
+
+// TestChurnScenarioLoads keeps the churn benchmark's input valid: the
+// benchmark itself is too long to run with the tests.
+func TestChurnScenarioLoads(t *testing.T) {
+	run, problems, err := scenario.Load([]string{"testdata/churn"}, testScheme(t))
+	if err != nil {
+		t.Fatalf("%v: %v", err, problems)
+	}
+	if run.Duration.Hours() != 24 || len(run.Events) != 23*9 {
+		t.Errorf("churn: %v with %d events, want 24h with 23 hourly scales of 9 Deployments", run.Duration, len(run.Events))
+	}
 }
