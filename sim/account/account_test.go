@@ -410,7 +410,7 @@ func TestLoopbackOnly(t *testing.T) {
 	if _, err := ListenLoopback("0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("listening on every address: %v", err)
 	}
-	for _, u := range []string{"http://10.0.0.1:8080", "https://127.0.0.1:8080", "file:///tmp/x"} {
+	for _, u := range []string{"http://10.0.0.1:8080", "https://127.0.0.1:8080", "file:///account.yaml"} {
 		if _, err := Dial(context.Background(), u); err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("Dial(%s): %v", u, err)
 		}

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
@@ -55,7 +57,7 @@ func TestScaleOut(t *testing.T) {
 	}
 	peakNodes := len(s.initialized())
 	t.Logf("measurement: 1,000 pods Running %s after creation, on %d nodes (%s); %d NodeClaims exist",
-		toRunning.Round(100*time.Millisecond), peakNodes, typeMix(s.nodes), len(s.claims))
+		toRunning.Round(100*time.Millisecond), peakNodes, typeMix(s), len(s.claims))
 	t.Logf("measurement: scale-out: %s", up.since(baseline))
 
 	// Scale down to 700 pods: consolidation takes nodes away.
@@ -99,7 +101,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("measurement: after scaling to 700 pods, %d → %d nodes within %s (%s)", peakNodes, len(s.initialized()),
-		lastChange.Sub(scaled).Round(time.Second), typeMix(s.nodes))
+		lastChange.Sub(scaled).Round(time.Second), typeMix(s))
 	t.Logf("measurement: consolidation: %s", down.since(up))
 	t.Logf("measurement: whole test: %s", down.since(baseline))
 	// Nothing changed the NodePool or its EC2NodeClass: no node may have
@@ -231,11 +233,14 @@ func (u usage) since(before usage) string {
 		u.launched-before.launched, strings.Join(disrupted, ", "))
 }
 
-// typeMix counts nodes by instance type.
-func typeMix(nodes []corev1.Node) string {
+// typeMix counts the nodes of initialized NodeClaims that are not being
+// deleted, by instance type.
+func typeMix(s poolState) string {
 	count := map[string]int{}
-	for _, n := range nodes {
-		count[n.Labels[wellknown.LabelInstanceType]]++
+	for _, nc := range s.claims {
+		if nc.DeletionTimestamp == nil && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
+			count[nc.Labels[wellknown.LabelInstanceType]]++
+		}
 	}
 	var parts []string
 	for _, it := range slices.Sorted(maps.Keys(count)) {
