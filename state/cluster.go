@@ -44,6 +44,9 @@ type Cluster struct {
 	// of a StateNode, so a mark survives the NodeClaim's node registering.
 	nominations       map[string]time.Time
 	markedForDeletion map[string]bool
+	// podNominations are the nodes pending pods are expected to land on
+	// (see NominatePod), until they are bound or deleted.
+	podNominations map[types.NamespacedName]podNomination
 }
 
 // NewCluster returns an empty Cluster.
@@ -65,6 +68,7 @@ func NewCluster() *Cluster {
 		pvs:               map[string]*corev1.PersistentVolume{},
 		nominations:       map[string]time.Time{},
 		markedForDeletion: map[string]bool{},
+		podNominations:    map[types.NamespacedName]podNomination{},
 	}
 }
 
@@ -159,6 +163,7 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 		c.pending[k] = struct{}{}
 		return
 	}
+	delete(c.podNominations, k)
 	set := c.podsByNode[p.Spec.NodeName]
 	if set == nil {
 		set = map[types.NamespacedName]struct{}{}
@@ -174,6 +179,7 @@ func (c *Cluster) DeletePod(namespace, name string) {
 	k := key(namespace, name)
 	c.unindexPod(k)
 	delete(c.pods, k)
+	delete(c.podNominations, k)
 }
 
 func (c *Cluster) unindexPod(k types.NamespacedName) {

@@ -16,7 +16,7 @@ import (
 // PackerInput returns what the packer needs to place pods, from the snapshot:
 //
 //   - Nodes: every registered node and in-flight NodeClaim (see PackerNode),
-//     in the snapshot's order.
+//     in the snapshot's order, with the pods nominated to them.
 //   - NodePools: pools, copied; a pool whose InUse is nil gets the capacity
 //     of its nodes and in-flight NodeClaims from the snapshot (see InUse).
 //   - DaemonSetPods: one template pod per DaemonSet.
@@ -64,8 +64,11 @@ func (s Snapshot) PackerInput(pods []*corev1.Pod, pools []packer.NodePool, polic
 // PackerNode returns the node as the packer sees it. An in-flight NodeClaim
 // is described by its requirements; its labels are those the requirements
 // pin, its taints leave out startup taints, and its allocatable is the one
-// the launch reported (its resource requests before that). A node that is
-// cordoned, marked for deletion or being deleted is Unschedulable.
+// the launch reported (its resource requests before that). Its pods are the
+// pods bound to it, the DaemonSet pods it is still to get (Daemons) and the
+// pending pods nominated to it (NominatedPods), so that only the room left
+// beside them is offered to other pods. A node that is cordoned, marked for
+// deletion or being deleted is Unschedulable.
 func (n *StateNode) PackerNode() packer.Node {
 	out := packer.Node{
 		Name:          n.Name(),
@@ -74,7 +77,7 @@ func (n *StateNode) PackerNode() packer.Node {
 		Labels:        n.Labels(),
 		Taints:        n.Taints(),
 		Allocatable:   resources.NewVector(n.Allocatable()),
-		Pods:          slices.Clone(n.Pods),
+		Pods:          slices.Concat(n.Pods, n.Daemons, n.NominatedPods),
 		Unschedulable: n.Unschedulable(),
 	}
 	if out.InFlight {

@@ -34,8 +34,11 @@ type Snapshot struct {
 	PDBs        []*policyv1.PodDisruptionBudget
 	Namespaces  []*corev1.Namespace
 	nodeIndex   map[string]int
-	pvcs        map[types.NamespacedName]*corev1.PersistentVolumeClaim
-	pvs         map[string]*corev1.PersistentVolume
+	// nominated are the pending pods counted on a node by their
+	// nomination (StateNode.NominatedPods).
+	nominated map[types.NamespacedName]struct{}
+	pvcs      map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	pvs       map[string]*corev1.PersistentVolume
 }
 
 // Snapshot returns the cluster as it is now.
@@ -89,6 +92,18 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 			}
 		}
 	}
+	var daemons []daemon
+	loaded := false
+	for _, sn := range s.Nodes {
+		if !sn.starting() {
+			continue
+		}
+		if !loaded {
+			daemons, loaded = daemonsOf(c.daemonTemplates()), true
+		}
+		sn.Daemons = expectedDaemons(sn, daemons)
+	}
+	s.nominated = c.placeNominations(&s)
 	return s
 }
 
@@ -122,10 +137,15 @@ func (s Snapshot) PersistentVolume(name string) (*corev1.PersistentVolume, bool)
 	return pv, ok
 }
 
-// ProvisionablePods returns the pending pods that IsProvisionable accepts.
+// ProvisionablePods returns the pending pods that IsProvisionable accepts,
+// except those counted on a node by their nomination (see
+// Cluster.NominatePod): capacity is already on its way for them.
 func (s Snapshot) ProvisionablePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range s.PendingPods {
+		if _, ok := s.nominated[key(p.Namespace, p.Name)]; ok {
+			continue
+		}
 		if IsProvisionable(p) {
 			out = append(out, p)
 		}

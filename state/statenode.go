@@ -25,8 +25,18 @@ type StateNode struct {
 	Pods []*corev1.Pod
 	// MarkedForDeletion is set while a disruption command takes it away.
 	MarkedForDeletion bool
-	// NominatedUntil is when its nomination ends; zero when never nominated.
+	// NominatedUntil is when its nomination ends, or that of a pod counted
+	// in NominatedPods if later; zero when never nominated.
 	NominatedUntil time.Time
+	// Daemons are the DaemonSet pods that a managed node still starting (in
+	// flight, or registered and not initialized) will run but does not have
+	// yet, as template pods: one per DaemonSet that tolerates its taints and
+	// admits its labels or requirements.
+	Daemons []*corev1.Pod
+	// NominatedPods are the pending pods nominated to it whose nomination
+	// holds (see Cluster.NominatePod), by namespace and name; they fit
+	// beside Pods and Daemons.
+	NominatedPods []*corev1.Pod
 }
 
 // Name is the node's name, or the NodeClaim's while it is in flight.

@@ -9,9 +9,11 @@
 // out the answer:
 //
 //   - each proposed NodeClaim is checked once more against its NodePool's
-//     limits, created, recorded in the state and nominated, so that the next
-//     batch counts the pods as placed instead of launching for them again;
-//   - pods placed on a new NodeClaim or an existing node get a Nominated event;
+//     limits, created, recorded in the state and nominated;
+//   - pods placed on a new NodeClaim or an existing node are nominated to it
+//     in the state (see state.Cluster.NominatePod), so that later batches
+//     count them there, while the node boots, instead of planning them
+//     again, and get a Nominated event;
 //   - pods that fit nowhere get a FailedScheduling event with the packer's
 //     reason and its verdict for every NodePool;
 //   - NodePools left out get an event that says why.
@@ -253,6 +255,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	for _, pl := range res.Placements {
 		p.state.Nominate(pl.Node, nominateUntil)
 		if pod := byKey[pl.Pod]; pod != nil {
+			p.state.NominatePod(pod, pl.Node, now, nominateUntil)
 			p.event(now, pod, nil, corev1.EventTypeNormal, ReasonNominated, "Nominate", "Pod should schedule on: node/%s", pl.Node)
 		}
 	}
@@ -280,6 +283,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 		p.state.Nominate(nc.Name, nominateUntil)
 		for _, key := range claim.Pods {
 			if pod := byKey[key]; pod != nil {
+				p.state.NominatePod(pod, nc.Name, now, nominateUntil)
 				p.event(now, pod, nc, corev1.EventTypeNormal, ReasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nc.Name)
 			}
 		}
