@@ -189,7 +189,7 @@ func New(opts Options) (*Runner, error) {
 		r.kubelets.Controller(),
 		scheduler.New(r.api, r.clock).Controller(),
 		nl.Controller(),
-	}, workloads.Controllers(r.api, r.clock)...) {
+	}, workloads.Controllers(r.api, r.clock, workloads.Options{KubeAPIQPS: run.KubeAPIQPS, KubeAPIBurst: run.KubeAPIBurst})...) {
 		d := &driven{Controller: c, failures: map[reconcile.Request]int{}, world: true}
 		r.simulated = append(r.simulated, d)
 		switch c.Name {

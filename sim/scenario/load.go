@@ -58,6 +58,10 @@ type Run struct {
 	KubernetesVersion string
 	// PodStartTime is the time from a pod's binding to its readiness.
 	PodStartTime time.Duration
+	// KubeAPIQPS and KubeAPIBurst are kube-controller-manager's client
+	// settings.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 	AWS          AWSConfig
 	Controller   ControllerConfig
 	// Objects are the manifests, in the order they are applied at the
@@ -473,6 +477,7 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 	run.Duration = l.duration(s.Duration, "spec.duration", DefaultDuration, true)
 	run.SampleEvery = l.duration(s.SampleEvery, "spec.sampleEvery", DefaultSampleEvery, true)
 	run.PodStartTime = l.duration(s.Cluster.PodStartTime, "spec.cluster.podStartTime", DefaultPodStartTime, false)
+	run.KubeAPIQPS, run.KubeAPIBurst = l.controllerManager(s.Cluster.ControllerManager)
 	run.KubernetesVersion = s.Cluster.KubernetesVersion
 	if run.KubernetesVersion == "" {
 		run.KubernetesVersion = DefaultKubernetesVersion
@@ -497,6 +502,29 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 	run.Objects = order(withNamespaces(objects, events))
 	run.Events = events
 	return run
+}
+
+// controllerManager checks kube-controller-manager's client settings and
+// fills in their defaults.
+func (l *loader) controllerManager(cm ControllerManager) (qps float64, burst int) {
+	qps, burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+	if cm.KubeAPIQPS != nil {
+		if v := *cm.KubeAPIQPS; v > 0 {
+			qps = v
+		} else {
+			l.scenarioError("spec.cluster.controllerManager.kubeAPIQPS", fmt.Sprintf("%v requests a second would stop the controllers", v),
+				fmt.Sprintf("write a positive number such as %d (--kube-api-qps)", DefaultKubeAPIQPS))
+		}
+	}
+	if cm.KubeAPIBurst != nil {
+		if v := *cm.KubeAPIBurst; v >= 1 {
+			burst = v
+		} else {
+			l.scenarioError("spec.cluster.controllerManager.kubeAPIBurst", fmt.Sprintf("a burst of %d lets no request through", v),
+				fmt.Sprintf("write a whole number of at least 1 such as %d (--kube-api-burst)", DefaultKubeAPIBurst))
+		}
+	}
+	return qps, burst
 }
 
 // discoveryName returns the karpenter.sh/discovery value the node classes

@@ -77,7 +77,8 @@ func TestDefaultsWithoutAScenario(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v %v", err, problems)
 	}
-	if run.Seed != DefaultSeed || run.Duration != DefaultDuration || run.SampleEvery != DefaultSampleEvery || !run.Start.Equal(clock.DefaultStart) {
+	if run.Seed != DefaultSeed || run.Duration != DefaultDuration || run.SampleEvery != DefaultSampleEvery || !run.Start.Equal(clock.DefaultStart) ||
+		run.KubeAPIQPS != DefaultKubeAPIQPS || run.KubeAPIBurst != DefaultKubeAPIBurst {
 		t.Errorf("defaults: %+v", run)
 	}
 	if run.ClusterName != "demo" {
@@ -112,7 +113,7 @@ spec:
   start: "2026-03-02T10:00:00Z"
   duration: 3h
   sampleEvery: 5m
-  cluster: {name: shop, kubernetesVersion: "1.31"}
+  cluster: {name: shop, kubernetesVersion: "1.31", controllerManager: {kubeAPIQPS: 20, kubeAPIBurst: 30}}
   aws:
     zones: [us-east-1a, us-east-1b]
     interruptionQueue: shop
@@ -135,7 +136,8 @@ spec:
 		t.Fatalf("%v %v", err, problems)
 	}
 	if run.Name != "demo" || run.Seed != 7 || run.Duration != 3*time.Hour || run.SampleEvery != 5*time.Minute || run.ClusterName != "shop" ||
-		run.KubernetesVersion != "1.31" || run.AWS.BootTime != time.Minute || run.AWS.AccessEntries == nil || len(run.AWS.AccessEntries) != 0 {
+		run.KubernetesVersion != "1.31" || run.AWS.BootTime != time.Minute || run.AWS.AccessEntries == nil || len(run.AWS.AccessEntries) != 0 ||
+		run.KubeAPIQPS != 20 || run.KubeAPIBurst != 30 {
 		t.Errorf("run %+v", run)
 	}
 	if run.Controller.BatchIdle != 2*time.Second || !run.Controller.NodeRepair || run.Controller.Settings.InterruptionQueue != "shop" || run.Controller.Settings.ClusterName != "shop" {
@@ -189,6 +191,12 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"bad capacity type", "  events: [{at: 1m, insufficientCapacity: {capacityType: reserved-ish}}]\n", "spec.events[0].insufficientCapacity.capacityType", "not a capacity type"},
 		{"invalid applied NodePool", "  events:\n    - at: 1m\n      apply: {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: x}, spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}}, weight: 1000}}\n", "spec.events[0].apply.spec.weight", ""},
 		{"bad image ID", "  aws: {images: [{id: image-1}]}\n", "spec.aws.images[0].id", "not an AMI ID"},
+		{"no requests a second", "  cluster: {controllerManager: {kubeAPIQPS: 0}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "positive number"},
+		{"negative requests a second", "  cluster: {controllerManager: {kubeAPIQPS: -5}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "--kube-api-qps"},
+		{"requests a second as a word", "  cluster: {controllerManager: {kubeAPIQPS: fast}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "a number"},
+		{"no burst", "  cluster: {controllerManager: {kubeAPIBurst: 0}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "at least 1"},
+		{"fractional burst", "  cluster: {controllerManager: {kubeAPIBurst: 2.5}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "whole number"},
+		{"misspelt setting", "  cluster: {controllerManager: {kubeApiQps: 50}}\n", "spec.cluster.controllerManager.kubeApiQps", "kubeAPIQPS"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,8 @@ package scenario
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/workloads"
 )
 
 // APIVersion and Kind identify a Scenario document.
@@ -37,6 +39,8 @@ const (
 	DefaultBootTime          = 30 * time.Second
 	DefaultReadyTime         = 15 * time.Second
 	DefaultPodStartTime      = 5 * time.Second
+	DefaultKubeAPIQPS        = workloads.DefaultKubeAPIQPS
+	DefaultKubeAPIBurst      = workloads.DefaultKubeAPIBurst
 	DefaultSpotPriceFraction = 0.35
 	// DefaultClusterName is the cluster's name when neither the scenario
 	// nor an EC2NodeClass's karpenter.sh/discovery selector names one.
@@ -90,6 +94,21 @@ type Cluster struct {
 	// being Running and Ready (default 5s; pods can set their own with the
 	// simulate.stevedore.io/start-time annotation).
 	PodStartTime Duration `json:"podStartTime,omitempty"`
+	// ControllerManager sets how fast kube-controller-manager's workload
+	// controllers write pods.
+	ControllerManager ControllerManager `json:"controllerManager,omitempty"`
+}
+
+// ControllerManager is kube-controller-manager's API client settings.
+type ControllerManager struct {
+	// KubeAPIQPS and KubeAPIBurst are its --kube-api-qps and
+	// --kube-api-burst (default 100 and 200, as the end-to-end suite's
+	// local cluster and managed control planes raise them; upstream's
+	// defaults are 20 and 30). Each workload controller's client has a token
+	// bucket of its own, and every pod it creates or deletes waits for a
+	// token: they set the pace of a large scale-out.
+	KubeAPIQPS   *float64 `json:"kubeAPIQPS,omitempty"`
+	KubeAPIBurst *int     `json:"kubeAPIBurst,omitempty"`
 }
 
 // AWS is the simulated account. Every field has a working default: a

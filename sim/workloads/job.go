@@ -13,16 +13,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-type jobs struct{ base }
+type jobs struct {
+	base
+	pace *pacer
+}
 
 // Reconcile runs parallelism pods until completions have succeeded, then
 // marks the Job Complete and, after ttlSecondsAfterFinished, deletes it.
+// Pods are created at the pace of the real controller: at most
+// MaxPodCreatesPerSync a sync, in slow-start batches, every request waiting
+// for a token of the controller's client.
 func (r *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &batchv1.Job{}
 	if err := r.api.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pace.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if job.DeletionTimestamp != nil {
+		r.pace.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	now := r.clock.Now()
@@ -54,18 +64,31 @@ func (r *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		want = 0
 	}
 	ref := controllerRef(job, "Job", batchv1.SchemeGroupVersion.String())
-	for range max(want-int32(len(running)), 0) {
-		pod := podFromTemplate(&job.Spec.Template, job.Namespace, ref)
-		pod.GenerateName = job.Name + "-"
-		if pod.Labels == nil {
-			pod.Labels = map[string]string{}
+	start := func() *podSync {
+		if diff := int(want) - len(running); diff > 0 {
+			return creations(min(diff, MaxPodCreatesPerSync), 0)
 		}
-		pod.Labels[batchv1.JobNameLabel] = job.Name
-		pod.Labels[batchv1.ControllerUidLabel] = string(job.UID)
-		if err := r.api.Create(ctx, pod); err != nil {
-			return reconcile.Result{}, fmt.Errorf("creating a pod of Job %s/%s: %w", job.Namespace, job.Name, err)
+		return nil
+	}
+	write := func(_ *podSync, n int) error {
+		for range n {
+			pod := podFromTemplate(&job.Spec.Template, job.Namespace, ref)
+			pod.GenerateName = job.Name + "-"
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[batchv1.JobNameLabel] = job.Name
+			pod.Labels[batchv1.ControllerUidLabel] = string(job.UID)
+			if err := r.api.Create(ctx, pod); err != nil {
+				return fmt.Errorf("creating a pod of Job %s/%s: %w", job.Namespace, job.Name, err)
+			}
+			running = append(running, pod)
 		}
-		running = append(running, pod)
+		return nil
+	}
+	wait, err := r.pace.run(now, req.NamespacedName, 1, start, write)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	st := job.Status.DeepCopy()
 	st.Active, st.Succeeded, st.Failed = int32(len(running)), succeeded, failed
@@ -88,9 +111,10 @@ func (r *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		return reconcile.Result{}, err
 	}
 	if done {
+		r.pace.forget(req.NamespacedName)
 		return r.expire(ctx, job, now, now)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
 // expire deletes a finished Job whose time to live has passed (its pods go

@@ -13,15 +13,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-type replicaSets struct{ base }
+type replicaSets struct {
+	base
+	pace *pacer
+}
 
-// Reconcile keeps a ReplicaSet's active pods at spec.replicas.
+// Reconcile keeps a ReplicaSet's active pods at spec.replicas, at the pace
+// of the real controller: a sync creates or deletes at most BurstReplicas
+// pods, creations in slow-start batches, every request waiting for a token
+// of the controller's client.
 func (r *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	rs := &appsv1.ReplicaSet{}
 	if err := r.api.Get(ctx, req.NamespacedName, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pace.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if rs.DeletionTimestamp != nil {
+		r.pace.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	var pods []*corev1.Pod
@@ -31,26 +41,42 @@ func (r *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 	}
 	want := int(replicas(rs.Spec.Replicas))
-	switch {
-	case len(pods) < want:
-		ref := controllerRef(rs, "ReplicaSet", appsv1.SchemeGroupVersion.String())
-		for range want - len(pods) {
-			pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, ref)
-			pod.GenerateName = rs.Name + "-"
-			if err := r.api.Create(ctx, pod); err != nil {
-				return reconcile.Result{}, fmt.Errorf("creating a pod of ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
-			}
-			pods = append(pods, pod)
+	start := func() *podSync {
+		switch diff := want - len(pods); {
+		case diff > 0:
+			return creations(min(diff, BurstReplicas), 0)
+		case diff < 0:
+			return deletions(min(-diff, BurstReplicas))
 		}
-	case len(pods) > want:
+		return nil
+	}
+	ref := controllerRef(rs, "ReplicaSet", appsv1.SchemeGroupVersion.String())
+	write := func(s *podSync, n int) error {
+		if !s.deleting {
+			for range n {
+				pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, ref)
+				pod.GenerateName = rs.Name + "-"
+				if err := r.api.Create(ctx, pod); err != nil {
+					return fmt.Errorf("creating a pod of ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+				}
+				pods = append(pods, pod)
+			}
+			return nil
+		}
 		rankForDeletion(pods)
-		for _, p := range pods[:len(pods)-want] {
+		n = min(n, len(pods))
+		for _, p := range pods[:n] {
 			err := r.api.Delete(ctx, p, client.Preconditions{UID: &p.UID})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return reconcile.Result{}, fmt.Errorf("deleting pod %s: %w", podName(p), err)
+				return fmt.Errorf("deleting pod %s: %w", podName(p), err)
 			}
 		}
-		pods = pods[len(pods)-want:]
+		pods = pods[n:]
+		return nil
+	}
+	wait, err := r.pace.run(r.clock.Now(), req.NamespacedName, 1, start, write)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	st := appsv1.ReplicaSetStatus{
 		Replicas:             int32(len(pods)),
@@ -65,7 +91,7 @@ func (r *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	}
 	changed := statusChanged(rs.Status, st)
 	rs.Status = st
-	return reconcile.Result{}, r.writeStatus(ctx, rs, changed)
+	return reconcile.Result{RequeueAfter: wait}, r.writeStatus(ctx, rs, changed)
 }
 
 func replicas(p *int32) int32 {

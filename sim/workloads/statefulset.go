@@ -14,15 +14,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-type statefulSets struct{ base }
+type statefulSets struct {
+	base
+	pace *pacer
+}
 
-// Reconcile keeps pods <name>-0 … <name>-(replicas-1) and their claims.
+// Reconcile keeps pods <name>-0 … <name>-(replicas-1) and their claims. Pods
+// are created at the pace of the real controller: with Parallel
+// management, every missing pod in slow-start batches of at most
+// MaxStatefulSetBatch; each pod, and each claim created for it, waits for a
+// token of the controller's client.
 func (r *statefulSets) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ss := &appsv1.StatefulSet{}
 	if err := r.api.Get(ctx, req.NamespacedName, ss); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pace.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ss.DeletionTimestamp != nil {
+		r.pace.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	want := int(replicas(ss.Spec.Replicas))
@@ -41,6 +52,9 @@ func (r *statefulSets) Reconcile(ctx context.Context, req reconcile.Request) (re
 		}
 	}
 	ref := controllerRef(ss, "StatefulSet", appsv1.SchemeGroupVersion.String())
+	// missing are the ordinals to create now: with ordered management the
+	// lowest missing one once every pod before it is ready.
+	var missing []int
 	for i := range want {
 		p, ok := byOrdinal[i]
 		if ok {
@@ -50,12 +64,30 @@ func (r *statefulSets) Reconcile(ctx context.Context, req reconcile.Request) (re
 			}
 			continue
 		}
-		if err := r.createPod(ctx, ss, i, ref); err != nil {
-			return reconcile.Result{}, err
-		}
+		missing = append(missing, i)
 		if !parallel {
 			break
 		}
+	}
+	start := func() *podSync {
+		if len(missing) == 0 {
+			return nil
+		}
+		return creations(len(missing), MaxStatefulSetBatch)
+	}
+	write := func(_ *podSync, n int) error {
+		n = min(n, len(missing))
+		for _, i := range missing[:n] {
+			if err := r.createPod(ctx, ss, i, ref); err != nil {
+				return err
+			}
+		}
+		missing = missing[n:]
+		return nil
+	}
+	wait, err := r.pace.run(r.clock.Now(), req.NamespacedName, 1+len(ss.Spec.VolumeClaimTemplates), start, write)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	// Scale down from the highest ordinal, one at a time unless Parallel.
 	slices.Sort(extra)
@@ -86,7 +118,7 @@ func (r *statefulSets) Reconcile(ctx context.Context, req reconcile.Request) (re
 	}
 	changed := statusChanged(ss.Status, st)
 	ss.Status = st
-	return reconcile.Result{}, r.writeStatus(ctx, ss, changed)
+	return reconcile.Result{RequeueAfter: wait}, r.writeStatus(ctx, ss, changed)
 }
 
 // ordinal parses <set>-<n>.

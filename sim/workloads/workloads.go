@@ -27,10 +27,18 @@
 //     succeed after the duration in their simulate.stevedore.io/duration
 //     annotation (package kubelet); ttlSecondsAfterFinished is honoured;
 //   - a PodDisruptionBudget's status is what the eviction subresource computes
-//     (apiserver.Server.PDBStatus), written whenever it changes.
+//     (apiserver.Server.PDBStatus), written whenever it changes;
+//   - ReplicaSets, Jobs and StatefulSets write pods at the real controllers'
+//     pace (pace.go): a sync creates at most 500 pods, in slow-start batches,
+//     and every pod created or deleted waits for a token of its controller's
+//     API client (Options.KubeAPIQPS and KubeAPIBurst), so that a large
+//     scale-out reaches the scheduler and the provisioner over seconds, as
+//     on a real cluster, not at one instant.
 //
 // Every reconciler is keyed like its real counterpart and woken by the
-// watches its Controller lists; none keeps state between calls.
+// watches its Controller lists. The only state kept between calls is what
+// the real controller process keeps too: each client's token bucket, and the
+// syncs waiting for it.
 package workloads
 
 import (
@@ -84,24 +92,42 @@ type base struct {
 	clock clock.PassiveClock
 }
 
+// Options are kube-controller-manager's settings.
+type Options struct {
+	// KubeAPIQPS and KubeAPIBurst are --kube-api-qps and --kube-api-burst:
+	// the token bucket of each controller's API client, which sets the pace
+	// of pod creation (see pace.go); zero means DefaultKubeAPIQPS and
+	// DefaultKubeAPIBurst.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+}
+
 // Controllers returns the workload controllers for the runner.
-func Controllers(api *apiserver.Server, clk clock.PassiveClock) []watch.Controller {
+func Controllers(api *apiserver.Server, clk clock.PassiveClock, opts Options) []watch.Controller {
+	if opts.KubeAPIQPS <= 0 {
+		opts.KubeAPIQPS = DefaultKubeAPIQPS
+	}
+	if opts.KubeAPIBurst <= 0 {
+		opts.KubeAPIBurst = DefaultKubeAPIBurst
+	}
+	// Each controller has a client, and so a token bucket, of its own.
+	pace := func() *pacer { return newPacer(opts.KubeAPIQPS, opts.KubeAPIBurst) }
 	b := base{api: api, clock: clk}
 	return []watch.Controller{
 		{Name: NameDeployment, Reconciler: &deployments{b}, Watches: []watch.Watch{
 			watch.Own(deploymentGVK), watch.Map(replicaSetGVK, ownerOfKind("Deployment")),
 		}},
-		{Name: NameReplicaSet, Reconciler: &replicaSets{b}, Watches: []watch.Watch{
+		{Name: NameReplicaSet, Reconciler: &replicaSets{b, pace()}, Watches: []watch.Watch{
 			watch.Own(replicaSetGVK), watch.Map(podGVK, ownerOfKind("ReplicaSet")),
 		}},
-		{Name: NameStatefulSet, Reconciler: &statefulSets{b}, Watches: []watch.Watch{
+		{Name: NameStatefulSet, Reconciler: &statefulSets{b, pace()}, Watches: []watch.Watch{
 			watch.Own(statefulSetGVK), watch.Map(podGVK, ownerOfKind("StatefulSet")),
 		}},
 		{Name: NameDaemonSet, Reconciler: &daemonSets{b}, Watches: []watch.Watch{
 			watch.Own(daemonSetGVK), watch.Map(podGVK, ownerOfKind("DaemonSet")),
 			watch.Map(nodeGVK, func(client.Object) []reconcile.Request { return allOf(api, daemonSetGVK) }),
 		}},
-		{Name: NameJob, Reconciler: &jobs{b}, Watches: []watch.Watch{
+		{Name: NameJob, Reconciler: &jobs{b, pace()}, Watches: []watch.Watch{
 			watch.Own(jobGVK), watch.Map(podGVK, ownerOfKind("Job")),
 		}},
 		{Name: NameDisruption, Reconciler: &disruptionBudgets{b}, Watches: []watch.Watch{

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
+	simclock "github.com/stevedore-autoscaler/stevedore/sim/clock"
 	"github.com/stevedore-autoscaler/stevedore/sim/internal/simtest"
 	"github.com/stevedore-autoscaler/stevedore/sim/watch"
 )
@@ -28,12 +29,13 @@ import (
 type world struct {
 	t     *testing.T
 	api   *apiserver.Server
+	clk   *simclock.Clock
 	ctrls []watch.Controller
 }
 
 func newWorld(t *testing.T) *world {
 	api, clk := simtest.Server(t, "apps")
-	return &world{t: t, api: api, ctrls: Controllers(api, clk)}
+	return &world{t: t, api: api, clk: clk, ctrls: Controllers(api, clk, Options{})}
 }
 
 func (w *world) settle() {
@@ -264,7 +266,7 @@ func TestJobCompletes(t *testing.T) {
 	if job.Status.Succeeded != 3 || jobCondition(job, batchv1.JobComplete) == nil {
 		t.Errorf("job status %+v", job.Status)
 	}
-	res, err := (&jobs{base{api: w.api}}).expire(ctx, job, simtest.Start, simtest.Start)
+	res, err := (&jobs{base: base{api: w.api}}).expire(ctx, job, simtest.Start, simtest.Start)
 	if err != nil || res.RequeueAfter != time.Minute {
 		t.Errorf("ttl: %v %v", res, err)
 	}
