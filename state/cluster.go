@@ -30,6 +30,10 @@ type Cluster struct {
 	podsByNode map[string]map[types.NamespacedName]struct{}
 	// pending holds the pods not bound to a node.
 	pending map[types.NamespacedName]struct{}
+	// podLists memoizes the sorted pods of each node name, and the pending
+	// pods under "", which every Snapshot hands out; a pod's change drops
+	// the lists it was or is in. Snapshots share them: they are read-only.
+	podLists map[string][]*corev1.Pod
 
 	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
 	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
@@ -59,6 +63,7 @@ func NewCluster() *Cluster {
 		pods:              map[types.NamespacedName]*corev1.Pod{},
 		podsByNode:        map[string]map[types.NamespacedName]struct{}{},
 		pending:           map[types.NamespacedName]struct{}{},
+		podLists:          map[string][]*corev1.Pod{},
 		daemonSets:        map[types.NamespacedName]*appsv1.DaemonSet{},
 		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nodePools:         map[string]*karpv1.NodePool{},
@@ -159,6 +164,7 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	defer c.mu.Unlock()
 	c.unindexPod(k)
 	c.pods[k] = p
+	delete(c.podLists, p.Spec.NodeName)
 	if p.Spec.NodeName == "" {
 		c.pending[k] = struct{}{}
 		return
@@ -187,6 +193,7 @@ func (c *Cluster) unindexPod(k types.NamespacedName) {
 	if !ok {
 		return
 	}
+	delete(c.podLists, old.Spec.NodeName)
 	if old.Spec.NodeName == "" {
 		delete(c.pending, k)
 		return

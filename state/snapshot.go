@@ -47,7 +47,7 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 	defer c.mu.Unlock()
 	s := Snapshot{
 		Time:        now,
-		PendingPods: podsOf(c.pods, c.pending),
+		PendingPods: c.sortedPods("", c.pending),
 		NodePools:   sortedValues(c.nodePools, clusterScoped),
 		NodeClasses: sortedValues(c.nodeClasses, clusterScoped),
 		DaemonSets:  sortedValues(c.daemonSets, namespaced),
@@ -79,7 +79,7 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 	for i, sn := range s.Nodes {
 		names := []string{sn.Name()}
 		if sn.Node != nil {
-			sn.Pods = podsOf(c.pods, c.podsByNode[sn.Node.Name])
+			sn.Pods = c.sortedPods(sn.Node.Name, c.podsByNode[sn.Node.Name])
 		}
 		if sn.Node != nil && sn.NodeClaim != nil && sn.NodeClaim.Name != sn.Node.Name {
 			names = append(names, sn.NodeClaim.Name)
@@ -153,15 +153,24 @@ func (s Snapshot) ProvisionablePods() []*corev1.Pod {
 	return out
 }
 
-func podsOf(pods map[types.NamespacedName]*corev1.Pod, keys map[types.NamespacedName]struct{}) []*corev1.Pod {
+// sortedPods returns the pods of keys, sorted, from the memo under node
+// when it holds them. The slice's capacity is its length, so that a caller
+// appending to it copies rather than writes into the shared array. The
+// caller holds c.mu.
+func (c *Cluster) sortedPods(node string, keys map[types.NamespacedName]struct{}) []*corev1.Pod {
 	if len(keys) == 0 {
 		return nil
 	}
+	if out, ok := c.podLists[node]; ok {
+		return out
+	}
 	out := make([]*corev1.Pod, 0, len(keys))
 	for k := range keys {
-		out = append(out, pods[k])
+		out = append(out, c.pods[k])
 	}
 	slices.SortFunc(out, namespaced)
+	out = out[:len(out):len(out)]
+	c.podLists[node] = out
 	return out
 }
 

@@ -20,12 +20,13 @@ import (
 // it unsynced: their delete events are on the way, and until then the
 // Cluster overestimates capacity, which costs a decision at most a retry.
 func (c *Cluster) Synced(ctx context.Context, r client.Reader) bool {
+	// Read only: the cache need not copy what it holds.
 	var claims karpv1.NodeClaimList
-	if err := r.List(ctx, &claims); err != nil {
+	if err := r.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	c.mu.Lock()

@@ -38,8 +38,9 @@
 // Deciding is the expensive part, so a pass skips it when nothing the
 // decision reads has changed since the last one (a fingerprint of the
 // snapshot's objects and resource versions, the marks and nominations, and
-// the budgets left), but decides at least every FullPassInterval and always
-// when a budget held it back the last time. No new decision is made while a
+// the budgets left, so a budget that opens, by the clock or because a
+// disrupting node is gone, changes it), but decides at least every
+// FullPassInterval. No new decision is made while a
 // command waits for its validation delay, nor for a Period after a command
 // was rolled back.
 //
@@ -225,9 +226,8 @@ type Controller struct {
 	lastFingerprint uint64
 	// lastPass is when the controller last looked at deciding, lastFull
 	// when it last actually decided.
-	lastPass      time.Time
-	lastFull      time.Time
-	budgetBlocked bool
+	lastPass time.Time
+	lastFull time.Time
 	// decideNow asks the next pass to decide without waiting for Period.
 	decideNow bool
 	// holdUntil keeps the controller from deciding for a Period after a
@@ -364,19 +364,12 @@ func (c *Controller) decide(ctx context.Context, now time.Time) (time.Duration, 
 	snap := c.state.Snapshot(now)
 	remaining := Remaining(snap, now)
 	fp := fingerprint(snap, remaining)
-	if fp == c.lastFingerprint && !c.budgetBlocked && now.Sub(c.lastFull) < FullPassInterval {
+	if fp == c.lastFingerprint && now.Sub(c.lastFull) < FullPassInterval {
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
 	dec := decide.Decide(in)
 	c.lastFingerprint, c.lastFull = fp, now
-	c.budgetBlocked = false
-	for _, b := range dec.Blocked {
-		if b.Code == decide.CodeBudget {
-			c.budgetBlocked = true
-			break
-		}
-	}
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command
 	if cmd == nil {

@@ -37,6 +37,9 @@ func newWorld(in *Input) *world {
 	w := &world{in: in, index: map[string]int{}, poolByNm: map[string]*packer.NodePool{}}
 	w.base = snap.PackerInput(nil, in.Pools, in.Options.PreferencePolicy)
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
+	// Every simulation of this decision packs onto the same pools: their
+	// instance-type tables are built once.
+	w.base.Cache = packer.NewCache()
 	w.pending = snap.ProvisionablePods()
 	w.cooling = make([]bool, len(w.base.Nodes))
 	w.drifted = make([]bool, len(w.base.Nodes))

@@ -140,7 +140,7 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
 		}
 	}
-	s.countExisting()
+	s.countExisting(nil)
 	s.registerDomains()
 	s.link(sh)
 	f.s, f.sh, f.v = s, sh, s.newVariant(sh, nil, taints.Blocking)

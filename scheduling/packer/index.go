@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -87,9 +88,22 @@ type pinKey struct {
 
 func (c *candSet) has(i int) bool { return c.bits[i>>6]&(1<<(uint(i)&63)) != 0 }
 
-func newPoolIdx(np *NodePool, idx int, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *poolIdx {
-	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}, limNodes: -1}
-	p.types = slices.Clone(np.InstanceTypes)
+// typeTable is the part of a pool's index that depends only on the pool and
+// the DaemonSets, not on the pods and nodes of one packing: its instance
+// types in price order with their DaemonSet overhead. A Cache lets
+// consecutive packings share it.
+type typeTable struct {
+	np      *NodePool
+	daemons []*corev1.Pod
+	types   []*InstanceType
+	price   []float64
+	eff     []resources.Vector
+	over    []resources.Vector
+	cap     []resources.Vector
+}
+
+func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
+	t := &typeTable{np: np, daemons: daemons, types: slices.Clone(np.InstanceTypes)}
 	price := func(it *InstanceType) float64 {
 		best := math.Inf(1)
 		for _, o := range it.Offerings {
@@ -99,7 +113,7 @@ func newPoolIdx(np *NodePool, idx int, daemons []*corev1.Pod, daemonAlts [][]req
 		}
 		return best
 	}
-	slices.SortStableFunc(p.types, func(a, b *InstanceType) int {
+	slices.SortStableFunc(t.types, func(a, b *InstanceType) int {
 		pa, pb := price(a), price(b)
 		switch {
 		case pa < pb:
@@ -109,39 +123,113 @@ func newPoolIdx(np *NodePool, idx int, daemons []*corev1.Pod, daemonAlts [][]req
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	p.price = make([]float64, len(p.types))
-	p.eff = make([]resources.Vector, len(p.types))
-	p.over = make([]resources.Vector, len(p.types))
-	p.cap = make([]resources.Vector, len(p.types))
-	for i, it := range p.types {
-		p.price[i] = price(it)
+	// A DaemonSet's pod runs on a new node of this pool if it tolerates the
+	// pool's taints and one of its requirement alternatives fits the type.
+	var daemonReq []resources.Vector
+	var tolerated []bool
+	if len(daemons) > 0 {
+		daemonReq = make([]resources.Vector, len(daemons))
+		tolerated = make([]bool, len(daemons))
+		for di, d := range daemons {
+			daemonReq[di] = resources.PodVector(d)
+			tolerated[di], _ = taints.ToleratesAll(d.Spec.Tolerations, np.Taints, taints.Blocking)
+		}
+	}
+	t.price = make([]float64, len(t.types))
+	t.eff = make([]resources.Vector, len(t.types))
+	t.over = make([]resources.Vector, len(t.types))
+	t.cap = make([]resources.Vector, len(t.types))
+	for i, it := range t.types {
+		t.price[i] = price(it)
 		var over resources.Vector
 		if len(daemons) > 0 {
 			combined := np.Requirements.Intersect(it.Requirements)
-			for di, d := range daemons {
-				if ok, _ := taints.ToleratesAll(d.Spec.Tolerations, np.Taints, taints.Blocking); !ok {
+			for di := range daemons {
+				if !tolerated[di] {
 					continue
 				}
-				fits := false
 				for _, a := range daemonAlts[di] {
 					if _, bad := combined.Conflict(a, requirements.AllowUndefinedWellKnown); !bad {
-						fits = true
+						over.Add(daemonReq[di])
 						break
 					}
-				}
-				if fits {
-					over.Add(resources.PodVector(d))
 				}
 			}
 		}
 		eff := it.Allocatable.Clone()
 		eff.Sub(over)
-		p.over[i], p.eff[i] = over, eff
-		p.cap[i] = it.Capacity
-		if p.cap[i].IsZero() {
-			p.cap[i] = it.Allocatable
+		t.over[i], t.eff[i] = over, eff
+		t.cap[i] = it.Capacity
+		if t.cap[i].IsZero() {
+			t.cap[i] = it.Allocatable
 		}
 	}
+	return t
+}
+
+// Cache carries work from one Solve to the next that depends only on the
+// NodePools and the DaemonSets, for callers that pack many variations of
+// one cluster (consolidation tries one per candidate). A table is reused
+// only for the very same NodePool value and DaemonSet pods (the same
+// pointers), so a Cache must only be shared by Solves whose NodePools and
+// DaemonSetPods are not modified in between. It is not safe for concurrent
+// use. The zero value is not usable: call NewCache.
+type Cache struct {
+	tables map[*NodePool]*typeTable
+	// selections memoizes, per term signature and node name, how many of the
+	// node's pods the term selects, with the pod list it was counted from:
+	// a node whose list is another (or changed length) is counted again.
+	selections map[string]map[string]selectedCount
+}
+
+type selectedCount struct {
+	pods  **corev1.Pod
+	len   int
+	count int32
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{tables: map[*NodePool]*typeTable{}, selections: map[string]map[string]selectedCount{}}
+}
+
+// selected counts the pods of n that t selects (see selectedOn), from the
+// memo when n's pod list is the very one counted before.
+func (c *Cache) selected(t *term, n *Node) int32 {
+	if c == nil || t.sig == "" || len(n.Pods) == 0 {
+		return selectedOn(t, n)
+	}
+	byNode := c.selections[t.sig]
+	if byNode == nil {
+		byNode = map[string]selectedCount{}
+		c.selections[t.sig] = byNode
+	}
+	data := unsafe.SliceData(n.Pods)
+	if m, ok := byNode[n.Name]; ok && m.pods == data && m.len == len(n.Pods) {
+		return m.count
+	}
+	count := selectedOn(t, n)
+	byNode[n.Name] = selectedCount{pods: data, len: len(n.Pods), count: count}
+	return count
+}
+
+// table returns the type table of np, from the cache when it holds one
+// built from the same pool and DaemonSet pods.
+func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
+	if c == nil {
+		return newTypeTable(np, daemons, daemonAlts)
+	}
+	if t, ok := c.tables[np]; ok && slices.Equal(t.daemons, daemons) {
+		return t
+	}
+	t := newTypeTable(np, daemons, daemonAlts)
+	c.tables[np] = t
+	return t
+}
+
+func newPoolIdx(np *NodePool, idx int, t *typeTable) *poolIdx {
+	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}, limNodes: -1}
+	p.types, p.price, p.eff, p.over, p.cap = t.types, t.price, t.eff, t.over, t.cap
 	if np.Limits != nil {
 		lim := resources.NewVector(withoutNodes(np.Limits))
 		used := resources.NewVector(withoutNodes(np.InUse))

@@ -267,7 +267,7 @@ func solve(in Input) (Result, []step) {
 	softTaints := false
 	for i := range in.NodePools {
 		np := &in.NodePools[i]
-		s.pools = append(s.pools, newPoolIdx(np, i, daemons, daemonAlts))
+		s.pools = append(s.pools, newPoolIdx(np, i, in.Cache.table(np, daemons, daemonAlts)))
 		for _, t := range np.Taints {
 			if t.Effect == corev1.TaintEffectPreferNoSchedule {
 				softTaints = true
@@ -321,7 +321,7 @@ func solve(in Input) (Result, []step) {
 			}
 		}
 	}
-	s.countExisting()
+	s.countExisting(in.Cache)
 	s.registerDomains()
 	for _, sh := range c.list {
 		s.link(sh)

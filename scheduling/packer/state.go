@@ -121,34 +121,42 @@ func (s *state) nodeDomain(n *Node, k int) int32 {
 	return domAbsent
 }
 
-// countExisting counts the pods already on nodes into every group.
-func (s *state) countExisting() {
+// countExisting counts the pods already on nodes into every group. Whether
+// a node counts for a group is judged once per node; how many of its pods
+// a term selects comes from the cache when the same node was counted for
+// the same term by an earlier packing.
+func (s *state) countExisting(c *Cache) {
 	for _, b := range s.bins {
-		if b.claim {
+		if b.claim || len(b.node.Pods) == 0 {
 			continue
 		}
-		for _, p := range b.node.Pods {
-			if p.DeletionTimestamp != nil {
+		for _, g := range s.groups {
+			if g.kind == gOwner {
 				continue
 			}
-			for _, g := range s.groups {
-				d := b.dom[g.key]
-				if d < 0 {
-					continue
-				}
-				if g.kind == gOwner {
-					continue
-				}
-				if !g.t.matches(p.Namespace, p.Labels) {
-					continue
-				}
-				if g.kind == gSpread && !s.eligible(g, b) {
-					continue
-				}
-				g.inc(d, 1)
+			d := b.dom[g.key]
+			if d < 0 {
+				continue
+			}
+			if g.kind == gSpread && !s.eligible(g, b) {
+				continue
+			}
+			if n := c.selected(&g.t, b.node); n > 0 {
+				g.inc(d, n)
 			}
 		}
 	}
+}
+
+// selectedOn counts the pods of n, not being deleted, that t selects.
+func selectedOn(t *term, n *Node) int32 {
+	var count int32
+	for _, p := range n.Pods {
+		if p.DeletionTimestamp == nil && t.matches(p.Namespace, p.Labels) {
+			count++
+		}
+	}
+	return count
 }
 
 // addOwnerGroups turns the required anti-affinity of the pods on nodes into

@@ -155,6 +155,9 @@ type Input struct {
 	// empty). A pod that references a PersistentVolumeClaim, directly or
 	// through an ephemeral volume, is ignored unless it is listed here.
 	VolumeZones map[types.NamespacedName][]string
+	// Cache, when set, carries pool tables from one Solve to the next; see
+	// Cache for when it may be shared.
+	Cache *Cache
 }
 
 // Result is the packing decision.

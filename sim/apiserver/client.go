@@ -89,8 +89,16 @@ func (s *Server) List(_ context.Context, list client.ObjectList, opts ...client.
 		return err
 	}
 	out := make([]runtime.Object, len(items))
+	// With UnsafeDisableDeepCopy the caller promises not to modify what it
+	// gets, as controller-runtime's cache lets it: the items then share
+	// their maps and slices with the stored objects.
+	shared := lo.UnsafeDisableDeepCopy != nil && *lo.UnsafeDisableDeepCopy
 	for i, o := range items {
-		out[i] = o.DeepCopyObject()
+		if shared {
+			out[i] = o
+		} else {
+			out[i] = o.DeepCopyObject()
+		}
 	}
 	if err := meta.SetList(list, out); err != nil {
 		return err

@@ -168,6 +168,44 @@ func TestListSelectors(t *testing.T) {
 	}
 }
 
+// A list is a copy the caller may change without touching the store, unless
+// it asks for the store's own objects with UnsafeDisableDeepCopy, as
+// controller-runtime's cache allows.
+func TestListCopies(t *testing.T) {
+	s, _ := newServer(t)
+	mustCreate(t, s, pod("a", "n1", map[string]string{"app": "web"}))
+	for _, tc := range []struct {
+		name   string
+		opts   []client.ListOption
+		shared bool
+	}{
+		{"copied", nil, false},
+		{"shared", []client.ListOption{client.UnsafeDisableDeepCopy}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var list corev1.PodList
+			if err := s.List(context.Background(), &list, tc.opts...); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 1 || list.Items[0].Labels["app"] != "web" {
+				t.Fatalf("listed %v", list.Items)
+			}
+			list.Items[0].Labels["app"] = tc.name
+			var got corev1.Pod
+			if err := s.Get(context.Background(), types.NamespacedName{Namespace: "apps", Name: "a"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if changed := got.Labels["app"] == tc.name; changed != tc.shared {
+				t.Errorf("changing the listed pod changed the stored one: %v, want %v", changed, tc.shared)
+			}
+			got.Labels["app"] = "web" // restore for the next case
+			if err := s.Update(context.Background(), &got); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestWritesKeepStatusAndConcurrency(t *testing.T) {
 	s, _ := newServer(t)
 	ctx := context.Background()

@@ -344,11 +344,11 @@ func (k *Kubelets) markReady(ctx context.Context, node *corev1.Node, managed boo
 // lifecycle controller to have registered the node, which is when those
 // taints are put on.
 func (k *Kubelets) removeStartupTaints(ctx context.Context, node *corev1.Node) error {
-	if node.Labels[wellknown.LabelRegistered] != "true" {
+	if node.Labels[wellknown.LabelRegistered] != "true" || len(node.Spec.Taints) == 0 {
 		return nil
 	}
 	var claims karpv1.NodeClaimList
-	if err := k.opts.API.List(ctx, &claims); err != nil {
+	if err := k.opts.API.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var startup []corev1.Taint

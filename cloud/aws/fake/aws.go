@@ -126,6 +126,9 @@ type AWS struct {
 	reservations    map[string]*capacityReservation
 	launchTemplates map[string]*launchTemplate
 	instances       map[string]*instance
+	// order lists the instances in launch order; those deleted from
+	// instances are dropped from it lazily, by orderedInstances.
+	order []*instance
 
 	roles         map[string]*role
 	profiles      map[string]*instanceProfile

@@ -487,6 +487,7 @@ func (f *AWS) launch(c *candidate, lifecycle, reservationID string, fleetTags ma
 		inst.poolLimited = true
 	}
 	f.instances[inst.id] = inst
+	f.order = append(f.order, inst)
 	f.deliver([]stateEvent{{now, inst.seq, inst.id, StatePending}})
 	return inst
 }

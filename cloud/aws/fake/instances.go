@@ -1,8 +1,10 @@
 package fake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,13 +138,19 @@ func (f *AWS) scheduleTermination(inst *instance, at time.Time, code, reason str
 	}
 }
 
+// orderedInstances returns the instances in launch order. The slice is
+// the fake's own: it is valid until the next call, and callers must not
+// change it. Launches append, so keeping the order costs no sorting.
 func (f *AWS) orderedInstances() []*instance {
-	out := make([]*instance, 0, len(f.instances))
-	for _, inst := range f.instances {
-		out = append(out, inst)
+	live := f.order[:0]
+	for _, inst := range f.order {
+		if f.instances[inst.id] == inst {
+			live = append(live, inst)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
+	clear(f.order[len(live):])
+	f.order = live
+	return live
 }
 
 // advance applies every state transition due by the clock's now, in time
@@ -344,11 +352,20 @@ func (f *AWS) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInpu
 	if err := checkInstanceIDs(api, in.InstanceIds, func(id string) bool { _, ok := f.instances[id]; return ok }); err != nil {
 		return nil, err
 	}
-	var selected []*instance
-	for _, inst := range f.orderedInstances() {
-		if len(in.InstanceIds) > 0 && !contains(in.InstanceIds, inst.id) {
-			continue
+	// Asked for by ID (the provider's usual question), only those are
+	// looked at, still in launch order.
+	candidates := f.orderedInstances()
+	if len(in.InstanceIds) > 0 {
+		candidates = make([]*instance, 0, len(in.InstanceIds))
+		for _, id := range in.InstanceIds {
+			if inst, ok := f.instances[id]; ok && !slices.Contains(candidates, inst) {
+				candidates = append(candidates, inst)
+			}
 		}
+		slices.SortFunc(candidates, func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	var selected []*instance
+	for _, inst := range candidates {
 		attr := func(n string) []string {
 			switch n {
 			case "instance-id":

@@ -356,7 +356,8 @@ func (r *Reconciler) patchHash(ctx context.Context, np *karpv1.NodePool) error {
 // deleted, and counts them.
 func (r *Reconciler) count(ctx context.Context, nodePool string) (corev1.ResourceList, int64, error) {
 	var list karpv1.NodeClaimList
-	if err := r.client.List(ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: nodePool}); err != nil {
+	// Read only: the cache need not copy what it holds.
+	if err := r.client.List(ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: nodePool}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, 0, fmt.Errorf("listing NodeClaims of NodePool %s: %w", nodePool, err)
 	}
 	total := corev1.ResourceList{}

@@ -1,0 +1,89 @@
+package packer_test
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+)
+
+// A Cache shared by the packings of one cluster, as consolidation shares
+// one across its candidates, changes no result: each node is taken away in
+// turn and its pods packed again, with the cache and without, and then
+// again after nodes' pod lists were replaced (the cache must notice).
+func TestCacheGivesTheSameResults(t *testing.T) {
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	daemon := pod("agent", "100m", "64Mi")
+	var nodes []packer.Node
+	for i := range 9 {
+		name := fmt.Sprintf("node-%d", i)
+		n := packer.Node{
+			Name: name, NodePool: "p",
+			Labels: map[string]string{
+				wellknown.LabelHostname: name, wellknown.LabelTopologyZone: zones[i%3], wellknown.LabelNodePool: "p",
+				wellknown.LabelInstanceType: "bench-4", wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+			},
+			Allocatable: vec("4", "16Gi", "110"),
+		}
+		for j := range 3 {
+			var p *corev1.Pod
+			switch j {
+			case 0:
+				p = pod(fmt.Sprintf("web-%d", i), "500m", "1Gi", spreadZone("web"))
+			case 1:
+				p = pod(fmt.Sprintf("edge-%d", i), "250m", "256Mi", antiHost("edge"))
+			default:
+				p = pod(fmt.Sprintf("batch-%d", i), fmt.Sprintf("%dm", 300+100*i), "2Gi", withLabels("team", "batch"), affZone("batch"))
+			}
+			p.Spec.NodeName = name
+			n.Pods = append(n.Pods, p)
+		}
+		nodes = append(nodes, n)
+	}
+	base := packer.Input{Nodes: nodes, NodePools: []packer.NodePool{pool("p", 8)}, DaemonSetPods: []*corev1.Pod{daemon}}
+
+	without := func(in packer.Input, gone int) packer.Input {
+		var moved []*corev1.Pod
+		in.Nodes = nil
+		for i, n := range base.Nodes {
+			if i == gone {
+				for _, p := range n.Pods {
+					cp := *p
+					cp.Spec.NodeName = ""
+					moved = append(moved, &cp)
+				}
+				continue
+			}
+			in.Nodes = append(in.Nodes, n)
+		}
+		in.Pods = moved
+		return in
+	}
+	cache := packer.NewCache()
+	check := func(round string) {
+		t.Helper()
+		for gone := range base.Nodes {
+			plain := without(base, gone)
+			cached := plain
+			cached.Cache = cache
+			want, got := packer.Solve(plain), packer.Solve(cached)
+			if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+				t.Fatalf("%s, without %s: with the cache %v, without %v", round, base.Nodes[gone].Name, claimSummary(got), claimSummary(want))
+			}
+		}
+	}
+	check("first round")
+	// New pod lists, one node emptied and one pod relabelled: counts from
+	// the old lists must not be reused.
+	base.Nodes = slices.Clone(base.Nodes)
+	base.Nodes[1].Pods = nil
+	relabelled := *base.Nodes[4].Pods[0]
+	relabelled.Labels = map[string]string{"app": "other"}
+	base.Nodes[4].Pods = []*corev1.Pod{&relabelled, base.Nodes[4].Pods[1], base.Nodes[4].Pods[2]}
+	check("second round")
+}
