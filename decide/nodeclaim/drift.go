@@ -2,12 +2,14 @@ package nodeclaim
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 )
 
@@ -22,13 +24,26 @@ const (
 	// ReasonRequirementsDrifted: the NodeClaim's labels no longer meet the
 	// NodePool's requirements and template labels.
 	ReasonRequirementsDrifted = "RequirementsDrifted"
+	// ReasonInstanceTypeNotFound: the NodeClaim's instance type is no longer
+	// offered to its NodePool, or no longer in the NodeClaim's zone and
+	// capacity type.
+	ReasonInstanceTypeNotFound = "InstanceTypeNotFound"
+)
+
+// Karpenter checks instance-type drift only on NodeClaims at least an hour
+// old and at most every 30 minutes each: the catalog is read from the cloud
+// and a type withdrawn for a moment should not replace a fleet.
+const (
+	InstanceTypeCheckMinAge   = time.Hour
+	InstanceTypeCheckInterval = 30 * time.Minute
 )
 
 // Drift is a drift verdict: why a NodeClaim no longer matches what would be
 // launched for it today. The zero Drift means not drifted.
 type Drift struct {
 	// Reason is the condition reason: ReasonNodePoolDrifted,
-	// ReasonRequirementsDrifted or a cloud provider's drift reason; empty
+	// ReasonRequirementsDrifted, ReasonInstanceTypeNotFound or a cloud
+	// provider's drift reason; empty
 	// when the NodeClaim has not drifted.
 	Reason string
 	// Message says what changed, for the condition message and events.
@@ -174,4 +189,48 @@ func NodePoolDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool) Drift {
 		}
 	}
 	return Drift{}
+}
+
+// InstanceTypeDrift reports whether nc's instance type is gone from types,
+// the instance types its NodePool is offered now, or has no offering left
+// in nc's zone and capacity type (available or not: a type short of
+// capacity for a while has not drifted). A reserved NodeClaim may fall back
+// to on-demand. A NodeClaim without an instance type label has not launched
+// and has not drifted.
+func InstanceTypeDrift(nc *karpv1.NodeClaim, nodePool string, types []*packer.InstanceType) Drift {
+	name := nc.Labels[wellknown.LabelInstanceType]
+	if name == "" {
+		return Drift{}
+	}
+	zone, capacityType := nc.Labels[wellknown.LabelTopologyZone], nc.Labels[wellknown.LabelCapacityType]
+	for _, it := range types {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if zone != "" && o.Zone != zone {
+				continue
+			}
+			if capacityType == "" || o.CapacityType == capacityType ||
+				(capacityType == wellknown.CapacityTypeReserved && o.CapacityType == wellknown.CapacityTypeOnDemand) {
+				return Drift{}
+			}
+		}
+		return Drift{
+			Reason: ReasonInstanceTypeNotFound,
+			Message: fmt.Sprintf("instance type %s is no longer offered as %s in %s to NodePool %s",
+				name, orAny(capacityType), orAny(zone), nodePool),
+		}
+	}
+	return Drift{
+		Reason:  ReasonInstanceTypeNotFound,
+		Message: fmt.Sprintf("instance type %s is no longer offered to NodePool %s", name, nodePool),
+	}
+}
+
+func orAny(v string) string {
+	if v == "" {
+		return "any"
+	}
+	return v
 }

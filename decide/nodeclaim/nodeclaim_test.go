@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -366,5 +367,50 @@ func TestNeedsRestamp(t *testing.T) {
 		if got := NeedsRestamp(tc.nc, pool(tc.pool, nil)); got != tc.want {
 			t.Errorf("%s: NeedsRestamp = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestInstanceTypeDrift(t *testing.T) {
+	offered := func(name string, offerings ...packer.Offering) *packer.InstanceType {
+		return &packer.InstanceType{Name: name, Offerings: offerings}
+	}
+	od := func(zone string, available bool) packer.Offering {
+		return packer.Offering{Zone: zone, CapacityType: wellknown.CapacityTypeOnDemand, Available: available}
+	}
+	claim := func(typ, zone, capacityType string) *karpv1.NodeClaim {
+		return launchedClaim(map[string]string{
+			wellknown.LabelInstanceType: typ, wellknown.LabelTopologyZone: zone, wellknown.LabelCapacityType: capacityType,
+		}, nil)
+	}
+	types := []*packer.InstanceType{
+		offered("m6i.large", od("us-east-1a", true), od("us-east-1b", false)),
+		offered("c6i.large"),
+	}
+	for _, tc := range []struct {
+		name string
+		nc   *karpv1.NodeClaim
+		want string // a part of the message; empty for no drift
+	}{
+		{"offered", claim("m6i.large", "us-east-1a", wellknown.CapacityTypeOnDemand), ""},
+		{"short of capacity is not drift", claim("m6i.large", "us-east-1b", wellknown.CapacityTypeOnDemand), ""},
+		{"reserved falls back to on-demand", claim("m6i.large", "us-east-1a", wellknown.CapacityTypeReserved), ""},
+		{"not launched", launchedClaim(nil, nil), ""},
+		{"type gone", claim("r6i.large", "us-east-1a", wellknown.CapacityTypeOnDemand), "instance type r6i.large is no longer offered to NodePool general"},
+		{"zone gone", claim("m6i.large", "us-east-1c", wellknown.CapacityTypeOnDemand), "no longer offered as on-demand in us-east-1c"},
+		{"capacity type gone", claim("m6i.large", "us-east-1a", wellknown.CapacityTypeSpot), "no longer offered as spot in us-east-1a"},
+		{"no offerings left", claim("c6i.large", "us-east-1a", wellknown.CapacityTypeOnDemand), "c6i.large is no longer offered as on-demand"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := InstanceTypeDrift(tc.nc, "general", types)
+			if tc.want == "" {
+				if d.Drifted() {
+					t.Fatalf("drifted: %+v", d)
+				}
+				return
+			}
+			if d.Reason != ReasonInstanceTypeNotFound || !strings.Contains(d.Message, tc.want) {
+				t.Errorf("got %+v, want %s with %q", d, ReasonInstanceTypeNotFound, tc.want)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@
 //   - Drifted: True, with the reason, when the node no longer matches what
 //     would be launched today. NodePool drift (NodePoolDrifted,
 //     RequirementsDrifted) is checked first; then, once the node is
-//     initialized, the cloud provider's IsDrifted (AMIDrift, SubnetDrift,
+//     initialized, whether its instance type is still offered to the
+//     NodePool (InstanceTypeNotFound; NodeClaims older than an hour, at most
+//     every 30 minutes), then the cloud provider's IsDrifted (AMIDrift, SubnetDrift,
 //     SecurityGroupDrift, NodeClassDrift, ...). The condition is removed when
 //     the node no longer drifts. Drift is re-checked every DriftInterval and
 //     whenever the NodePool or the node class changes. A NodeClaim whose
@@ -93,6 +95,16 @@ type Reconciler struct {
 	mu sync.Mutex
 	// checked holds the last cloud drift answer per NodeClaim name.
 	checked map[string]cloudCheck
+	// typeChecked holds the last instance-type drift verdict per NodeClaim
+	// name (see decide/nodeclaim.InstanceTypeCheckInterval).
+	typeChecked map[string]typeCheck
+}
+
+// typeCheck is one remembered instance-type drift verdict.
+type typeCheck struct {
+	uid   types.UID
+	at    time.Time
+	drift decide.Drift
 }
 
 // cloudCheck is one remembered answer of the cloud provider's IsDrifted.
@@ -108,7 +120,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // New returns a Reconciler. The recorder may be nil, which drops events.
 func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, checked: map[string]cloudCheck{}}
+	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, checked: map[string]cloudCheck{}, typeChecked: map[string]typeCheck{}}
 }
 
 // Register indexes NodeClaims by status.nodeName in the manager's cache and
@@ -245,7 +257,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	drift := decide.NodePoolDrift(nc, np)
 	var cloudErr error
 	keepDrift := false
-	if !drift.Drifted() && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
+	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+	if !drift.Drifted() && initialized {
+		typeDrift, err := r.instanceTypeDrift(ctx, nc, np, now)
+		if err != nil {
+			// As for the cloud below: an unknown catalog keeps a reason
+			// the catalog gave, and drops a NodePool reason.
+			cloudErr = fmt.Errorf("checking the instance type of NodeClaim %s: %w", nc.Name, err)
+			c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
+			keepDrift = c != nil && c.Reason == decide.ReasonInstanceTypeNotFound
+		}
+		drift = typeDrift
+	}
+	if !drift.Drifted() && !keepDrift && initialized {
 		reason, err := r.cloudDrift(ctx, nc, now)
 		switch {
 		case cloud.IsNodeClaimNotFoundError(err):
@@ -255,10 +279,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		case err != nil:
 			// Not knowing is not the same as not drifted: leave a cloud
 			// reason as it is until the provider can answer. A NodePool
-			// reason is known to be gone and goes.
-			cloudErr = fmt.Errorf("checking cloud drift of NodeClaim %s: %w", nc.Name, err)
+			// or instance-type reason is known to be gone and goes.
+			cloudErr = errors.Join(cloudErr, fmt.Errorf("checking cloud drift of NodeClaim %s: %w", nc.Name, err))
 			c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
-			keepDrift = c == nil || (c.Reason != decide.ReasonNodePoolDrifted && c.Reason != decide.ReasonRequirementsDrifted)
+			keepDrift = c == nil || (c.Reason != decide.ReasonNodePoolDrifted && c.Reason != decide.ReasonRequirementsDrifted &&
+				c.Reason != decide.ReasonInstanceTypeNotFound)
 		case reason != cloud.NoDrift:
 			drift = decide.Drift{Reason: string(reason), Message: fmt.Sprintf("the cloud provider reports %s", reason)}
 		}
@@ -347,9 +372,35 @@ func (r *Reconciler) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim, now t
 	return reason, nil
 }
 
+// instanceTypeDrift returns whether nc's instance type has left its
+// NodePool's offer (decide/nodeclaim.InstanceTypeDrift), for NodeClaims at
+// least InstanceTypeCheckMinAge old, reusing a verdict less than
+// InstanceTypeCheckInterval old.
+func (r *Reconciler) instanceTypeDrift(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) (decide.Drift, error) {
+	if now.Sub(nc.CreationTimestamp.Time) < decide.InstanceTypeCheckMinAge {
+		return decide.Drift{}, nil
+	}
+	r.mu.Lock()
+	c, ok := r.typeChecked[nc.Name]
+	r.mu.Unlock()
+	if ok && c.uid == nc.UID && !now.Before(c.at) && now.Sub(c.at) < decide.InstanceTypeCheckInterval {
+		return c.drift, nil
+	}
+	types, err := r.cloud.GetInstanceTypes(ctx, np)
+	if err != nil {
+		return decide.Drift{}, err
+	}
+	d := decide.InstanceTypeDrift(nc, np.Name, types)
+	r.mu.Lock()
+	r.typeChecked[nc.Name] = typeCheck{uid: nc.UID, at: now, drift: d}
+	r.mu.Unlock()
+	return d, nil
+}
+
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	delete(r.checked, name)
+	delete(r.typeChecked, name)
 	r.mu.Unlock()
 }
 

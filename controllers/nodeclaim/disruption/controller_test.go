@@ -742,3 +742,39 @@ func TestPodEventPredicate(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceTypeDrift: a NodeClaim whose instance type is withdrawn from
+// its zone drifts with InstanceTypeNotFound, but only once it is an hour
+// old, and a verdict stands for 30 minutes.
+func TestInstanceTypeDrift(t *testing.T) {
+	e := newEnv(t, 303)
+	np := e.nodePool("type-drift-pool", nil)
+	e.launched("type-drift", np)
+	nc := e.initialized("type-drift")
+	typ, zone := nc.Labels[wellknown.LabelInstanceType], nc.Labels[wellknown.LabelTopologyZone]
+	if typ == "" || zone == "" {
+		t.Fatalf("launched NodeClaim lacks type or zone labels: %v", nc.Labels)
+	}
+	created := nc.CreationTimestamp.Time
+
+	e.aws.SetOffered(typ, zone, false)
+	e.clk.SetTime(created.Add(30 * time.Minute))
+	nc, _ = e.reconcile("type-drift")
+	wantDrift(t, nc, "")
+
+	e.clk.SetTime(created.Add(decide.InstanceTypeCheckMinAge + time.Minute))
+	nc, _ = e.reconcile("type-drift")
+	wantDrift(t, nc, decide.ReasonInstanceTypeNotFound)
+	if c := condition(nc, karpv1.ConditionTypeDrifted); !strings.Contains(c.Message, typ) || !strings.Contains(c.Message, zone) {
+		t.Errorf("message %q names neither %s nor %s", c.Message, typ, zone)
+	}
+
+	// Offered again: the verdict stands until the interval has passed.
+	e.aws.SetOffered(typ, zone, true)
+	e.clk.Step(DriftInterval)
+	nc, _ = e.reconcile("type-drift")
+	wantDrift(t, nc, decide.ReasonInstanceTypeNotFound)
+	e.clk.Step(decide.InstanceTypeCheckInterval)
+	nc, _ = e.reconcile("type-drift")
+	wantDrift(t, nc, "")
+}
