@@ -237,7 +237,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	if len(pods) == 0 {
 		return nil
 	}
-	pools := p.nodePools(ctx, snap)
+	pools, skipped := p.nodePools(ctx, snap)
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
 	res := packer.Solve(in)
@@ -291,7 +291,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 
 	for _, u := range res.Unschedulable {
 		if pod := byKey[u.Pod]; pod != nil {
-			p.event(now, pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", unschedulableNote(u))
+			p.event(now, pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", unschedulableNote(u, skipped))
 		}
 	}
 	for _, u := range res.Ignored {
@@ -303,8 +303,8 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 }
 
 // nodePools returns the packer NodePools that may launch now, in the
-// snapshot's order, and records an event on each NodePool left out.
-func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) []packer.NodePool {
+// snapshot's order, and those left out, recording an event on each.
+func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]packer.NodePool, []Skip) {
 	pools, skipped := LaunchablePools(ctx, p.cloud, snap)
 	for _, s := range skipped {
 		if s.Err != nil {
@@ -312,7 +312,7 @@ func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) []pack
 		}
 		p.event(snap.Time, s.NodePool, nil, corev1.EventTypeWarning, s.Reason, "Provision", "%s", s.Message)
 	}
-	return pools
+	return pools, skipped
 }
 
 // Skip is a NodePool that may not launch now, and why.
@@ -402,8 +402,12 @@ func nodeClassReady(nc *awsv1.EC2NodeClass) (string, bool) {
 	}
 }
 
-// unschedulableNote says why a pod fits nowhere, NodePool by NodePool.
-func unschedulableNote(u packer.Unschedulable) string {
+// unschedulableNote says why a pod fits nowhere, NodePool by NodePool,
+// including the NodePools that were left out of the packing (a NodeClass
+// not Ready, instance types that could not be listed): without them a pod
+// whose only NodePool is left out would hear only that no NodePool is
+// available, and not which one or why.
+func unschedulableNote(u packer.Unschedulable, skipped []Skip) string {
 	var b strings.Builder
 	b.WriteString("Failed to schedule pod: ")
 	b.WriteString(u.Reason)
@@ -414,6 +418,9 @@ func unschedulableNote(u packer.Unschedulable) string {
 			continue
 		}
 		fmt.Fprintf(&b, "; nodepool %s: %s (%s)", v.NodePool, v.Message, v.Code)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(&b, "; nodepool %s: left out: %s (%s)", s.NodePool.Name, s.Message, s.Reason)
 	}
 	return b.String()
 }

@@ -645,8 +645,13 @@ func TestNodeClassNotReady(t *testing.T) {
 	if len(evs) != 1 || evs[0].note != want || evs[0].kind != "*v1.NodePool" || evs[0].eventType != corev1.EventTypeWarning {
 		t.Errorf("NodePool events = %+v, want one warning %q", evs, want)
 	}
-	if evs := e.rec.about(e.name, "app", ReasonFailedScheduling); len(evs) != 1 {
-		t.Errorf("pod events = %+v, want one FailedScheduling", evs)
+	evs = e.rec.about(e.name, "app", ReasonFailedScheduling)
+	if len(evs) != 1 {
+		t.Fatalf("pod events = %+v, want one FailedScheduling", evs)
+	}
+	// The pod's event names the NodePool left out and why.
+	if want := fmt.Sprintf("nodepool %s: left out: NodeClass %s is not ready: no subnet matches the selector (%s)", e.name, e.name, ReasonNodeClassNotReady); !strings.Contains(evs[0].note, want) {
+		t.Errorf("FailedScheduling %q does not say %q", evs[0].note, want)
 	}
 }
 

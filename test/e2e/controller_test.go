@@ -273,6 +273,10 @@ func testNodeClassNotReady(t *testing.T) {
 			if i < 0 {
 				return fmt.Errorf("pod %s: no FailedScheduling event from stevedore's provisioner: %d from others", p.Name, len(evs))
 			}
+			// The pod's event names the NodePool left out and why.
+			if want := "nodepool " + pool + ": left out: "; !strings.Contains(evs[i].Message, want) || !strings.Contains(evs[i].Message, "NodeClassNotReady") {
+				return fmt.Errorf("pod %s: FailedScheduling %q does not say %q", p.Name, evs[i].Message, want)
+			}
 			t.Logf("pod %s: %s", p.Name, evs[i].Message)
 		}
 		return nil
