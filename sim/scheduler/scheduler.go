@@ -176,8 +176,16 @@ func priority(p *corev1.Pod) int32 {
 // likeKey returns the UID of the ReplicaSet or Job that controls the pod,
 // whose pods are interchangeable for scheduling; "" otherwise.
 func likeKey(p *corev1.Pod) types.UID {
-	if c := metav1.GetControllerOf(p); c != nil && (c.Kind == "ReplicaSet" || c.Kind == "Job") {
-		return c.UID
+	// As metav1.GetControllerOf, without the copy it makes: this runs for
+	// every pending pod on every pass.
+	for i := range p.OwnerReferences {
+		c := &p.OwnerReferences[i]
+		if c.Controller != nil && *c.Controller {
+			if c.Kind == "ReplicaSet" || c.Kind == "Job" {
+				return c.UID
+			}
+			return ""
+		}
 	}
 	return ""
 }
@@ -461,10 +469,11 @@ func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg str
 			return nil
 		}
 	}
+	// pod is the API's own object: it is the patch's base, and only the
+	// copy is changed.
 	p := pod.DeepCopy()
-	base := p.DeepCopy()
 	setCondition(p, corev1.ConditionFalse, ReasonUnschedulable, msg, b.clock.Now())
-	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

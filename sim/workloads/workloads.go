@@ -43,6 +43,7 @@ package workloads
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -59,7 +60,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
 	"github.com/stevedore-autoscaler/stevedore/sim/watch"
@@ -224,10 +224,11 @@ func copyMap(m map[string]string) map[string]string {
 }
 
 // templateHash is the hash of a pod template, as the value of the
-// pod-template-hash label: a stable encoding of the template, hashed with
-// FNV-32a and written in the API's safe alphabet.
+// pod-template-hash label: a stable encoding of the template (JSON, whose
+// map keys are sorted), hashed with FNV-32a and written in the API's safe
+// alphabet.
 func templateHash(t *corev1.PodTemplateSpec) string {
-	b, err := yaml.Marshal(t)
+	b, err := json.Marshal(t)
 	if err != nil {
 		b = []byte(fmt.Sprint(t))
 	}
