@@ -402,7 +402,8 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 	c.decideNow = true
 	snap := c.state.Snapshot(now)
 	in := c.input(ctx, snap, Remaining(snap, now))
-	if rej := decide.Validate(in, p.cmd); rej != nil {
+	cmd, rej := decide.Validate(in, p.cmd)
+	if rej != nil {
 		log.FromContext(ctx).Info("consolidation rejected", "code", rej.Code, "reason", rej.Message, "command", p.cmd.String())
 		c.metrics.DisruptionFailedValidation(metricReason(p.cmd.Reason), consolidationType(p.cmd))
 		for _, cand := range p.cmd.Candidates {
@@ -413,7 +414,11 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 		}
 		return false, nil
 	}
-	if err := c.start(ctx, p.cmd, in.Pools, now); err != nil {
+	if len(cmd.Candidates) < len(p.cmd.Candidates) {
+		log.FromContext(ctx).Info("consolidation goes ahead with the candidates still valid",
+			"kept", len(cmd.Candidates), "planned", len(p.cmd.Candidates), "command", cmd.String())
+	}
+	if err := c.start(ctx, cmd, in.Pools, now); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -430,23 +430,63 @@ func TestValidate(t *testing.T) {
 	f := newFixture(t)
 	f.pool("p", family, nil)
 	a := f.node(nodeSpec{pool: "p", itype: xlarge})
+	b := f.node(nodeSpec{pool: "p", itype: xlarge})
 	d := Decide(f.input())
-	if d.Command == nil {
-		t.Fatal("no command")
+	if got := candidateNames(d.Command); !slices.Equal(got, []string{a, b}) || d.Command.Reason != ReasonEmpty {
+		t.Fatalf("command %v, want both empty nodes", d.Command)
 	}
-	if r := Validate(f.input(), d.Command); r != nil {
-		t.Fatalf("unchanged cluster rejected: %v", r)
+	names := func(cmd *Command, r *Rejection) string {
+		if r != nil {
+			return "rejected: " + r.Code
+		}
+		return strings.Join(candidateNames(cmd), ",")
 	}
-	// The budget closes.
+	if got := names(Validate(f.input(), d.Command)); got != a+","+b {
+		t.Fatalf("unchanged cluster: %s", got)
+	}
+	// The budget closes, then allows one: the command shrinks to it.
 	f.budget("p", ReasonEmpty, 0)
-	if r := Validate(f.input(), d.Command); r == nil || r.Code != RejectBudget {
-		t.Fatalf("rejection = %v, want budget", r)
+	if got := names(Validate(f.input(), d.Command)); got != "rejected: "+RejectBudget {
+		t.Fatalf("budget 0: %s, want a budget rejection", got)
+	}
+	f.budget("p", ReasonEmpty, 1)
+	cmd, rej := Validate(f.input(), d.Command)
+	if got := names(cmd, rej); got != a {
+		t.Fatalf("budget 1: %s, want %s alone", got, a)
+	}
+	if cmd.SavingsPerHour != d.Command.SavingsPerHour/2 {
+		t.Errorf("savings %.4f, want half of %.4f", cmd.SavingsPerHour, d.Command.SavingsPerHour)
 	}
 	f.budget("p", ReasonEmpty, 100)
-	// A pod lands.
+	// A pod lands on one node: the other still goes.
 	f.pod("late", a, "100m", "100Mi")
-	if r := Validate(f.input(), d.Command); r == nil || r.Code != RejectChurn {
-		t.Fatalf("rejection = %v, want churn", r)
+	if got := names(Validate(f.input(), d.Command)); got != b {
+		t.Fatalf("pod on %s: %s, want %s alone", a, got, b)
+	}
+	// And on the other: nothing is left.
+	f.pod("later", b, "100m", "100Mi")
+	if got := names(Validate(f.input(), d.Command)); got != "rejected: "+RejectChurn {
+		t.Fatalf("pods on both: %s, want a churn rejection", got)
+	}
+}
+
+// A consolidation command goes ahead whole or not at all.
+func TestValidateUnderutilizedIsWhole(t *testing.T) {
+	f := newFixture(t)
+	f.pool("p", []string{xlarge}, nil)
+	a := f.node(nodeSpec{pool: "p", itype: xlarge})
+	b := f.node(nodeSpec{pool: "p", itype: xlarge})
+	c := f.node(nodeSpec{pool: "p", itype: xlarge})
+	f.pod("a1", a, "1", "1Gi")
+	f.pod("b1", b, "1", "1Gi")
+	f.pod("c1", c, "3", "1Gi")
+	d := Decide(f.input())
+	if d.Command == nil || d.Command.Reason != ReasonUnderutilized || len(d.Command.Candidates) < 2 {
+		t.Fatalf("command %v, want a multi-node consolidation", d.Command)
+	}
+	f.budget("p", ReasonUnderutilized, 1)
+	if cmd, r := Validate(f.input(), d.Command); r == nil || r.Code != RejectBudget {
+		t.Fatalf("Validate = %v, %v; want the whole command rejected by the budget", cmd, r)
 	}
 }
 

@@ -27,16 +27,23 @@ func (r *Rejection) Error() string { return r.Code + ": " + r.Message }
 // still a candidate for the same reason, the budgets still allow them, and
 // the simulation still gives the same kind of result — for a replace, with
 // the planned instance types still among those the fresh simulation
-// allows. It returns nil when the command may go ahead.
-func Validate(in Input, cmd *Command) *Rejection {
+// allows. It returns the command to carry out, or why none may go ahead.
+//
+// An emptiness command is carried out for whichever of its candidates are
+// still empty candidates and within the Empty budget, as Karpenter does: a
+// pod landing on one empty node does not keep the others. Every other
+// command goes ahead whole or not at all.
+func Validate(in Input, cmd *Command) (*Command, *Rejection) {
 	d := newDecider(&in)
 	fresh := map[string]*Candidate{}
 	for _, c := range d.cands {
 		fresh[c.Name()] = c
 	}
 	var cands []*Candidate
+	var dropped *Rejection
 	for _, old := range cmd.Candidates {
 		c := fresh[old.Name()]
+		var rej *Rejection
 		if c == nil {
 			why := "it is no longer a candidate"
 			for _, b := range d.blocked {
@@ -45,41 +52,65 @@ func Validate(in Input, cmd *Command) *Rejection {
 					break
 				}
 			}
-			return &Rejection{RejectChurn, fmt.Sprintf("node %s: %s", old.Name(), why)}
+			rej = &Rejection{RejectChurn, fmt.Sprintf("node %s: %s", old.Name(), why)}
+		} else {
+			rej = stillEligible(c, cmd.Reason)
 		}
-		if r := stillEligible(c, cmd.Reason); r != nil {
-			return r
+		if rej == nil {
+			cands = append(cands, c)
+			continue
 		}
-		cands = append(cands, c)
+		if cmd.Reason != ReasonEmpty {
+			return nil, rej
+		}
+		if dropped == nil {
+			dropped = rej
+		}
 	}
-	if kept, over := withinBudget(&in, cands, cmd.Reason); len(kept) < len(cands) {
-		return &Rejection{RejectBudget, over[0].Message}
+	kept, over := withinBudget(&in, cands, cmd.Reason)
+	if len(kept) < len(cands) && cmd.Reason != ReasonEmpty {
+		return nil, &Rejection{RejectBudget, over[0].Message}
 	}
 	switch cmd.Reason {
 	case ReasonEmpty:
-		return nil
+		if len(kept) == 0 {
+			if dropped != nil {
+				return nil, dropped
+			}
+			return nil, &Rejection{RejectBudget, over[0].Message}
+		}
+		if len(kept) == len(cmd.Candidates) {
+			return cmd, nil
+		}
+		out := *cmd
+		out.Candidates = kept
+		out.SavingsPerHour = 0
+		for _, c := range kept {
+			out.SavingsPerHour += c.Price
+		}
+		return &out, nil
 	case ReasonDrifted:
 		if out := d.sim().simulate(cands, modeDrift); out.failed != "" {
-			return &Rejection{RejectScheduling, out.failed}
+			return nil, &Rejection{RejectScheduling, out.failed}
 		}
-		return nil
+		return cmd, nil
 	}
 	now, why := d.sim().command(cands, len(cands) == 1)
 	if now == nil {
-		return &Rejection{RejectScheduling, why.Message}
+		return nil, &Rejection{RejectScheduling, why.Message}
 	}
 	if now.Method != cmd.Method {
-		return &Rejection{RejectScheduling, fmt.Sprintf("the pods now need a %s instead of a %s", now.Method, cmd.Method)}
+		return nil, &Rejection{RejectScheduling, fmt.Sprintf("the pods now need a %s instead of a %s", now.Method, cmd.Method)}
 	}
 	if cmd.Method == MethodReplace {
 		allowed := now.Replacements[0].InstanceTypes
 		for _, t := range cmd.Replacements[0].InstanceTypes {
 			if !slices.Contains(allowed, t) {
-				return &Rejection{RejectScheduling, fmt.Sprintf("instance type %s is no longer a cheaper fit", t)}
+				return nil, &Rejection{RejectScheduling, fmt.Sprintf("instance type %s is no longer a cheaper fit", t)}
 			}
 		}
 	}
-	return nil
+	return cmd, nil
 }
 
 // stillEligible re-checks what makes a candidate eligible for the reason.
