@@ -15,6 +15,9 @@
 //     nodes the NodePool's disruption budgets allow to be disrupting at once
 //     for each reason, before subtracting those disrupting already (as
 //     Karpenter publishes it); 2147483647 when no budget applies.
+//   - karpenter_nodepools_nodes_consuming_budgets (nodepool, reason): the
+//     NodePool's nodes that count against its budgets now (not ready,
+//     marked for disruption or being deleted).
 //   - karpenter_nodeclaims_created_total (reason, nodepool,
 //     min_values_relaxed): NodeClaims created, by why they were created.
 //   - karpenter_nodeclaims_terminated_total (nodepool, capacity_type, zone):
@@ -62,6 +65,7 @@ const (
 	NameNodePoolUsage              = Namespace + "_nodepools_usage"
 	NameNodePoolLimit              = Namespace + "_nodepools_limit"
 	NameNodePoolAllowedDisruptions = Namespace + "_nodepools_allowed_disruptions"
+	NameNodePoolConsumingBudgets   = Namespace + "_nodepools_nodes_consuming_budgets"
 	NameNodeClaimsCreated          = Namespace + "_nodeclaims_created_total"
 	NameNodeClaimsTerminated       = Namespace + "_nodeclaims_terminated_total"
 	NameNodesAllocatable           = Namespace + "_nodes_allocatable"
@@ -121,6 +125,7 @@ type Metrics struct {
 	nodePoolUsage              *prometheus.GaugeVec
 	nodePoolLimit              *prometheus.GaugeVec
 	nodePoolAllowedDisruptions *prometheus.GaugeVec
+	nodePoolConsumingBudgets   *prometheus.GaugeVec
 	nodeClaimsCreated          *prometheus.CounterVec
 	nodeClaimsTerminated       *prometheus.CounterVec
 	nodesAllocatable           *prometheus.GaugeVec
@@ -150,6 +155,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: NameNodePoolAllowedDisruptions,
 			Help: "Nodes of a NodePool that its disruption budgets allow to be disrupting at the same time, before subtracting those disrupting already. Labeled by nodepool name and disruption reason.",
 		}, []string{LabelNodePool, LabelReason}),
+		nodePoolConsumingBudgets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameNodePoolConsumingBudgets,
+			Help: "Nodes of a NodePool that count against its disruption budgets now: not ready, marked for disruption or being deleted. Labeled by nodepool name and disruption reason.",
+		}, []string{LabelNodePool, LabelReason}),
 		nodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameNodeClaimsCreated,
 			Help: "Number of NodeClaims created. Labeled by the reason they were created, the owning nodepool, and whether minValues were relaxed.",
@@ -163,7 +172,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.",
 		}, append([]string{LabelNodeName, LabelNodePool, LabelResourceType}, NodeLabelNames...)),
 	}
-	for _, c := range []prometheus.Collector{m.nodePoolUsage, m.nodePoolLimit, m.nodePoolAllowedDisruptions, m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodesAllocatable} {
+	for _, c := range []prometheus.Collector{m.nodePoolUsage, m.nodePoolLimit, m.nodePoolAllowedDisruptions, m.nodePoolConsumingBudgets, m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodesAllocatable} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -188,8 +197,8 @@ func (m *Metrics) SetNodePool(nodePool string, usage, limits corev1.ResourceList
 	setResources(m.nodePoolLimit, nodePool, limits)
 }
 
-// DeleteNodePool removes a deleted NodePool's usage, limits and allowed
-// disruptions.
+// DeleteNodePool removes a deleted NodePool's usage, limits, allowed
+// disruptions and nodes consuming budgets.
 func (m *Metrics) DeleteNodePool(nodePool string) {
 	if m == nil {
 		return
@@ -197,6 +206,7 @@ func (m *Metrics) DeleteNodePool(nodePool string) {
 	m.nodePoolUsage.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
 	m.nodePoolLimit.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
 	m.nodePoolAllowedDisruptions.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
+	m.nodePoolConsumingBudgets.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
 }
 
 // SetNodePoolAllowedDisruptions publishes how many of a NodePool's nodes
@@ -207,6 +217,15 @@ func (m *Metrics) SetNodePoolAllowedDisruptions(nodePool, reason string, allowed
 		return
 	}
 	m.nodePoolAllowedDisruptions.WithLabelValues(nodePool, reason).Set(float64(allowed))
+}
+
+// SetNodePoolConsumingBudgets publishes how many of a NodePool's nodes
+// count against its budget for reason now.
+func (m *Metrics) SetNodePoolConsumingBudgets(nodePool, reason string, nodes int) {
+	if m == nil {
+		return
+	}
+	m.nodePoolConsumingBudgets.WithLabelValues(nodePool, reason).Set(float64(nodes))
 }
 
 func setResources(g *prometheus.GaugeVec, nodePool string, rl corev1.ResourceList) {

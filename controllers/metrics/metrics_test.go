@@ -89,6 +89,26 @@ karpenter_nodepools_allowed_disruptions{nodepool="gpu",reason="Underutilized"} 2
 	}
 }
 
+func TestNodePoolConsumingBudgets(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.SetNodePoolConsumingBudgets("default", "Drifted", 2)
+	m.SetNodePoolConsumingBudgets("gpu", "Empty", 0)
+	m.SetNodePoolConsumingBudgets("default", "Drifted", 1) // replaces the 2
+	want := `
+# HELP karpenter_nodepools_nodes_consuming_budgets Nodes of a NodePool that count against its disruption budgets now: not ready, marked for disruption or being deleted. Labeled by nodepool name and disruption reason.
+# TYPE karpenter_nodepools_nodes_consuming_budgets gauge
+karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="Drifted"} 1
+karpenter_nodepools_nodes_consuming_budgets{nodepool="gpu",reason="Empty"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodePoolConsumingBudgets); err != nil {
+		t.Fatal(err)
+	}
+	m.DeleteNodePool("default")
+	if n := testutil.CollectAndCount(m.nodePoolConsumingBudgets); n != 1 {
+		t.Errorf("series after DeleteNodePool = %d, want 1 (gpu)", n)
+	}
+}
+
 func TestNodeClaimCounters(t *testing.T) {
 	m, reg := newMetrics(t)
 	m.NodeClaimCreated("provisioning", "default", false)

@@ -249,6 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if allowances != nil {
 		for _, a := range allowances.ByReason {
 			r.metrics.SetNodePoolAllowedDisruptions(np.Name, string(a.Reason), a.Allowed)
+			r.metrics.SetNodePoolConsumingBudgets(np.Name, string(a.Reason), a.Disrupting)
 		}
 		r.eventOnBlocked(np, allowances)
 	}

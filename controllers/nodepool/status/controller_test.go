@@ -545,10 +545,25 @@ karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Underutilized
 	// Tuesday evening: 20% of 5 nodes.
 	check(time.Date(2026, 3, 3, 18, 0, 0, 0, time.UTC), "Drifted=1 Empty=1 Underutilized=1", MaxBudgetRequeue)
 	gauge("1")
+	consuming := func(want string) {
+		t.Helper()
+		exp := `
+# HELP karpenter_nodepools_nodes_consuming_budgets Nodes of a NodePool that count against its disruption budgets now: not ready, marked for disruption or being deleted. Labeled by nodepool name and disruption reason.
+# TYPE karpenter_nodepools_nodes_consuming_budgets gauge
+karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Drifted"} ` + want + `
+karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Empty"} ` + want + `
+karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Underutilized"} ` + want + `
+`
+		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(exp), metrics.NameNodePoolConsumingBudgets); err != nil {
+			t.Error(err)
+		}
+	}
+	consuming("0")
 	// A node being disrupted uses the allowance up; the budget still allows 1.
 	cluster.MarkForDeletion("budgets-0")
 	np := check(time.Date(2026, 3, 3, 18, 1, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
 	gauge("1")
+	consuming("1")
 	if ev := e.events(ReasonDisruptionBlocked); len(ev) != 0 {
 		t.Errorf("events %q while only used up, not blocked", ev)
 	}
