@@ -70,6 +70,9 @@ type claim struct {
 var deletionReasons = map[string]bool{
 	"RegistrationTimeout": true, "LaunchTimeout": true, "InstanceNotFound": true,
 	"InsufficientCapacity": true, "NodeClassNotReady": true,
+	// The termination controller deletes the NodeClaim of a Node deleted
+	// by someone else (a failed node removed, kubectl delete node).
+	"DeletedNodeClaim": true,
 }
 
 // instance is a ledger line: an instance and what it costs.

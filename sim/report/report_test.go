@@ -96,6 +96,22 @@ func TestRecorderTurnsChangesIntoEvents(t *testing.T) {
 	}
 }
 
+// A NodeClaim deleted because its Node was deleted says so.
+func TestNodeClaimDeletedWithItsNode(t *testing.T) {
+	r := NewRecorder("test", 1, t0, t0.Add(time.Hour), nil)
+	ncGVK := karpv1.GroupVersion.WithKind("NodeClaim")
+	nc := newClaim(nil)
+	r.Change(t0, apiserver.Change{Type: apiserver.Added, GVK: ncGVK, Object: nc})
+	r.Event(t0.Add(time.Minute), apiserver.Event{Reason: "DeletedNodeClaim", Note: "deleted nodeclaim because its node node-1 is being deleted",
+		Regarding: apiserver.ObjectRef{Kind: "NodeClaim", Name: nc.Name}})
+	r.Change(t0.Add(time.Minute), apiserver.Change{Type: apiserver.Deleted, GVK: ncGVK, Object: nc, Old: nc})
+	doc := r.Finish(t0.Add(time.Hour), mustServer(t))
+	last := doc.Events[len(doc.Events)-1]
+	if last.Kind != KindNodeClaimDeleted || last.Reason != "DeletedNodeClaim" || !strings.Contains(last.Message, "node node-1") {
+		t.Errorf("last event %+v, want NodeClaimDeleted with reason DeletedNodeClaim", last)
+	}
+}
+
 func mustServer(t *testing.T) *apiserver.Server {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Options{Scheme: newScheme(t), Clock: fixedClock{}, Seed: 1})
