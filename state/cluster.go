@@ -48,6 +48,8 @@ type Cluster struct {
 	// of a StateNode, so a mark survives the NodeClaim's node registering.
 	nominations       map[string]time.Time
 	markedForDeletion map[string]bool
+	// changes counts the calls that changed anything (see Changes).
+	changes uint64
 	// podNominations are the nodes pending pods are expected to land on
 	// (see NominatePod), until they are bound or deleted.
 	podNominations map[types.NamespacedName]podNomination
@@ -86,6 +88,7 @@ func (c *Cluster) UpdateNode(n *corev1.Node) {
 	n = n.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	if old, ok := c.nodes[n.Name]; ok {
 		c.unjoinNode(old)
 	}
@@ -100,6 +103,7 @@ func (c *Cluster) UpdateNode(n *corev1.Node) {
 func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	if old, ok := c.nodes[name]; ok {
 		c.unjoinNode(old)
 	}
@@ -115,6 +119,7 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
 	nc = nc.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	if old, ok := c.nodeClaims[nc.Name]; ok && old.Status.ProviderID != nc.Status.ProviderID {
 		c.unjoin(old)
 	}
@@ -129,6 +134,7 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
 func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	if old, ok := c.nodeClaims[name]; ok {
 		c.unjoin(old)
 	}
@@ -162,6 +168,7 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	k := key(p.Namespace, p.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	c.unindexPod(k)
 	c.pods[k] = p
 	delete(c.podLists, p.Spec.NodeName)
@@ -182,6 +189,7 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 func (c *Cluster) DeletePod(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	k := key(namespace, name)
 	c.unindexPod(k)
 	delete(c.pods, k)
@@ -290,6 +298,7 @@ func NominationWindow(batchMaxDuration time.Duration) time.Duration {
 func (c *Cluster) Nominate(name string, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	if until.After(c.nominations[name]) {
 		c.nominations[name] = until
 	}
@@ -308,6 +317,7 @@ func (c *Cluster) IsNominated(name string, now time.Time) bool {
 func (c *Cluster) MarkForDeletion(names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	for _, n := range names {
 		c.markedForDeletion[n] = true
 	}
@@ -318,6 +328,7 @@ func (c *Cluster) MarkForDeletion(names ...string) {
 func (c *Cluster) UnmarkForDeletion(names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	for _, name := range names {
 		for _, n := range c.namesOf(name) {
 			delete(c.markedForDeletion, n)
@@ -364,11 +375,22 @@ func (c *Cluster) marked(names []string) bool {
 	return false
 }
 
+// Changes counts the changes recorded so far: every update or deletion of
+// an object, nomination and deletion mark. When it has not moved, a
+// Snapshot taken now differs from the last one only in what depends on the
+// time (nominations running out).
+func (c *Cluster) Changes() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changes
+}
+
 // remember stores obj under k in one of the cluster's maps of objects that
 // need no more bookkeeping than that.
 func remember[K comparable, T any](c *Cluster, m map[K]T, k K, obj T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	m[k] = obj
 }
 
@@ -376,5 +398,6 @@ func remember[K comparable, T any](c *Cluster, m map[K]T, k K, obj T) {
 func forget[K comparable, T any](c *Cluster, m map[K]T, k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	delete(m, k)
 }

@@ -46,6 +46,7 @@ type podNomination struct {
 func (c *Cluster) NominatePod(pod *corev1.Pod, node string, at, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changes++
 	c.podNominations[key(pod.Namespace, pod.Name)] = podNomination{uid: pod.UID, node: node, at: at, until: until}
 }
 

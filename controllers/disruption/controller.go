@@ -40,7 +40,10 @@
 // snapshot's objects and resource versions, the marks and nominations, and
 // the budgets left, so a budget that opens, by the clock or because a
 // disrupting node is gone, changes it), but decides at least every
-// FullPassInterval. No new decision is made while a
+// FullPassInterval. A pass is skipped whole, without listing or a snapshot,
+// while the cluster state has not changed since a pass that found nothing to
+// do and no budget window edge, nomination expiry or full-pass deadline has
+// come. No new decision is made while a
 // command waits for its validation delay, nor for a Period after a command
 // was rolled back.
 //
@@ -234,6 +237,12 @@ type Controller struct {
 	// command was rolled back, so that a failing launch is not retried on
 	// the spot (a replacement that timed out may still come up).
 	holdUntil time.Time
+	// quietAt and quietUntil let a pass be skipped whole: the last pass
+	// found nothing to do with the cluster state at change count quietAt,
+	// and nothing that depends on the time alone comes due before
+	// quietUntil (see quiet).
+	quietAt    uint64
+	quietUntil time.Time
 }
 
 var _ reconcile.Reconciler = (*Controller)(nil)
@@ -286,6 +295,11 @@ func (c *Controller) Register(mgr manager.Manager) error {
 // waiting for its delay, and decides anew. The request is ignored.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	now := c.clock.Now()
+	if c.quiet(now) {
+		return reconcile.Result{RequeueAfter: min(Period, c.quietUntil.Sub(now))}, nil
+	}
+	changes := c.state.Changes()
+	c.quietUntil = time.Time{}
 	if !c.state.Synced(ctx, c.kube) {
 		log.FromContext(ctx).V(1).Info("waiting for cluster state to sync")
 		return reconcile.Result{RequeueAfter: SyncRetry}, nil
@@ -346,7 +360,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		soon(Period - now.Sub(c.lastPass))
 		return result(), nil
 	}
-	w, err = c.decide(ctx, now)
+	w, err = c.decide(ctx, now, changes)
 	soon(w)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -354,17 +368,50 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return result(), nil
 }
 
+// quiet reports whether a whole pass may be skipped: the last one ended
+// with no command in flight, none waiting for validation and no decision to
+// make, the cluster state has not changed since it began, and nothing that
+// depends on the time alone (a budget window, a nomination running out,
+// FullPassInterval) has come due. Such a pass would find what the last one
+// found; skipping it saves listing, a snapshot and a fingerprint of every
+// pod every Period.
+func (c *Controller) quiet(now time.Time) bool {
+	return now.Before(c.quietUntil) && c.pending == nil && len(c.inflight) == 0 && !c.decideNow &&
+		c.state.Changes() == c.quietAt
+}
+
+// markQuiet records, after a pass that found nothing to do, until when the
+// same state gives the same answer (see quiet).
+func (c *Controller) markQuiet(snap state.Snapshot, changes uint64, now time.Time) {
+	if c.pending != nil || len(c.inflight) > 0 || c.decideNow {
+		return
+	}
+	until := c.lastFull.Add(FullPassInterval)
+	for _, n := range snap.Nodes {
+		if n.NominatedUntil.After(now) && n.NominatedUntil.Before(until) {
+			until = n.NominatedUntil
+		}
+	}
+	for _, np := range snap.NodePools {
+		if next, ok := budget.NextChange(np, now); ok && next.Before(until) {
+			until = next
+		}
+	}
+	c.quietAt, c.quietUntil = changes, until
+}
+
 // decide asks for a decision, unless nothing changed since the last one,
 // and carries it out: a drift command starts now, a consolidation command
 // waits for its validation delay. It returns how soon the next pass should
 // come.
-func (c *Controller) decide(ctx context.Context, now time.Time) (time.Duration, error) {
+func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) (time.Duration, error) {
 	c.decideNow = false
 	c.lastPass = now
 	snap := c.state.Snapshot(now)
 	remaining := Remaining(snap, now)
 	fp := fingerprint(snap, remaining)
 	if fp == c.lastFingerprint && now.Sub(c.lastFull) < FullPassInterval {
+		c.markQuiet(snap, changes, now)
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
@@ -373,6 +420,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time) (time.Duration, 
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command
 	if cmd == nil {
+		c.markQuiet(snap, changes, now)
 		return Period, nil
 	}
 	if cmd.Reason == decide.ReasonEmpty || cmd.Reason == decide.ReasonUnderutilized {

@@ -23,6 +23,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/decide/budget"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -597,6 +598,54 @@ func TestSkipsDecidingWhenNothingChanged(t *testing.T) {
 	e.pass()
 	if e.c.lastFull.Equal(second) {
 		t.Errorf("did not decide again after %s", FullPassInterval)
+	}
+}
+
+// TestSkipsWholePassWhileQuiet: after a pass that found nothing to do, the
+// next passes are skipped whole while the cluster state has not changed, at
+// most until the next budget window edge; a change ends it.
+func TestSkipsWholePassWhileQuiet(t *testing.T) {
+	e := newEnv(t, "quiet", 313)
+	schedule := "0 9 * * *"
+	np := e.nodePool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}}}
+	})
+	nc := e.node("m6i.large")
+	e.pod("web", nc.Status.NodeName, "500m")
+	e.pass()
+	if e.c.quietUntil.IsZero() || e.c.lastPass.IsZero() {
+		t.Fatalf("a pass that found nothing to do did not mark the controller quiet (until %v)", e.c.quietUntil)
+	}
+	if next, ok := budget.NextChange(np, e.clk.Now()); !ok || e.c.quietUntil.After(next) {
+		t.Errorf("quiet until %v, past the budget's next window edge %v", e.c.quietUntil, next)
+	}
+
+	// Nothing changed in the state: the pass is skipped whole.
+	last := e.c.lastPass
+	e.clk.Step(Period)
+	if _, err := e.c.Reconcile(e.ctx, Request()); err != nil {
+		t.Fatal(err)
+	}
+	if !e.c.lastPass.Equal(last) {
+		t.Error("a pass ran although nothing changed")
+	}
+
+	// A pod lands: the state changes and the next pass runs.
+	e.pod("web-2", nc.Status.NodeName, "500m")
+	e.clk.Step(Period)
+	e.pass()
+	if e.c.lastPass.Equal(last) {
+		t.Error("no pass after the state changed")
+	}
+
+	// Once the quiet period is over a pass runs even without a change.
+	last = e.c.lastPass
+	e.clk.SetTime(e.c.quietUntil)
+	if _, err := e.c.Reconcile(e.ctx, Request()); err != nil {
+		t.Fatal(err)
+	}
+	if e.c.lastPass.Equal(last) {
+		t.Error("no pass at the end of the quiet period")
 	}
 }
 
