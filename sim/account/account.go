@@ -117,17 +117,40 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// New builds the account of a loaded scenario: the EKS cluster, its subnets
-// and security groups (one subnet per zone and one group, tagged
-// karpenter.sh/discovery=<cluster>, unless the scenario lists its own), the
-// IAM roles with their access entries, the interruption queue, the current
-// EKS-optimized images for the cluster's version and the scenario's own
-// images — the account `stevedore simulate` builds for the same scenario.
+// New builds the account of a loaded scenario (see BuildAWS) on opts.Clock,
+// the wall clock by default: the account `stevedore simulate` builds for the
+// same scenario.
 func New(run *scenario.Run, opts Options) (*Account, error) {
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	f, _, err := BuildAWS(run, clk)
+	if err != nil {
+		return nil, err
+	}
+	acc := &Account{
+		Info: Info{
+			ClusterName: run.ClusterName, Region: f.Region(), KubernetesVersion: run.KubernetesVersion,
+			InterruptionQueue: run.AWS.InterruptionQueue,
+		},
+		AWS: f, BootTime: run.AWS.BootTime, ReadyTime: run.AWS.ReadyTime,
+		Ignored: ignored(run), clock: clk,
+	}
+	acc.clients = f.Clients()
+	acc.clients.SQS = longPoll{SQS: acc.clients.SQS, clock: clk}
+	return acc, nil
+}
+
+// BuildAWS creates, in an in-memory AWS on clk, the account a scenario
+// describes: the EKS cluster, its subnets and security groups (one subnet
+// per zone and one group, tagged karpenter.sh/discovery=<cluster>, unless the
+// scenario lists its own), the IAM roles with their access entries, the
+// interruption queue with its policy and EventBridge rules, the current
+// EKS-optimized images for the cluster's version (released a week before
+// clk's now) and the scenario's own images. `stevedore simulate` and the
+// controller's simulated account both start from it.
+func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluster, error) {
 	a := run.AWS
 	boot := a.BootTime
 	if boot == 0 {
@@ -145,7 +168,7 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 		for _, z := range f.Zones() {
 			id, err := f.AddSubnet(fake.Subnet{Zone: z, Tags: withName(tags, name+"-private-"+z)})
 			if err != nil {
-				return nil, err
+				return nil, fake.Cluster{}, err
 			}
 			subnetIDs = append(subnetIDs, id)
 		}
@@ -157,11 +180,11 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 		}
 		id, err := f.AddSubnet(sub)
 		if err != nil {
-			return nil, fmt.Errorf("spec.aws.subnets[%d]: %w", i, err)
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.subnets[%d]: %w", i, err)
 		}
 		if s.FreeIPs != nil && *s.FreeIPs == 0 {
 			if err := f.SetSubnetAvailableIPs(id, 0); err != nil {
-				return nil, err
+				return nil, fake.Cluster{}, err
 			}
 		}
 		subnetIDs = append(subnetIDs, id)
@@ -170,19 +193,20 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 	if len(a.SecurityGroups) == 0 {
 		id, err := f.AddSecurityGroup(fake.SecurityGroup{Name: "eks-cluster-sg-" + name, Description: "EKS created security group", Tags: withName(tags, "eks-cluster-sg-"+name)})
 		if err != nil {
-			return nil, err
+			return nil, fake.Cluster{}, err
 		}
 		sgIDs = append(sgIDs, id)
 	}
 	for i, g := range a.SecurityGroups {
 		id, err := f.AddSecurityGroup(fake.SecurityGroup{ID: g.ID, Name: g.Name, Tags: g.Tags})
 		if err != nil {
-			return nil, fmt.Errorf("spec.aws.securityGroups[%d]: %w", i, err)
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.securityGroups[%d]: %w", i, err)
 		}
 		sgIDs = append(sgIDs, id)
 	}
-	if _, err := f.AddCluster(fake.Cluster{Name: name, Version: run.KubernetesVersion, SubnetIDs: subnetIDs, SecurityGroupIDs: sgIDs, ClusterSecurityGroupID: sgIDs[0]}); err != nil {
-		return nil, err
+	cluster, err := f.AddCluster(fake.Cluster{Name: name, Version: run.KubernetesVersion, SubnetIDs: subnetIDs, SecurityGroupIDs: sgIDs, ClusterSecurityGroupID: sgIDs[0]})
+	if err != nil {
+		return nil, fake.Cluster{}, err
 	}
 	arns := map[string]string{}
 	for _, role := range a.Roles {
@@ -199,17 +223,22 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 			arns[role] = arn
 		}
 		if err := f.AddAccessEntry(name, arn); err != nil {
-			return nil, err
+			return nil, fake.Cluster{}, err
 		}
 	}
 	if a.PassRole != nil {
 		f.RestrictPassRole(a.PassRole...)
 	}
 	if a.InterruptionQueue != "" {
+		// The queue as the reference setup leaves it: a policy that lets
+		// EventBridge deliver, and the four rules that route interruption
+		// events to it, so that diagnose finds a complete setup.
 		f.CreateQueue(a.InterruptionQueue, queueRetention)
-		arn := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.Region(), f.AccountID(), a.InterruptionQueue)
-		if err := f.SetQueuePolicy(a.InterruptionQueue, fake.QueuePolicyEventBridge(arn)); err != nil {
-			return nil, err
+		if err := f.SetQueuePolicy(a.InterruptionQueue, fake.QueuePolicyEventBridge(f.QueueARN(a.InterruptionQueue))); err != nil {
+			return nil, fake.Cluster{}, err
+		}
+		if _, err := f.AddInterruptionRules(name, a.InterruptionQueue); err != nil {
+			return nil, fake.Cluster{}, err
 		}
 	}
 	released := clk.Now().Add(-7 * 24 * time.Hour)
@@ -221,7 +250,7 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 	} {
 		img := fake.Image{ReleaseVersion: rel.version, CreationDate: released}
 		if _, err := f.ReleaseImage(rel.family, run.KubernetesVersion, rel.arch, rel.variant, img); err != nil {
-			return nil, err
+			return nil, fake.Cluster{}, err
 		}
 	}
 	for _, img := range a.Images {
@@ -230,21 +259,10 @@ func New(run *scenario.Run, opts Options) (*Account, error) {
 			owner = fake.AmazonOwnerID
 		}
 		if _, err := f.AddImage(fake.Image{ID: img.ID, Name: img.Name, Architecture: img.Arch, CreationDate: img.Created, OwnerID: owner, Tags: img.Tags}); err != nil {
-			return nil, fmt.Errorf("image %s: %w", img.ID, err)
+			return nil, fake.Cluster{}, fmt.Errorf("image %s: %w", img.ID, err)
 		}
 	}
-
-	acc := &Account{
-		Info: Info{
-			ClusterName: name, Region: f.Region(), KubernetesVersion: run.KubernetesVersion,
-			InterruptionQueue: a.InterruptionQueue,
-		},
-		AWS: f, BootTime: a.BootTime, ReadyTime: a.ReadyTime,
-		Ignored: ignored(run), clock: clk,
-	}
-	acc.clients = f.Clients()
-	acc.clients.SQS = longPoll{SQS: acc.clients.SQS, clock: clk}
-	return acc, nil
+	return f, cluster, nil
 }
 
 // Clients returns the account's AWS clients, for the AWS provider. Unlike
