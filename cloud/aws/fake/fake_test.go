@@ -1083,30 +1083,12 @@ func TestPrices(t *testing.T) {
 		t.Fatalf("got %d products", len(out.PriceList))
 	}
 	for _, doc := range out.PriceList {
-		var p struct {
-			Product struct {
-				Attributes map[string]string `json:"attributes"`
-			} `json:"product"`
-			Terms struct {
-				OnDemand map[string]struct {
-					PriceDimensions map[string]struct {
-						PricePerUnit map[string]string `json:"pricePerUnit"`
-					} `json:"priceDimensions"`
-				} `json:"OnDemand"`
-			} `json:"terms"`
+		name, got, ok := parsePrice(doc)
+		if !ok {
+			t.Fatalf("unreadable product %s", doc)
 		}
-		if err := json.Unmarshal([]byte(doc), &p); err != nil {
-			t.Fatal(err)
-		}
-		name := p.Product.Attributes["instanceType"]
-		want, _ := e.f.OnDemandPrice(name)
-		for _, term := range p.Terms.OnDemand {
-			for _, dim := range term.PriceDimensions {
-				got, _ := strconv.ParseFloat(dim.PricePerUnit["USD"], 64)
-				if got != want {
-					t.Errorf("%s: price %v, want %v", name, got, want)
-				}
-			}
+		if want, _ := e.f.OnDemandPrice(name); got != want {
+			t.Errorf("%s: price %v, want %v", name, got, want)
 		}
 	}
 }
