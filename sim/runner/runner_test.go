@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
@@ -20,6 +22,12 @@ func simulate(t *testing.T, paths ...string) []byte {
 	if err != nil {
 		t.Fatalf("%v: %v", err, problems)
 	}
+	return runJSON(t, run, s)
+}
+
+// runJSON runs a loaded scenario and returns its JSON document.
+func runJSON(t *testing.T, run *scenario.Run, s *runtime.Scheme) []byte {
+	t.Helper()
 	r, err := New(Options{Run: run, Scheme: s})
 	if err != nil {
 		t.Fatal(err)

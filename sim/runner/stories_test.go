@@ -32,19 +32,7 @@ func story(t *testing.T, path string) *report.Document {
 // the test) and returns its document.
 func runLoaded(t *testing.T, run *scenario.Run) *report.Document {
 	t.Helper()
-	r, err := New(Options{Run: run, Scheme: testScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := r.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := doc.WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	return decode(t, b.Bytes())
+	return decode(t, runJSON(t, run, testScheme(t)))
 }
 
 // since is how long after the start of the run t is.
