@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
@@ -30,6 +34,7 @@ func BenchmarkScenario(b *testing.B) {
 		b.Fatalf("%v: %v", err, problems)
 	}
 	reconciles := 0
+	var by map[string]int
 	var doc *report.Document
 	cpu0, cpuKnown := cpuTime()
 	for b.Loop() {
@@ -40,12 +45,19 @@ func BenchmarkScenario(b *testing.B) {
 		if doc, err = r.Run(); err != nil {
 			b.Fatal(err)
 		}
-		reconciles = r.Stats().Reconciles
+		reconciles, by = r.Stats().Reconciles, r.Stats().ReconcilesBy
 	}
 	if cpu1, ok := cpuTime(); ok && cpuKnown {
 		b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 	}
 	b.ReportMetric(float64(reconciles), "reconciles/run")
+	names := slices.Sorted(maps.Keys(by))
+	slices.SortStableFunc(names, func(a, b string) int { return by[b] - by[a] })
+	var perController strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&perController, "\n%8d  %s", by[n], n)
+	}
+	b.Logf("reconciles per controller:%s", perController.String())
 	b.ReportMetric(run.Duration.Hours(), "virtual-h")
 	nodes, pods := 0, 0
 	for _, sm := range doc.Samples {

@@ -137,9 +137,11 @@ type Runner struct {
 
 	// stats
 	reconciles int
-	errors     map[string]int
-	lastErr    map[string]string
-	progress   int
+	// reconcilesBy counts reconciles per controller name.
+	reconcilesBy map[string]int
+	errors       map[string]int
+	lastErr      map[string]string
+	progress     int
 }
 
 // New builds the world of a scenario: the API with the scenario's objects
@@ -157,15 +159,16 @@ func New(opts Options) (*Runner, error) {
 	}
 	run := opts.Run
 	r := &Runner{
-		logging: logging,
-		opts:    opts,
-		run:     run,
-		clock:   simclock.New(run.Start),
-		rng:     rand.New(rand.NewPCG(run.Seed, 0x51e7e575)),
-		end:     run.Start.Add(run.Duration),
-		q:       newQueue(),
-		errors:  map[string]int{},
-		lastErr: map[string]string{},
+		logging:      logging,
+		opts:         opts,
+		run:          run,
+		clock:        simclock.New(run.Start),
+		rng:          rand.New(rand.NewPCG(run.Seed, 0x51e7e575)),
+		end:          run.Start.Add(run.Duration),
+		q:            newQueue(),
+		errors:       map[string]int{},
+		reconcilesBy: map[string]int{},
+		lastErr:      map[string]string{},
 	}
 	r.ctx = log.IntoContext(context.Background(), opts.Log)
 	var err error
@@ -316,6 +319,7 @@ func (r *Runner) reportProgress() {
 // reconcile calls a controller and queues what its result asks for.
 func (r *Runner) reconcile(d *driven, req reconcile.Request) {
 	r.reconciles++
+	r.reconcilesBy[d.Name]++
 	res, err := r.call(d, req)
 	now := r.clock.Now()
 	if err != nil {
@@ -481,12 +485,14 @@ func (r *Runner) warnErrors() {
 // Stats are counters of a run's work.
 type Stats struct {
 	Reconciles int
-	Errors     map[string]int
+	// ReconcilesBy is Reconciles per controller.
+	ReconcilesBy map[string]int
+	Errors       map[string]int
 }
 
 // Stats returns what the run did so far.
 func (r *Runner) Stats() Stats {
-	return Stats{Reconciles: r.reconciles, Errors: r.errors}
+	return Stats{Reconciles: r.reconciles, ReconcilesBy: r.reconcilesBy, Errors: r.errors}
 }
 
 func watchNamed(name string) reconcile.Request { return watch.Named(name) }
