@@ -292,7 +292,7 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 		logger.V(1).Info("cluster state not synced; skipping leaked-instance collection")
 		return
 	}
-	known := knownInstances(deps.State.Snapshot(deps.Clock.Now()))
+	known := knownInstances(deps.State.NodeClaimProviderIDs())
 	ids, err := garbagecollect.Collect(ctx, deps.Clients.EC2, deps.Settings.ClusterName,
 		func(id string) bool { return known[id] }, deps.Clock.Now(), deps.GCGrace)
 	for _, id := range ids {
@@ -303,14 +303,13 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 	}
 }
 
-// knownInstances returns the instance IDs of the snapshot's NodeClaims.
-func knownInstances(s state.Snapshot) map[string]bool {
-	known := map[string]bool{}
-	for _, n := range s.Nodes {
-		if n.NodeClaim == nil {
-			continue
-		}
-		if id := instanceID(n.NodeClaim.Status.ProviderID); id != "" {
+// knownInstances returns the instance IDs of the NodeClaims' providerIDs.
+// The cluster state answers that without a snapshot, which would join and
+// sort every node for it.
+func knownInstances(providerIDs []string) map[string]bool {
+	known := make(map[string]bool, len(providerIDs))
+	for _, p := range providerIDs {
+		if id := instanceID(p); id != "" {
 			known[id] = true
 		}
 	}

@@ -61,7 +61,7 @@ func TestKnownInstancesAndLookup(t *testing.T) {
 	st := state.NewCluster()
 	st.UpdateNodeClaim(nodeClaim("a", "aws:///us-east-1a/i-aaa"))
 	st.UpdateNodeClaim(nodeClaim("b", "")) // still launching
-	known := knownInstances(st.Snapshot(metav1.Now().Time))
+	known := knownInstances(st.NodeClaimProviderIDs())
 	if !known["i-aaa"] || len(known) != 1 {
 		t.Errorf("known = %v", known)
 	}

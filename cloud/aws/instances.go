@@ -3,11 +3,13 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
@@ -118,15 +120,13 @@ func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
 	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		ct = wellknown.CapacityTypeSpot
 	}
-	labels := map[string]string{}
 	p.mu.Lock()
-	if i, ok := p.cache.byName[string(inst.InstanceType)]; ok {
-		for k, v := range instancetype.Labels(p.cache.types[i], instancetype.DefaultOptions()) {
-			labels[k] = v
-		}
-	}
+	labels := maps.Clone(p.typeLabelsLocked(string(inst.InstanceType), instancetype.DefaultOptions()))
 	region := p.region
 	p.mu.Unlock()
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	labels[wellknown.LabelInstanceType] = string(inst.InstanceType)
 	labels[wellknown.LabelTopologyZone] = zone
 	labels[wellknown.LabelCapacityType] = ct
@@ -156,6 +156,37 @@ func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
 	return out
 }
 
+// typeLabelsLocked returns instancetype.Labels of a described instance
+// type with the given options, or nil when the type is not described. The
+// labels read only the options' AMI family and region, so they are computed
+// once per type, family, region and description: List and IsDrifted ask for
+// the labels of every instance, and most instances are of a few types. The
+// map is shared and must not be modified. The caller holds p.mu.
+func (p *Provider) typeLabelsLocked(name string, opts instancetype.Options) map[string]string {
+	c := &p.cache
+	i, ok := c.byName[name]
+	if !ok {
+		return nil
+	}
+	if c.labelsGen != c.typesGen || c.labels == nil {
+		c.labels, c.labelsGen = map[labelsKey]map[string]string{}, c.typesGen
+	}
+	k := labelsKey{name: name, family: opts.AMIFamily, region: opts.Region}
+	l, ok := c.labels[k]
+	if !ok {
+		l = instancetype.Labels(c.types[i], opts)
+		c.labels[k] = l
+	}
+	return l
+}
+
+// labelsKey is what instancetype.Labels of a described type depends on.
+type labelsKey struct {
+	name   string
+	family awsv1.AMIFamily
+	region string
+}
+
 // IsDrifted implements cloud.CloudProvider with drift.Check on the instance's
 // image, subnet and security groups. A NodeClaim whose node class is gone is
 // not drifted here (it cannot be replaced by anything).
@@ -183,10 +214,10 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	if err != nil {
 		return cloud.NoDrift, err
 	}
-	var typeLabels map[string]string
-	if i, ok := snap.byName[string(inst.InstanceType)]; ok {
-		typeLabels = instancetype.Labels(snap.types[i], p.typeOptions(nc, snap.region))
-	}
+	// The labels are shared; the drift checks only read them.
+	p.mu.Lock()
+	typeLabels := p.typeLabelsLocked(string(inst.InstanceType), p.typeOptions(nc, snap.region))
+	p.mu.Unlock()
 	return drift.Check(drift.Input{
 		NodeClaim: nodeClaim,
 		NodeClass: nc,

@@ -38,6 +38,10 @@ type describeCache struct {
 	zones    map[string][]string // instance type → zones offering it, sorted
 	typesAt  time.Time
 	typesGen uint64
+	// labels memoizes instancetype.Labels of the described types, for the
+	// description of labelsGen (see typeLabelsLocked).
+	labels    map[labelsKey]map[string]string
+	labelsGen uint64
 
 	onDemand   map[string]float64
 	onDemandAt time.Time

@@ -48,7 +48,9 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -130,6 +132,15 @@ type Metrics struct {
 	nodeClaimsTerminated       *prometheus.CounterVec
 	nodesAllocatable           *prometheus.GaugeVec
 
+	// allocatableMu guards allocatable: per node name, the label values of
+	// the karpenter_nodes_allocatable series published for it, so that
+	// replacing or removing them deletes those series by their exact
+	// labels. DeletePartialMatch walks every series of the gauge (nodes ×
+	// resources) on each call, and the gauge is republished on every change
+	// to a node.
+	allocatableMu sync.Mutex
+	allocatable   map[string][][]string
+
 	// Disruption counters; see disrupted.go.
 	nodeClaimsDisrupted          *prometheus.CounterVec
 	nodeClaimsUnhealthyDisrupted *prometheus.CounterVec
@@ -171,6 +182,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: NameNodesAllocatable,
 			Help: "Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.",
 		}, append([]string{LabelNodeName, LabelNodePool, LabelResourceType}, NodeLabelNames...)),
+		allocatable: map[string][][]string{},
 	}
 	for _, c := range []prometheus.Collector{m.nodePoolUsage, m.nodePoolLimit, m.nodePoolAllowedDisruptions, m.nodePoolConsumingBudgets, m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodesAllocatable} {
 		if err := reg.Register(c); err != nil {
@@ -259,16 +271,35 @@ func (m *Metrics) SetNodeAllocatable(node *corev1.Node) {
 	if m == nil {
 		return
 	}
-	m.nodesAllocatable.DeletePartialMatch(prometheus.Labels{LabelNodeName: node.Name})
-	values := make([]string, 0, 3+len(nodeLabels))
-	values = append(values, node.Name, node.Labels[wellknown.LabelNodePool], "")
+	common := make([]string, 0, 3+len(nodeLabels))
+	common = append(common, node.Name, node.Labels[wellknown.LabelNodePool], "")
 	for _, k := range nodeLabels {
-		values = append(values, node.Labels[k])
+		common = append(common, node.Labels[k])
 	}
-	for name, q := range node.Status.Allocatable {
+	published := make([][]string, 0, len(node.Status.Allocatable))
+	for name := range node.Status.Allocatable {
+		values := slices.Clone(common)
 		values[2] = string(name)
+		published = append(published, values)
+	}
+	m.allocatableMu.Lock()
+	defer m.allocatableMu.Unlock()
+	// A series whose labels are published again is set below; only those
+	// that went away (a resource, or a label that changed) are deleted.
+	for _, old := range m.allocatable[node.Name] {
+		if !slices.ContainsFunc(published, func(v []string) bool { return slices.Equal(v, old) }) {
+			m.nodesAllocatable.DeleteLabelValues(old...)
+		}
+	}
+	for _, values := range published {
+		q := node.Status.Allocatable[corev1.ResourceName(values[2])]
 		m.nodesAllocatable.WithLabelValues(values...).Set(q.AsApproximateFloat64())
 	}
+	if len(published) == 0 {
+		delete(m.allocatable, node.Name)
+		return
+	}
+	m.allocatable[node.Name] = published
 }
 
 // DeleteNode removes a deleted node's gauges.
@@ -276,5 +307,10 @@ func (m *Metrics) DeleteNode(nodeName string) {
 	if m == nil {
 		return
 	}
-	m.nodesAllocatable.DeletePartialMatch(prometheus.Labels{LabelNodeName: nodeName})
+	m.allocatableMu.Lock()
+	defer m.allocatableMu.Unlock()
+	for _, values := range m.allocatable[nodeName] {
+		m.nodesAllocatable.DeleteLabelValues(values...)
+	}
+	delete(m.allocatable, nodeName)
 }

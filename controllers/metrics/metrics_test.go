@@ -163,6 +163,37 @@ karpenter_nodes_allocatable{karpenter_sh_capacity_type="on-demand",kubernetes_io
 	}
 }
 
+// TestNodeAllocatableReplaced: publishing a node again replaces its series:
+// those of a resource it no longer has, or with a label value it no longer
+// has, go; other nodes' series stay.
+func TestNodeAllocatableReplaced(t *testing.T) {
+	m, reg := newMetrics(t)
+	node := func(name, zone string, allocatable corev1.ResourceList) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": zone}},
+			Status:     corev1.NodeStatus{Allocatable: allocatable},
+		}
+	}
+	m.SetNodeAllocatable(node("other", "us-east-1b", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}))
+	m.SetNodeAllocatable(node("a", "us-east-1a", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("29")}))
+	m.SetNodeAllocatable(node("a", "us-east-1c", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}))
+	m.SetNodeAllocatable(node("a", "us-east-1c", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}))
+	want := `
+# HELP karpenter_nodes_allocatable Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.
+# TYPE karpenter_nodes_allocatable gauge
+karpenter_nodes_allocatable{karpenter_sh_capacity_type="",kubernetes_io_arch="",kubernetes_io_os="",node_kubernetes_io_instance_type="",node_name="a",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="",topology_kubernetes_io_zone="us-east-1c"} 4
+karpenter_nodes_allocatable{karpenter_sh_capacity_type="",kubernetes_io_arch="",kubernetes_io_os="",node_kubernetes_io_instance_type="",node_name="other",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="",topology_kubernetes_io_zone="us-east-1b"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodesAllocatable); err != nil {
+		t.Fatal(err)
+	}
+	m.SetNodeAllocatable(node("a", "us-east-1c", nil))
+	m.DeleteNode("other")
+	if n := testutil.CollectAndCount(m.nodesAllocatable); n != 0 {
+		t.Errorf("series left = %d, want 0", n)
+	}
+}
+
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
 	m.SetNodePool("x", nil, nil)

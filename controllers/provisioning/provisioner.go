@@ -207,8 +207,12 @@ func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (recon
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		// No batch is open: the periodic look. Pods still waiting (for
-		// example because their NodeClaim failed) open one.
-		if len(p.state.Snapshot(now).ProvisionablePods()) == 0 {
+		// example because their NodeClaim failed) open one. Most looks find
+		// no pod waiting, or one that no node was nominated for; only
+		// nominated pods need a snapshot to tell whether the nomination
+		// still holds.
+		unnominated, nominated := p.state.ProvisionablePending()
+		if unnominated == 0 && (nominated == 0 || len(p.state.Snapshot(now).ProvisionablePods()) == 0) {
 			return reconcile.Result{RequeueAfter: Period}, nil
 		}
 		p.batcher.Trigger(now)

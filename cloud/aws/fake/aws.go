@@ -129,6 +129,11 @@ type AWS struct {
 	// order lists the instances in launch order; those deleted from
 	// instances are dropped from it lazily, by orderedInstances.
 	order []*instance
+	// due is the earliest time at which an instance's state changes by
+	// itself (see advance); zero when it must be found again. Every call
+	// advances the world, and most find nothing due: without it each
+	// looked at every instance.
+	due time.Time
 
 	roles         map[string]*role
 	profiles      map[string]*instanceProfile

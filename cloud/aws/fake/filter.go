@@ -49,10 +49,17 @@ func matchFilters(filters []ec2types.Filter, tags map[string]string, attr attrFu
 			}
 			have = []string{v}
 		case name == "tag-key":
-			have = sortedKeys(tags)
+			// Matching does not depend on the order of the keys; a key
+			// without wildcards is looked up rather than matched against
+			// every tag (listing instances by tag is what the
+			// controllers do every few minutes).
+			if !anyTagKey(flt.Values, tags) {
+				return false
+			}
+			continue
 		case name == "tag-value":
-			for _, k := range sortedKeys(tags) {
-				have = append(have, tags[k])
+			for _, v := range tags {
+				have = append(have, v)
 			}
 		default:
 			have = attr(name)
@@ -62,6 +69,24 @@ func matchFilters(filters []ec2types.Filter, tags map[string]string, attr attrFu
 		}
 	}
 	return true
+}
+
+// anyTagKey reports whether a key of tags matches one of the patterns.
+func anyTagKey(patterns []string, tags map[string]string) bool {
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, "*?") {
+			if _, ok := tags[p]; ok {
+				return true
+			}
+			continue
+		}
+		for k := range tags {
+			if wildcard(p, k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func anyMatch(patterns, values []string) bool {
@@ -78,6 +103,9 @@ func anyMatch(patterns, values []string) bool {
 // wildcard matches s against a pattern where * is any run of characters and ?
 // any single character. Unlike path.Match, / is not special.
 func wildcard(pattern, s string) bool {
+	if !strings.ContainsAny(pattern, "*?") {
+		return pattern == s
+	}
 	p, v := []rune(pattern), []rune(s)
 	pi, vi := 0, 0
 	star, mark := -1, 0

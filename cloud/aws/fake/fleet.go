@@ -488,6 +488,7 @@ func (f *AWS) launch(c *candidate, lifecycle, reservationID string, fleetTags ma
 	}
 	f.instances[inst.id] = inst
 	f.order = append(f.order, inst)
+	f.due = time.Time{}
 	f.deliver([]stateEvent{{now, inst.seq, inst.id, StatePending}})
 	return inst
 }

@@ -135,6 +135,7 @@ func (f *AWS) scheduleTermination(inst *instance, at time.Time, code, reason str
 	if inst.terminateAt.IsZero() || at.Before(inst.terminateAt) {
 		inst.terminateAt = at
 		inst.stateReasonCode, inst.stateReason = code, reason
+		f.due = time.Time{}
 	}
 }
 
@@ -158,6 +159,9 @@ func (f *AWS) orderedInstances() []*instance {
 // holds f.mu.
 func (f *AWS) advance() {
 	now := f.now()
+	if !f.due.IsZero() && now.Before(f.due) {
+		return
+	}
 	var events []stateEvent
 	for _, inst := range f.orderedInstances() {
 		for {
@@ -187,6 +191,33 @@ func (f *AWS) advance() {
 		return events[i].seq < events[j].seq
 	})
 	f.deliver(events)
+	f.due = f.nextDue()
+}
+
+// nextDue returns the earliest time at which advance has something to do,
+// or the zero time when nothing is scheduled (then every call looks). The
+// caller holds f.mu.
+func (f *AWS) nextDue() time.Time {
+	var due time.Time
+	earlier := func(t time.Time) {
+		if !t.IsZero() && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	for _, inst := range f.orderedInstances() {
+		switch inst.state {
+		case StatePending:
+			earlier(inst.runningAt)
+			earlier(inst.terminateAt)
+		case StateRunning:
+			earlier(inst.terminateAt)
+		case StateShuttingDown:
+			earlier(inst.terminatedAt)
+		case StateTerminated:
+			earlier(inst.goneAt)
+		}
+	}
+	return due
 }
 
 func (f *AWS) deliver(events []stateEvent) {
@@ -206,6 +237,7 @@ func (f *AWS) deliver(events []stateEvent) {
 }
 
 func (f *AWS) beginShutdown(inst *instance, at time.Time) {
+	f.due = time.Time{}
 	inst.state = StateShuttingDown
 	inst.terminateAt = at
 	inst.terminatedAt = at.Add(f.opts.ShutdownDelay)
@@ -219,6 +251,7 @@ func (f *AWS) beginShutdown(inst *instance, at time.Time) {
 // finishTermination releases what the instance held: its address, its
 // capacity-pool slot and its capacity-reservation slot.
 func (f *AWS) finishTermination(inst *instance) {
+	f.due = time.Time{}
 	inst.state = StateTerminated
 	inst.goneAt = inst.terminatedAt.Add(f.opts.TerminatedRetention)
 	if s, ok := f.subnets[inst.subnetID]; ok {
@@ -354,8 +387,10 @@ func (f *AWS) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInpu
 	}
 	// Asked for by ID (the provider's usual question), only those are
 	// looked at, still in launch order.
-	candidates := f.orderedInstances()
-	if len(in.InstanceIds) > 0 {
+	var candidates []*instance
+	if len(in.InstanceIds) == 0 {
+		candidates = f.orderedInstances()
+	} else {
 		candidates = make([]*instance, 0, len(in.InstanceIds))
 		for _, id := range in.InstanceIds {
 			if inst, ok := f.instances[id]; ok && !slices.Contains(candidates, inst) {

@@ -28,6 +28,7 @@ package termination
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -440,7 +441,6 @@ func (r *Reconciler) setCondition(ctx context.Context, nodeClaim *karpv1.NodeCla
 		c.Status == status && c.Reason == reason && c.Message == message && c.ObservedGeneration == nodeClaim.Generation {
 		return nil
 	}
-	stored := nodeClaim.DeepCopy()
 	meta.SetStatusCondition(&nodeClaim.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
@@ -449,7 +449,18 @@ func (r *Reconciler) setCondition(ctx context.Context, nodeClaim *karpv1.NodeCla
 		ObservedGeneration: nodeClaim.Generation,
 		LastTransitionTime: metav1.NewTime(r.clock.Now()),
 	})
-	if err := r.kube.Status().Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Only the conditions changed: the patch client.MergeFrom with
+	// optimistic locking would compute (the list replaced whole, guarded by
+	// the resource version), written directly instead of by copying and
+	// diffing the NodeClaim.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": nodeClaim.ResourceVersion},
+		"status":   map[string]any{"conditions": nodeClaim.Status.Conditions},
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.kube.Status().Patch(ctx, nodeClaim, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

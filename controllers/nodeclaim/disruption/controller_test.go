@@ -778,3 +778,58 @@ func TestInstanceTypeDrift(t *testing.T) {
 	nc, _ = e.reconcile("type-drift")
 	wantDrift(t, nc, "")
 }
+
+// TestStatusWrittenOnChange: a reconcile that changes no condition writes
+// nothing; one that does writes the conditions, guarded by the resource
+// version.
+func TestStatusWrittenOnChange(t *testing.T) {
+	e := newEnv(t, 306)
+	np := e.nodePool("write-pool", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.NewNillableDuration(3 * time.Minute)
+	})
+	e.launched("write", np)
+	e.initialized("write")
+	nc, _ := e.reconcile("write")
+	if condition(nc, karpv1.ConditionTypeConsolidatable) == nil {
+		t.Fatalf("no Consolidatable condition: %+v", nc.Status.Conditions)
+	}
+
+	rv := nc.ResourceVersion
+	e.clk.Step(time.Minute)
+	if nc, _ = e.reconcile("write"); nc.ResourceVersion != rv {
+		t.Errorf("a reconcile that changed nothing wrote the NodeClaim (resourceVersion %s -> %s)", rv, nc.ResourceVersion)
+	}
+
+	// The window runs out: the condition flips, and is written.
+	e.clk.Step(2 * time.Minute)
+	nc, _ = e.reconcile("write")
+	if c := condition(nc, karpv1.ConditionTypeConsolidatable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Consolidatable = %+v, want True", c)
+	}
+	if nc.ResourceVersion == rv {
+		t.Error("the changed condition was not written")
+	}
+	if got := e.get("write"); !sameConditions(got.Status.Conditions, nc.Status.Conditions) {
+		t.Errorf("stored conditions %+v, want %+v", got.Status.Conditions, nc.Status.Conditions)
+	}
+
+	// A copy older than the stored NodeClaim is not written over it.
+	stale := nc.DeepCopy()
+	if _, err := e.r.ReconcilePodEvent(e.ctx, request("write")); err != nil {
+		t.Fatal(err)
+	}
+	meta.RemoveStatusCondition(&stale.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	if err := e.r.patchConditions(e.ctx, stale); !apierrors.IsConflict(err) {
+		t.Errorf("patching a stale copy: %v, want a conflict", err)
+	}
+
+	// Emptying the conditions removes them.
+	cur := e.get("write")
+	cur.Status.Conditions = nil
+	if err := e.r.patchConditions(e.ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get("write"); len(got.Status.Conditions) != 0 {
+		t.Errorf("conditions after emptying them: %+v", got.Status.Conditions)
+	}
+}

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -51,11 +52,14 @@ func (r *Reconciler) ReconcilePodEvent(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
 		}
 	}
-	base := nc.DeepCopy()
-	nc.Status.LastPodEventTime = metav1.NewTime(now)
 	// The patch carries only lastPodEventTime, so it cannot undo another
-	// controller's write and needs no resource-version guard.
-	if err := r.client.Status().Patch(ctx, nc, client.MergeFrom(base)); err != nil {
+	// controller's write and needs no resource-version guard. It is the
+	// patch client.MergeFrom would compute, written directly.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"lastPodEventTime": metav1.NewTime(now)}})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.client.Status().Patch(ctx, nc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -127,6 +131,8 @@ func (r *Reconciler) nodeClaimsOnNode(ctx context.Context, nodeName string) []re
 	if r.indexed {
 		opts = append(opts, client.MatchingFields{NodeClaimNodeNameIndex: nodeName})
 	}
+	// Read only: the cache need not copy what it holds.
+	opts = append(opts, client.UnsafeDisableDeepCopy)
 	if err := r.client.List(ctx, &list, opts...); err != nil {
 		log.FromContext(ctx).Error(err, "listing NodeClaims of node", "Node", nodeName)
 		return nil

@@ -88,8 +88,10 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 // whose Node is not Ready, and asks to run again after Interval.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	next := reconcile.Result{RequeueAfter: Interval}
+	// The lists are only read (a NodeClaim to delete is copied first), so
+	// the cache need not copy every object for each pass.
 	var claims karpv1.NodeClaimList
-	if err := r.client.List(ctx, &claims); err != nil {
+	if err := r.client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var candidates []*karpv1.NodeClaim
@@ -118,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes); err != nil {
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing Nodes: %w", err)
 	}
 	ready := map[string]bool{}
@@ -134,6 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		if alive[nc.Status.ProviderID] || ready[nc.Status.ProviderID] {
 			continue
 		}
+		// The listed object is shared with the cache; the event recorder
+		// and Delete get a copy of their own.
+		nc = nc.DeepCopy()
 		logger.Info("garbage collecting nodeclaim with no cloudprovider instance",
 			"NodeClaim", nc.Name, "provider-id", nc.Status.ProviderID, "Node", nc.Status.NodeName)
 		if r.recorder != nil {

@@ -10,7 +10,9 @@
 //     the node class has not been resolved for its current generation;
 //   - ValidationSucceeded: the checks the API server cannot do (cron
 //     schedules, well-known label values, duplicate taints, ...), run by the
-//     offline validator; False with the problems' messages;
+//     offline validator; False with the problems' messages. The verdict is
+//     remembered per NodePool and reused until its generation, labels or
+//     annotations change, which is all the validator reads;
 //   - Ready: True when NodeClassReady and ValidationSucceeded both are;
 //   - status.nodeClassObservedGeneration: the node class's generation. When
 //     it changes, NodeRegistrationHealthy (owned by the registration-health
@@ -21,8 +23,9 @@
 //   - status.allowedDisruptions: per disruption reason, how many more nodes
 //     the disruption budgets allow now (package decide/budget). Budgets
 //     count nodes marked for deletion, which only the in-memory cluster
-//     state knows, so they are computed from a state.Cluster; without one
-//     (tests that do not need them) they are left alone. The NodePool is
+//     state knows, so they are computed from a state.Cluster (its nodes of
+//     the NodePool, without a whole snapshot); without one (tests that do
+//     not need them) they are left alone. The NodePool is
 //     looked at again when a budget's schedule opens or closes a window,
 //     and at least every MaxBudgetRequeue;
 //   - a DisruptionBlocked event when a budget starts to allow no disruption
@@ -38,6 +41,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -115,6 +119,25 @@ type Reconciler struct {
 	// starts rather than on every reconcile.
 	mu      sync.Mutex
 	blocked map[string][]karpv1.DisruptionReason
+	// validated remembers, per NodePool, the validator's verdict on what
+	// it was given (see setValidation).
+	validated map[string]verdict
+}
+
+// verdict is the remembered verdict of the validator on one version of a
+// NodePool: its spec (by generation) and the labels and annotations it is
+// given with them. The validator reads nothing else, so the verdict holds
+// until one of those changes; running it (schema and CEL) on every
+// reconcile was most of the cost of a reconcile.
+type verdict struct {
+	uid         types.UID
+	generation  int64
+	labels      map[string]string
+	annotations map[string]string
+	// messages are the errors found; err is set when the NodePool could
+	// not be converted for the validator.
+	messages []string
+	err      error
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -127,7 +150,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func New(c client.Client, cluster *state.Cluster, clk clock.PassiveClock, recorder events.EventRecorder, validator *validation.Validator, m *metrics.Metrics) *Reconciler {
 	return &Reconciler{
 		client: c, cluster: cluster, clock: clk, recorder: recorder, validator: validator, metrics: m,
-		blocked: map[string][]karpv1.DisruptionReason{},
+		blocked: map[string][]karpv1.DisruptionReason{}, validated: map[string]verdict{},
 	}
 }
 
@@ -261,6 +284,7 @@ func (r *Reconciler) forget(nodePool string) {
 	r.metrics.DeleteNodePool(nodePool)
 	r.mu.Lock()
 	delete(r.blocked, nodePool)
+	delete(r.validated, nodePool)
 	r.mu.Unlock()
 }
 
@@ -277,7 +301,9 @@ func (r *Reconciler) allowances(ctx context.Context, np *karpv1.NodePool) (*budg
 		return nil, unsyncedRequeue
 	}
 	now := r.clock.Now()
-	a := budget.Compute(np, r.cluster.Snapshot(now).Nodes, now)
+	// The budgets count only the NodePool's own nodes, and read neither
+	// their pods nor their nominations: no need for a whole snapshot.
+	a := budget.Compute(np, r.cluster.NodePoolNodes(np.Name), now)
 	requeue := MaxBudgetRequeue
 	if next, ok := budget.NextChange(np, now); ok {
 		// At least a second, so that a window edge a moment away is not
@@ -450,35 +476,60 @@ func (r *Reconciler) setNodeClassReady(np *karpv1.NodePool, nc *awsv1.EC2NodeCla
 
 // setValidation runs the offline validator on the NodePool as stored. The
 // API server has already applied its schema and CEL rules, so the errors
-// left are those of the checks it cannot do.
+// left are those of the checks it cannot do. The verdict is remembered for
+// the NodePool's generation, labels and annotations, and reused while they
+// stay the same.
 func (r *Reconciler) setValidation(np *karpv1.NodePool) {
 	if r.validator == nil {
 		return
 	}
+	v := r.validate(np)
+	switch {
+	case v.err != nil:
+		r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionUnknown, ReasonValidationFailed, v.err.Error())
+	case len(v.messages) > 0:
+		r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, strings.Join(v.messages, "; "))
+	default:
+		r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValidationSucceeded, "")
+	}
+}
+
+// validate returns the validator's verdict on np, the remembered one when np
+// has not changed since. A NodePool without a generation (an API server
+// that does not keep one) is validated every time.
+func (r *Reconciler) validate(np *karpv1.NodePool) verdict {
+	r.mu.Lock()
+	v, ok := r.validated[np.Name]
+	r.mu.Unlock()
+	if ok && np.Generation != 0 && v.uid == np.UID && v.generation == np.Generation &&
+		maps.Equal(v.labels, np.Labels) && maps.Equal(v.annotations, np.Annotations) {
+		return v
+	}
+	v = verdict{uid: np.UID, generation: np.Generation, labels: maps.Clone(np.Labels), annotations: maps.Clone(np.Annotations)}
 	obj, err := toUnstructured(np)
 	if err != nil {
-		r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionUnknown, ReasonValidationFailed, err.Error())
-		return
-	}
-	var msgs []string
-	for _, p := range r.validator.Object("NodePool/"+np.Name, obj) {
-		if p.Severity != validation.SeverityError {
-			continue
+		v.err = err
+	} else {
+		for _, p := range r.validator.Object("NodePool/"+np.Name, obj) {
+			if p.Severity != validation.SeverityError {
+				continue
+			}
+			m := p.Message
+			if p.Field != "" {
+				m = p.Field + ": " + m
+			}
+			if p.Fix != "" {
+				m += " (fix: " + p.Fix + ")"
+			}
+			v.messages = append(v.messages, m)
 		}
-		m := p.Message
-		if p.Field != "" {
-			m = p.Field + ": " + m
-		}
-		if p.Fix != "" {
-			m += " (fix: " + p.Fix + ")"
-		}
-		msgs = append(msgs, m)
 	}
-	if len(msgs) > 0 {
-		r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, strings.Join(msgs, "; "))
-		return
+	if np.Generation != 0 {
+		r.mu.Lock()
+		r.validated[np.Name] = v
+		r.mu.Unlock()
 	}
-	r.setCondition(np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValidationSucceeded, "")
+	return v
 }
 
 // toUnstructured renders the NodePool's metadata that a user writes and its

@@ -657,3 +657,65 @@ func TestNodeBudgetChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationRemembered: the validator's verdict is reused while the
+// NodePool's generation, labels and annotations stay the same, and asked
+// again when any of them changes.
+func TestValidationRemembered(t *testing.T) {
+	e := newEnv(t)
+	e.nodeClass("memo-nc", metav1.ConditionTrue, "Ready", "")
+	e.nodePool("memo", "memo-nc", nil)
+	np := e.reconcile("memo")
+	if c := condition(t, np, karpv1.ConditionTypeValidationSucceeded); c.Status != metav1.ConditionTrue {
+		t.Fatalf("ValidationSucceeded = %+v, want True", c)
+	}
+	// Plant a verdict the validator would not give, for the NodePool as
+	// it is: a reconcile that reuses the verdict shows it.
+	plant := func() {
+		e.r.mu.Lock()
+		v, ok := e.r.validated["memo"]
+		if !ok {
+			e.r.mu.Unlock()
+			t.Fatal("no verdict remembered")
+		}
+		v.messages = []string{"planted"}
+		e.r.validated["memo"] = v
+		e.r.mu.Unlock()
+	}
+	plant()
+	np = e.reconcile("memo")
+	if c := condition(t, np, karpv1.ConditionTypeValidationSucceeded); c.Status != metav1.ConditionFalse || c.Message != "planted" {
+		t.Fatalf("ValidationSucceeded = %+v, want the remembered verdict", c)
+	}
+
+	// A new generation is validated again.
+	np.Spec.Template.Spec.Requirements[0].Values = []string{"amd64", "arm64"}
+	if err := kube.Update(e.ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	np = e.reconcile("memo")
+	if c := condition(t, np, karpv1.ConditionTypeValidationSucceeded); c.Status != metav1.ConditionTrue {
+		t.Fatalf("ValidationSucceeded after a spec change = %+v, want True", c)
+	}
+
+	// So is a change to the labels or annotations, which leaves the
+	// generation alone.
+	for _, change := range []func(*karpv1.NodePool){
+		func(np *karpv1.NodePool) { np.Labels = map[string]string{"team": "a"} },
+		func(np *karpv1.NodePool) { np.Annotations["example.com/owner"] = "team-a" },
+	} {
+		plant()
+		gen := np.Generation
+		change(np)
+		if err := kube.Update(e.ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		np = e.reconcile("memo")
+		if np.Generation != gen {
+			t.Fatalf("generation moved from %d to %d on a metadata change", gen, np.Generation)
+		}
+		if c := condition(t, np, karpv1.ConditionTypeValidationSucceeded); c.Status != metav1.ConditionTrue {
+			t.Fatalf("ValidationSucceeded after a metadata change = %+v, want True", c)
+		}
+	}
+}
