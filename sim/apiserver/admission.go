@@ -116,8 +116,8 @@ func (s *Server) admitPriority(pod *corev1.Pod) error {
 		value, policy = pc.Value, pc.PreemptionPolicy
 	default:
 		ks := s.store(priorityClassGVK)
-		for _, k := range ks.keys() {
-			if pc := ks.objs[k].(*schedulingv1.PriorityClass); pc.GlobalDefault {
+		for _, e := range ks.entries() {
+			if pc := e.obj.(*schedulingv1.PriorityClass); pc.GlobalDefault {
 				pod.Spec.PriorityClassName = pc.Name
 				value, policy = pc.Value, pc.PreemptionPolicy
 				break

@@ -88,51 +88,97 @@ func (s *Server) List(_ context.Context, list client.ObjectList, opts ...client.
 	if err != nil {
 		return err
 	}
-	out := make([]runtime.Object, len(items))
 	// With UnsafeDisableDeepCopy the caller promises not to modify what it
 	// gets, as controller-runtime's cache lets it: the items then share
 	// their maps and slices with the stored objects.
 	shared := lo.UnsafeDisableDeepCopy != nil && *lo.UnsafeDisableDeepCopy
-	for i, o := range items {
-		if shared {
-			out[i] = o
-		} else {
-			out[i] = o.DeepCopyObject()
+	if shared || !copyInto(list, items) {
+		out := make([]runtime.Object, len(items))
+		for i, o := range items {
+			if shared {
+				out[i] = o
+			} else {
+				out[i] = o.DeepCopyObject()
+			}
 		}
-	}
-	if err := meta.SetList(list, out); err != nil {
-		return err
+		if err := meta.SetList(list, out); err != nil {
+			return err
+		}
 	}
 	list.SetResourceVersion(strconv.FormatInt(rv, 10))
 	return nil
 }
 
+// copyInto sets the list's items to deep copies of objs, each made in its
+// place in the list with the type's DeepCopyInto, instead of as a new object
+// that is then copied into the list and dropped (what meta.SetList does
+// with DeepCopyObject's results): lists of nodes and NodeClaims are large
+// and asked for often. It reports false, having changed nothing, when the
+// list is not a slice of the objects' type.
+func copyInto(list client.ObjectList, objs []client.Object) bool {
+	itemsPtr, err := meta.GetItemsPtr(list)
+	if err != nil {
+		return false
+	}
+	items := reflect.ValueOf(itemsPtr)
+	if items.Kind() != reflect.Pointer || items.Elem().Kind() != reflect.Slice {
+		return false
+	}
+	items = items.Elem()
+	ptr := reflect.PointerTo(items.Type().Elem())
+	m, ok := ptr.MethodByName("DeepCopyInto")
+	if !ok || m.Type.NumIn() != 2 || m.Type.In(1) != ptr || m.Type.NumOut() != 0 {
+		return false
+	}
+	for _, o := range objs {
+		if reflect.TypeOf(o) != ptr {
+			return false
+		}
+	}
+	slice := reflect.MakeSlice(items.Type(), len(objs), len(objs))
+	args := make([]reflect.Value, 2)
+	for i, o := range objs {
+		args[0], args[1] = reflect.ValueOf(o), slice.Index(i).Addr()
+		m.Func.Call(args)
+	}
+	items.Set(slice)
+	return true
+}
+
 // selectLocked returns the stored objects of gvk that match, in key order.
 func (s *Server) selectLocked(gvk schema.GroupVersionKind, namespace string, ls labels.Selector, fs fields.Selector) ([]client.Object, error) {
 	ks := s.store(gvk)
-	keys := ks.keys()
 	var reqs fields.Requirements
 	if fs != nil && !fs.Empty() {
 		reqs = fs.Requirements()
 	}
+	var es []entry
+	narrowed := false
 	// An equality on an indexed field narrows the candidates at once.
 	for _, r := range reqs {
 		if idx, ok := ks.indexes[r.Field]; ok && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) {
-			set := idx.values[r.Value]
-			keys = make([]types.NamespacedName, 0, len(set))
-			for k := range set {
-				keys = append(keys, k)
+			keys := idx.keys(r.Value)
+			es = make([]entry, len(keys))
+			for i, k := range keys {
+				es[i] = entry{key: k, obj: ks.objs[k]}
 			}
-			slices.SortFunc(keys, compareKeys)
+			narrowed = true
 			break
 		}
 	}
+	if !narrowed {
+		if namespace != "" && Namespaced(gvk) {
+			es = ks.inNamespace(namespace)
+		} else {
+			es = ks.entries()
+		}
+	}
 	var out []client.Object
-	for _, k := range keys {
-		if namespace != "" && Namespaced(gvk) && k.Namespace != namespace {
+	for _, e := range es {
+		if namespace != "" && Namespaced(gvk) && e.key.Namespace != namespace {
 			continue
 		}
-		o := ks.objs[k]
+		o := e.obj
 		if ls != nil && !ls.Empty() && !ls.Matches(labels.Set(o.GetLabels())) {
 			continue
 		}
@@ -289,7 +335,7 @@ func (s *Server) Patch(_ context.Context, obj client.Object, patch client.Patch,
 		return nil
 	}
 	return s.write(obj, false, func(gvk schema.GroupVersionKind, cur client.Object) (client.Object, error) {
-		return s.applyPatch(gvk, cur, obj, patch)
+		return s.applyPatch(gvk, cur, obj, patch, false)
 	})
 }
 
@@ -298,7 +344,20 @@ func (s *Server) Apply(context.Context, runtime.ApplyConfiguration, ...client.Ap
 	return fmt.Errorf("apiserver: server-side apply is not supported by the simulator; use Create, Update or Patch")
 }
 
-func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object, patch client.Patch) (client.Object, error) {
+// applyPatch returns cur patched. For a write to the status subresource
+// (status), only the result's status and resource version are used.
+func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object, patch client.Patch, status bool) (client.Object, error) {
+	if mf, ok := patch.(*mergeFrom); ok {
+		if out, ok, err := mf.applyTo(cur, obj, status); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
+				return nil, conflict(gvk, cur)
+			}
+			return out, nil
+		}
+	}
 	data, err := patch.Data(obj)
 	if err != nil {
 		return nil, err
@@ -310,7 +369,7 @@ func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object,
 	var patched []byte
 	switch patch.Type() {
 	case types.MergePatchType:
-		patched, err = MergePatch(doc, data)
+		patched, err = mergePatchShallow(doc, data)
 	case types.JSONPatchType:
 		patched, err = JSONPatch(doc, data)
 	case types.StrategicMergePatchType:
@@ -389,7 +448,9 @@ func (s *Server) reconcileWrite(gvk schema.GroupVersionKind, cur, proposed clien
 		next = cur.DeepCopyObject().(client.Object)
 		copyStatus(next, proposed)
 	} else {
-		next = proposed.DeepCopyObject().(client.Object)
+		// proposed is the write's own (a copy of the caller's object,
+		// or what a patch decoded), so it is stored without another.
+		next = proposed
 		if hasStatus(next) {
 			copyStatus(next, cur)
 		}
@@ -493,7 +554,7 @@ func (r *subResource) Patch(_ context.Context, obj client.Object, patch client.P
 		return nil
 	}
 	return r.s.write(obj, true, func(gvk schema.GroupVersionKind, cur client.Object) (client.Object, error) {
-		return r.s.applyPatch(gvk, cur, obj, patch)
+		return r.s.applyPatch(gvk, cur, obj, patch, true)
 	})
 }
 

@@ -3,11 +3,14 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,30 +137,101 @@ func (s *Server) PDBStatus(pdb *policyv1.PodDisruptionBudget) policyv1.PodDisrup
 // pdbsForLocked returns the budgets in the pod's namespace that select it.
 func (s *Server) pdbsForLocked(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
 	var out []*policyv1.PodDisruptionBudget
-	ks := s.store(pdbGVK)
-	for _, k := range ks.keys() {
-		if k.Namespace != pod.Namespace {
-			continue
-		}
-		pdb := ks.objs[k].(*policyv1.PodDisruptionBudget)
-		if sel, ok := pdbSelector(pdb); ok && sel.Matches(labels.Set(pod.Labels)) {
+	for _, e := range s.store(pdbGVK).inNamespace(pod.Namespace) {
+		pdb := e.obj.(*policyv1.PodDisruptionBudget)
+		if sel, ok := s.pdbSelector(pdb); ok && sel.matches(pod.Labels) {
 			out = append(out, pdb)
 		}
 	}
 	return out
 }
 
+// selector is a budget's label selector, parsed once.
+type selector struct {
+	// src is a copy of the selector it was parsed from.
+	src *metav1.LabelSelector
+	ok  bool
+	// equal are the selector's matchLabels when it has no
+	// matchExpressions: matching them needs no more than a lookup each.
+	equal map[string]string
+	sel   labels.Selector
+}
+
+func (s *selector) matches(l map[string]string) bool {
+	if s.sel != nil {
+		return s.sel.Matches(labels.Set(l))
+	}
+	for k, v := range s.equal {
+		if got, ok := l[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // pdbSelector returns the budget's selector; a nil selector selects nothing
-// and an empty one every pod of the namespace, as in policy/v1.
-func pdbSelector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, bool) {
+// and an empty one every pod of the namespace, as in policy/v1. Selectors
+// are parsed once per budget and kept while the budget's selector stays the
+// same: a budget's status looks at every pod of its namespace.
+func (s *Server) pdbSelector(pdb *policyv1.PodDisruptionBudget) (*selector, bool) {
 	if pdb.Spec.Selector == nil {
 		return nil, false
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-	if err != nil {
-		return nil, false
+	if c, ok := s.selectors[pdb.UID]; ok && equality.Semantic.DeepEqual(c.src, pdb.Spec.Selector) {
+		return c, c.ok
 	}
-	return sel, true
+	c := &selector{src: pdb.Spec.Selector.DeepCopy()}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	c.ok = err == nil
+	if c.ok {
+		if len(pdb.Spec.Selector.MatchExpressions) == 0 {
+			c.equal = c.src.MatchLabels
+		} else {
+			c.sel = sel
+		}
+	}
+	if s.selectors == nil {
+		s.selectors = map[types.UID]*selector{}
+	}
+	s.selectors[pdb.UID] = c
+	return c, c.ok
+}
+
+// selectPodsLocked returns the pods of the namespace that sel selects, in
+// name order. A selector of labels only looks at the pods that have the
+// rarest of its labels, from the label index, rather than at every pod of
+// the namespace: a budget's status is computed after nearly every change
+// to a pod of its namespace.
+func (s *Server) selectPodsLocked(namespace string, sel *selector) []*corev1.Pod {
+	ks := s.store(podGVK)
+	var out []*corev1.Pod
+	if len(sel.equal) == 0 || ks.byLabel == nil {
+		for _, e := range ks.inNamespace(namespace) {
+			if p := e.obj.(*corev1.Pod); sel.matches(p.Labels) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	rarest, n := "", -1
+	for k, v := range sel.equal {
+		lv := labelValue(k, v)
+		if m := len(ks.byLabel.values[lv]); n < 0 || m < n || (m == n && lv < rarest) {
+			rarest, n = lv, m
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	// The keys are in namespace/name order: the namespace's are adjacent.
+	keys := ks.byLabel.keys(rarest)
+	i, _ := slices.BinarySearchFunc(keys, namespace, func(k types.NamespacedName, ns string) int { return strings.Compare(k.Namespace, ns) })
+	for ; i < len(keys) && keys[i].Namespace == namespace; i++ {
+		if p := ks.objs[keys[i]].(*corev1.Pod); sel.matches(p.Labels) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // pdbStatusLocked computes a budget's status from its pods, the way
@@ -169,16 +243,11 @@ func pdbSelector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, bool) {
 // no disruption is allowed.
 func (s *Server) pdbStatusLocked(pdb *policyv1.PodDisruptionBudget) policyv1.PodDisruptionBudgetStatus {
 	st := policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation}
-	sel, ok := pdbSelector(pdb)
+	sel, ok := s.pdbSelector(pdb)
 	var pods []*corev1.Pod
 	if ok {
-		ks := s.store(podGVK)
-		for _, k := range ks.keys() {
-			if k.Namespace != pdb.Namespace {
-				continue
-			}
-			p := ks.objs[k].(*corev1.Pod)
-			if sel.Matches(labels.Set(p.Labels)) && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		for _, p := range s.selectPodsLocked(pdb.Namespace, sel) {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 				pods = append(pods, p)
 			}
 		}
@@ -249,7 +318,7 @@ func (s *Server) expectedScaleLocked(pods []*corev1.Pod) (int32, error) {
 	seen := map[types.UID]bool{}
 	var total int32
 	for _, p := range pods {
-		ctrl := metav1.GetControllerOf(p)
+		ctrl := controllerOf(p)
 		if ctrl == nil {
 			return 0, fmt.Errorf("found no controller for pod %q", p.Name)
 		}
@@ -309,6 +378,17 @@ func (s *Server) scaleOfLocked(namespace string, ctrl *metav1.OwnerReference) (i
 		return replicas(rc.Spec.Replicas), "", nil
 	}
 	return 0, "", fmt.Errorf("%s %q does not implement the scale subresource", ctrl.Kind, ctrl.Name)
+}
+
+// controllerOf is metav1.GetControllerOf without the copy it makes: this
+// runs for every pod a budget selects.
+func controllerOf(p *corev1.Pod) *metav1.OwnerReference {
+	for i := range p.OwnerReferences {
+		if r := &p.OwnerReferences[i]; r.Controller != nil && *r.Controller {
+			return r
+		}
+	}
+	return nil
 }
 
 func podReady(p *corev1.Pod) bool {

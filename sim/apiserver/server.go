@@ -39,6 +39,7 @@ package apiserver
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -105,6 +106,10 @@ type Server struct {
 	changes []Change
 	events  []Event
 	mapper  meta.RESTMapper
+	// selectors are the budgets' parsed selectors, by budget UID.
+	selectors map[types.UID]*selector
+	// seq numbers the stamps of kinds and index values (see Stamp).
+	seq uint64
 }
 
 // ref names a stored object.
@@ -121,16 +126,51 @@ func (r ref) key() types.NamespacedName {
 // kindStore holds the objects of one kind.
 type kindStore struct {
 	objs map[types.NamespacedName]client.Object
-	// sorted are the keys in namespace/name order; nil when stale.
-	sorted []types.NamespacedName
+	// sorted are the objects in namespace/name order, once built (see
+	// entries): kept current on every write rather than sorted again
+	// after each, as reads in order follow almost every write.
+	sorted []entry
+	built  bool
 	// indexes by field name: the index function and, per value, the keys
 	// of the objects that have it.
 	indexes map[string]*index
+	// stamp changes whenever an object of the kind is stored or dropped.
+	stamp uint64
+	// byLabel indexes the objects by each of their labels (see
+	// labelValue), for the kinds that budgets select (pods); nil for the
+	// others. It is no field selector, and has no stamps worth reading.
+	byLabel *index
+}
+
+// labelValues are the values of an object in a kindStore's byLabel index:
+// one per label, its key and value joined by a byte that neither may hold.
+func labelValues(o client.Object) []string {
+	l := o.GetLabels()
+	out := make([]string, 0, len(l))
+	for k, v := range l {
+		out = append(out, labelValue(k, v))
+	}
+	return out
+}
+
+func labelValue(k, v string) string { return k + "\x00" + v }
+
+// entry is a stored object under its key.
+type entry struct {
+	key types.NamespacedName
+	obj client.Object
 }
 
 type index struct {
 	fn     IndexFunc
 	values map[string]map[types.NamespacedName]bool
+	// stamps change whenever an object with the value is stored or
+	// dropped, so that a reader can tell whether a selection it made is
+	// still current without making it again.
+	stamps map[string]uint64
+	// sorted are the keys of a value in namespace/name order, once asked
+	// for, until the value gains or loses an object.
+	sorted map[string][]types.NamespacedName
 }
 
 // New returns an empty Server.
@@ -159,6 +199,8 @@ func New(opts Options) (*Server, error) {
 	for _, gvk := range []schema.GroupVersionKind{podGVK, replicaSetGVK} {
 		s.AddIndex(gvk, IndexController, controllerUID)
 	}
+	s.store(podGVK).byLabel = &index{fn: labelValues, values: map[string]map[types.NamespacedName]bool{},
+		stamps: map[string]uint64{}, sorted: map[string][]types.NamespacedName{}}
 	return s, nil
 }
 
@@ -187,17 +229,50 @@ func (s *Server) Select(gvk schema.GroupVersionKind, field, value string) []clie
 	if !ok {
 		return nil
 	}
-	set := idx.values[value]
-	keys := make([]types.NamespacedName, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareKeys)
+	keys := idx.keys(value)
 	out := make([]client.Object, len(keys))
 	for i, k := range keys {
 		out[i] = ks.objs[k]
 	}
 	return out
+}
+
+// Stamp returns a number that changes whenever an object of kind gvk is
+// stored or removed; it is 0 while none ever was. A reader that keeps what
+// it built from the objects of a kind can rebuild it only when the stamp
+// moved.
+func (s *Server) Stamp(gvk schema.GroupVersionKind) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ks, ok := s.kinds[gvk]; ok {
+		return ks.stamp
+	}
+	return 0
+}
+
+// IndexStamp returns a number that changes whenever an object of kind gvk
+// whose indexed field has (or had) value is stored or removed: while it
+// stays the same, Select for the value returns the same objects. It is 0
+// when no object ever had the value, or the field has no index.
+func (s *Server) IndexStamp(gvk schema.GroupVersionKind, field, value string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ks, ok := s.kinds[gvk]; ok {
+		if idx, ok := ks.indexes[field]; ok {
+			return idx.stamps[value]
+		}
+	}
+	return 0
+}
+
+// Len returns the number of stored objects of kind gvk.
+func (s *Server) Len(gvk schema.GroupVersionKind) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ks, ok := s.kinds[gvk]; ok {
+		return len(ks.objs)
+	}
+	return 0
 }
 
 // AddIndex lets List select objects of kind gvk by field, with the values fn
@@ -207,33 +282,80 @@ func (s *Server) AddIndex(gvk schema.GroupVersionKind, field string, fn IndexFun
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks := s.store(gvk)
-	idx := &index{fn: fn, values: map[string]map[types.NamespacedName]bool{}}
+	idx := &index{fn: fn, values: map[string]map[types.NamespacedName]bool{}, stamps: map[string]uint64{},
+		sorted: map[string][]types.NamespacedName{}}
+	s.seq++
 	for k, o := range ks.objs {
-		idx.add(k, o)
+		idx.add(k, o, s.seq)
 	}
 	ks.indexes[field] = idx
 }
 
-func (i *index) add(k types.NamespacedName, o client.Object) {
-	for _, v := range i.fn(o) {
+// keys returns the keys of the objects with value, in namespace/name order.
+// The slice is the index's own: do not modify it.
+func (i *index) keys(value string) []types.NamespacedName {
+	keys, ok := i.sorted[value]
+	if !ok {
+		set := i.values[value]
+		keys = make([]types.NamespacedName, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareKeys)
+		i.sorted[value] = keys
+	}
+	return keys
+}
+
+func (i *index) add(k types.NamespacedName, o client.Object, stamp uint64) {
+	i.addValues(k, i.fn(o), stamp)
+}
+
+func (i *index) addValues(k types.NamespacedName, vals []string, stamp uint64) {
+	for _, v := range vals {
+		i.stamps[v] = stamp
 		m := i.values[v]
 		if m == nil {
 			m = map[types.NamespacedName]bool{}
 			i.values[v] = m
 		}
-		m[k] = true
+		if !m[k] {
+			m[k] = true
+			delete(i.sorted, v)
+		}
 	}
 }
 
-func (i *index) remove(k types.NamespacedName, o client.Object) {
-	for _, v := range i.fn(o) {
-		if m := i.values[v]; m != nil {
+func (i *index) remove(k types.NamespacedName, o client.Object, stamp uint64) {
+	i.removeValues(k, i.fn(o), stamp)
+}
+
+func (i *index) removeValues(k types.NamespacedName, vals []string, stamp uint64) {
+	for _, v := range vals {
+		i.stamps[v] = stamp
+		if m := i.values[v]; m != nil && m[k] {
 			delete(m, k)
+			delete(i.sorted, v)
 			if len(m) == 0 {
 				delete(i.values, v)
 			}
 		}
 	}
+}
+
+// replace moves k from the values of old to those of o. An object that
+// keeps its values (most writes) stays where it is, with its values'
+// stamps moved on.
+func (i *index) replace(k types.NamespacedName, old, o client.Object, stamp uint64) {
+	was, is := i.fn(old), i.fn(o)
+	if slices.Equal(was, is) {
+		for _, v := range is {
+			i.stamps[v] = stamp
+		}
+		return
+	}
+	i.removeValues(k, was, stamp)
+	i.addValues(k, is, stamp)
 }
 
 // Drain returns the changes and events recorded since the last Drain, in the
@@ -262,10 +384,10 @@ func (s *Server) Objects(gvk schema.GroupVersionKind) []client.Object {
 	if !ok {
 		return nil
 	}
-	keys := ks.keys()
-	out := make([]client.Object, len(keys))
-	for i, k := range keys {
-		out[i] = ks.objs[k]
+	es := ks.entries()
+	out := make([]client.Object, len(es))
+	for i, e := range es {
+		out[i] = e.obj
 	}
 	return out
 }
@@ -303,16 +425,52 @@ func (s *Server) store(gvk schema.GroupVersionKind) *kindStore {
 	return ks
 }
 
-func (ks *kindStore) keys() []types.NamespacedName {
-	if ks.sorted == nil {
-		ks.sorted = make([]types.NamespacedName, 0, len(ks.objs))
-		for k := range ks.objs {
-			ks.sorted = append(ks.sorted, k)
+// entries returns the stored objects in namespace/name order. The slice is
+// the store's own and changes with the next write: do not keep it across
+// one.
+func (ks *kindStore) entries() []entry {
+	if !ks.built {
+		ks.sorted = make([]entry, 0, len(ks.objs))
+		for k, o := range ks.objs {
+			ks.sorted = append(ks.sorted, entry{key: k, obj: o})
 		}
-		slices.SortFunc(ks.sorted, compareKeys)
+		slices.SortFunc(ks.sorted, compareEntries)
+		ks.built = true
 	}
 	return ks.sorted
 }
+
+// inNamespace returns the entries of one namespace, which are adjacent in
+// key order. Like entries, it is the store's own slice.
+func (ks *kindStore) inNamespace(namespace string) []entry {
+	es := ks.entries()
+	lo, _ := slices.BinarySearchFunc(es, namespace, func(e entry, ns string) int { return strings.Compare(e.key.Namespace, ns) })
+	hi := lo
+	for hi < len(es) && es[hi].key.Namespace == namespace {
+		hi++
+	}
+	return es[lo:hi]
+}
+
+// setSorted keeps the sorted entries current when o is stored under k (or,
+// with o nil, when k is dropped).
+func (ks *kindStore) setSorted(k types.NamespacedName, o client.Object) {
+	if !ks.built {
+		return
+	}
+	i, found := slices.BinarySearchFunc(ks.sorted, k, func(e entry, k types.NamespacedName) int { return compareKeys(e.key, k) })
+	switch {
+	case o == nil && found:
+		ks.sorted = slices.Delete(ks.sorted, i, i+1)
+	case o == nil:
+	case found:
+		ks.sorted[i].obj = o
+	default:
+		ks.sorted = slices.Insert(ks.sorted, i, entry{key: k, obj: o})
+	}
+}
+
+func compareEntries(a, b entry) int { return compareKeys(a.key, b.key) }
 
 func compareKeys(a, b types.NamespacedName) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
@@ -327,17 +485,28 @@ func (s *Server) put(gvk schema.GroupVersionKind, o client.Object) {
 	ks := s.store(gvk)
 	k := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	old, existed := ks.objs[k]
+	s.seq++
+	ks.stamp = s.seq
 	if existed {
-		for _, idx := range ks.indexes {
-			idx.remove(k, old)
-		}
 		s.unindexOwners(gvk, old)
-	} else {
-		ks.sorted = nil
 	}
 	ks.objs[k] = o
+	ks.setSorted(k, o)
 	for _, idx := range ks.indexes {
-		idx.add(k, o)
+		if existed {
+			idx.replace(k, old, o, s.seq)
+		} else {
+			idx.add(k, o, s.seq)
+		}
+	}
+	if ks.byLabel != nil {
+		switch {
+		case !existed:
+			ks.byLabel.add(k, o, s.seq)
+		case !maps.Equal(old.GetLabels(), o.GetLabels()):
+			ks.byLabel.remove(k, old, s.seq)
+			ks.byLabel.add(k, o, s.seq)
+		}
 	}
 	r := ref{gvk: gvk, namespace: k.Namespace, name: k.Name}
 	s.byUID[o.GetUID()] = r
@@ -359,12 +528,17 @@ func (s *Server) drop(r ref) client.Object {
 	if !ok {
 		return nil
 	}
+	s.seq++
+	ks.stamp = s.seq
 	for _, idx := range ks.indexes {
-		idx.remove(k, old)
+		idx.remove(k, old, s.seq)
+	}
+	if ks.byLabel != nil {
+		ks.byLabel.remove(k, old, s.seq)
 	}
 	s.unindexOwners(r.gvk, old)
 	delete(ks.objs, k)
-	ks.sorted = nil
+	ks.setSorted(k, nil)
 	if cur, ok := s.byUID[old.GetUID()]; ok && cur == r {
 		delete(s.byUID, old.GetUID())
 	}

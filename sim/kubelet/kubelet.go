@@ -325,7 +325,7 @@ func (k *Kubelets) markReady(ctx context.Context, node *corev1.Node, managed boo
 			node.Status.Allocatable = it.Allocatable.DeepCopy()
 		}
 	}
-	if err := k.opts.API.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+	if err := k.opts.API.Status().Patch(ctx, node, apiserver.MergeFrom(base)); err != nil {
 		return fmt.Errorf("marking node %s ready: %w", node.Name, err)
 	}
 	base = node.DeepCopy()
@@ -333,7 +333,7 @@ func (k *Kubelets) markReady(ctx context.Context, node *corev1.Node, managed boo
 	if len(node.Spec.Taints) == len(base.Spec.Taints) {
 		return nil
 	}
-	if err := k.opts.API.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+	if err := k.opts.API.Patch(ctx, node, apiserver.MergeFrom(base)); err != nil {
 		return fmt.Errorf("removing the not-ready taint from node %s: %w", node.Name, err)
 	}
 	return nil
@@ -367,24 +367,23 @@ func (k *Kubelets) removeStartupTaints(ctx context.Context, node *corev1.Node) e
 	if len(node.Spec.Taints) == len(base.Spec.Taints) {
 		return nil
 	}
-	return k.opts.API.Patch(ctx, node, client.MergeFrom(base))
+	return k.opts.API.Patch(ctx, node, apiserver.MergeFrom(base))
 }
 
 // runPods starts, finishes and stops the node's pods. It returns when it
 // has to look again (zero for never).
 func (k *Kubelets) runPods(ctx context.Context, node *corev1.Node, ready bool, now time.Time) (time.Time, error) {
-	var pods corev1.PodList
-	if err := k.opts.API.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return time.Time{}, err
-	}
+	// The stored pods, not copies: most are only looked at, and the few
+	// that change are copied first.
+	pods := k.opts.API.Select(podGVK, "spec.nodeName", node.Name)
 	var next time.Time
 	soon := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
 			next = t
 		}
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for _, o := range pods {
+		pod := o.(*corev1.Pod)
 		switch {
 		case pod.DeletionTimestamp != nil:
 			stop := StopTime(pod)
@@ -444,8 +443,11 @@ func (k *Kubelets) startAt(pod *corev1.Pod) time.Time {
 	return pod.CreationTimestamp.Add(d)
 }
 
+// startPod and finishPod take the stored pod, the base of their patch, and
+// change a copy.
 func (k *Kubelets) startPod(ctx context.Context, pod *corev1.Pod, node *corev1.Node, now time.Time) error {
-	base := pod.DeepCopy()
+	base := pod
+	pod = pod.DeepCopy()
 	t := metav1.NewTime(now)
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.StartTime = &t
@@ -460,14 +462,15 @@ func (k *Kubelets) startPod(ctx context.Context, pod *corev1.Pod, node *corev1.N
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
 		})
 	}
-	if err := k.opts.API.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := k.opts.API.Status().Patch(ctx, pod, apiserver.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("starting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
 }
 
 func (k *Kubelets) finishPod(ctx context.Context, pod *corev1.Pod, now time.Time) error {
-	base := pod.DeepCopy()
+	base := pod
+	pod = pod.DeepCopy()
 	t := metav1.NewTime(now)
 	pod.Status.Phase = corev1.PodSucceeded
 	setPodCondition(pod, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", t)
@@ -481,7 +484,7 @@ func (k *Kubelets) finishPod(ctx context.Context, pod *corev1.Pod, now time.Time
 		cs.Ready = false
 		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: t}}
 	}
-	if err := k.opts.API.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := k.opts.API.Status().Patch(ctx, pod, apiserver.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("finishing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil

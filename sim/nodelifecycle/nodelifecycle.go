@@ -145,7 +145,7 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 		}
 	}
 	if changed {
-		if err := c.api.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+		if err := c.api.Status().Patch(ctx, node, apiserver.MergeFrom(base)); err != nil {
 			return fmt.Errorf("marking node %s unknown: %w", node.Name, err)
 		}
 	}
@@ -157,7 +157,7 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 		}
 	}
 	if len(node.Spec.Taints) != len(base.Spec.Taints) {
-		if err := c.api.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+		if err := c.api.Patch(ctx, node, apiserver.MergeFrom(base)); err != nil {
 			return fmt.Errorf("tainting node %s unreachable: %w", node.Name, err)
 		}
 	}
@@ -177,7 +177,7 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 		if !found {
 			continue
 		}
-		if err := c.api.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.api.Status().Patch(ctx, p, apiserver.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking pod %s/%s not ready: %w", p.Namespace, p.Name, err)
 		}
 	}

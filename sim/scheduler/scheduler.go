@@ -76,6 +76,35 @@ type Binder struct {
 	// requests caches what each pod requests: pods' requests do not change,
 	// and working them out is a large part of a pass.
 	requests map[types.UID]resources.Vector
+	// views keeps, between passes, what the cluster view is built from,
+	// so that a pass rebuilds only what changed since the last one (see
+	// cluster).
+	views views
+}
+
+// views is the cluster as the last pass saw it: the nodes in name order and,
+// per node, its pods and what they use, each part with the API's stamp it
+// was built at.
+type views struct {
+	nodeStamp uint64
+	byName    map[string]*nodeView
+	order     []*nodeView // name order
+	nsStamp   uint64
+	nsLabel   map[string]map[string]string
+	built     bool
+}
+
+// nodeView is one node of views.
+type nodeView struct {
+	node   *corev1.Node // the stored object packed was made from
+	packed packer.Node  // without Pods and Requested
+	// podStamp is the stamp of the node's pods (by spec.nodeName) that
+	// pods, used and anti were built at; filled says they were.
+	podStamp uint64
+	filled   bool
+	pods     []*corev1.Pod // bound and not finished, in namespace/name order
+	used     resources.Vector
+	anti     bool // a pod has required pod anti-affinity
 }
 
 // New returns a Binder that reads and writes api.
@@ -113,7 +142,9 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	if len(queue) == 0 {
 		return reconcile.Result{}, nil
 	}
-	slices.SortStableFunc(queue, func(x, y *corev1.Pod) int {
+	// Namespace and name make the order total, so that a stable sort is not
+	// needed.
+	slices.SortFunc(queue, func(x, y *corev1.Pod) int {
 		if px, py := priority(x), priority(y); px != py {
 			if px > py {
 				return -1
@@ -203,44 +234,96 @@ type cluster struct {
 	requests     func(*corev1.Pod) resources.Vector
 }
 
+// cluster returns the view for a pass. It is what a fresh reading of every
+// node and pod gives, but only the nodes whose pods changed since the last
+// pass are read again (the API's index stamps say which): a pass used to
+// spend most of its time rebuilding a view that had hardly changed. The pass
+// may add pods to the view it gets without touching what is kept.
 func (b *Binder) cluster() *cluster {
-	cl := &cluster{nsLabel: map[string]map[string]string{}, requests: b.podRequests}
-	index := map[string]int{}
-	for _, o := range b.api.Objects(nodeGVK) {
-		n := o.(*corev1.Node)
-		index[n.Name] = len(cl.nodes)
-		cl.nodes = append(cl.nodes, n)
-		cl.packed = append(cl.packed, packer.Node{
-			Name:          n.Name,
-			Labels:        n.Labels,
-			Taints:        n.Spec.Taints,
-			Allocatable:   resources.NewVector(n.Status.Allocatable),
-			Unschedulable: n.Spec.Unschedulable,
-		})
-		cl.used = append(cl.used, resources.Vector{})
+	v := &b.views
+	if st := b.api.Stamp(nodeGVK); !v.built || st != v.nodeStamp {
+		objs := b.api.Objects(nodeGVK)
+		byName := make(map[string]*nodeView, len(objs))
+		order := make([]*nodeView, 0, len(objs))
+		for _, o := range objs {
+			n := o.(*corev1.Node)
+			nv := v.byName[n.Name]
+			if nv == nil {
+				nv = &nodeView{}
+			}
+			if nv.node != n {
+				nv.node = n
+				nv.packed = packer.Node{
+					Name:          n.Name,
+					Labels:        n.Labels,
+					Taints:        n.Spec.Taints,
+					Allocatable:   resources.NewVector(n.Status.Allocatable),
+					Unschedulable: n.Spec.Unschedulable,
+				}
+			}
+			byName[n.Name] = nv
+			order = append(order, nv)
+		}
+		v.byName, v.order, v.nodeStamp = byName, order, st
+	}
+	if st := b.api.Stamp(namespaceGVK); !v.built || st != v.nsStamp {
+		v.nsLabel = map[string]map[string]string{}
+		for _, o := range b.api.Objects(namespaceGVK) {
+			v.nsLabel[o.GetName()] = o.GetLabels()
+		}
+		v.nsStamp = st
+	}
+	v.built = true
+	refreshed := false
+	for _, nv := range v.order {
+		if st := b.api.IndexStamp(podGVK, "spec.nodeName", nv.node.Name); !nv.filled || st != nv.podStamp {
+			b.fill(nv, st)
+			refreshed = true
+		}
+	}
+	if refreshed {
+		b.forgetRequests()
+	}
+	cl := &cluster{
+		nodes:    make([]*corev1.Node, len(v.order)),
+		packed:   make([]packer.Node, len(v.order)),
+		used:     make([]resources.Vector, len(v.order)),
+		nsLabel:  v.nsLabel,
+		requests: b.podRequests,
+	}
+	for i, nv := range v.order {
+		cl.nodes[i] = nv.node
+		cl.packed[i] = nv.packed
+		cl.packed[i].Allocatable = nv.packed.Allocatable.Clone()
+		// Clipped and cloned, so that what the pass adds goes to copies.
+		cl.packed[i].Pods = slices.Clip(nv.pods)
+		cl.used[i] = nv.used.Clone()
+		cl.antiAffinity = cl.antiAffinity || nv.anti
 	}
 	// The packer takes each node's summed requests from used (kept current
 	// by add) instead of adding its pods up again for every check.
 	for i := range cl.packed {
 		cl.packed[i].Requested = &cl.used[i]
 	}
-	for _, o := range b.api.Objects(podGVK) {
+	return cl
+}
+
+// fill reads the pods bound to the node again: those not finished, in
+// namespace/name order, with the sum of their requests.
+func (b *Binder) fill(nv *nodeView, stamp uint64) {
+	nv.pods, nv.used, nv.anti = nil, resources.Vector{}, false
+	for _, o := range b.api.Select(podGVK, "spec.nodeName", nv.node.Name) {
 		p := o.(*corev1.Pod)
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if i, ok := index[p.Spec.NodeName]; ok {
-			cl.add(i, p)
-			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				cl.antiAffinity = true
-			}
+		nv.pods = append(nv.pods, p)
+		nv.used.Add(b.podRequests(p))
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			nv.anti = true
 		}
 	}
-	b.forgetRequests()
-	for _, o := range b.api.Objects(namespaceGVK) {
-		cl.nsLabel[o.GetName()] = o.GetLabels()
-	}
-	return cl
+	nv.podStamp, nv.filled = stamp, true
 }
 
 func (cl *cluster) add(i int, p *corev1.Pod) {
@@ -261,10 +344,10 @@ func (b *Binder) podRequests(p *corev1.Pod) resources.Vector {
 // forgetRequests drops the cached requests of pods that are gone, once the
 // cache has grown well past the number of pods.
 func (b *Binder) forgetRequests() {
-	pods := b.api.Objects(podGVK)
-	if len(b.requests) < 2*len(pods)+1000 {
+	if len(b.requests) < 2*b.api.Len(podGVK)+1000 {
 		return
 	}
+	pods := b.api.Objects(podGVK)
 	live := make(map[types.UID]bool, len(pods))
 	for _, o := range pods {
 		live[o.GetUID()] = true
@@ -444,15 +527,16 @@ func fraction(used, alloc int64) float64 {
 // bind binds the pod to the node: spec.nodeName, then PodScheduled=True.
 // It returns the bound pod.
 func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node *corev1.Node) (*corev1.Pod, error) {
+	// pod is the API's own object: it is the first patch's base, and only
+	// the copy is changed.
 	p := pod.DeepCopy()
-	base := p.DeepCopy()
 	p.Spec.NodeName = node.Name
-	if err := b.api.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := b.api.Patch(ctx, p, apiserver.MergeFrom(pod, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, err
 	}
-	base = p.DeepCopy()
+	base := p.DeepCopy()
 	setCondition(p, corev1.ConditionTrue, "", "", b.clock.Now())
-	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+	if err := b.api.Status().Patch(ctx, p, apiserver.MergeFrom(base)); err != nil {
 		return nil, err
 	}
 	if err := b.bindVolumes(ctx, p, node); err != nil {
@@ -473,7 +557,7 @@ func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg str
 	// copy is changed.
 	p := pod.DeepCopy()
 	setCondition(p, corev1.ConditionFalse, ReasonUnschedulable, msg, b.clock.Now())
-	if err := b.api.Status().Patch(ctx, p, client.MergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+	if err := b.api.Status().Patch(ctx, p, apiserver.MergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
 )
 
 // volumeZones returns the zones the pod's bound volumes allow (nil for any),
@@ -114,13 +116,13 @@ func (b *Binder) bindVolumes(ctx context.Context, pod *corev1.Pod, node *corev1.
 		}
 		base := pvc.DeepCopy()
 		pvc.Spec.VolumeName = pv.Name
-		if err := b.api.Patch(ctx, pvc, client.MergeFrom(base)); err != nil {
+		if err := b.api.Patch(ctx, pvc, apiserver.MergeFrom(base)); err != nil {
 			return err
 		}
 		base = pvc.DeepCopy()
 		pvc.Status.Phase = corev1.ClaimBound
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
-		if err := b.api.Status().Patch(ctx, pvc, client.MergeFrom(base)); err != nil {
+		if err := b.api.Status().Patch(ctx, pvc, apiserver.MergeFrom(base)); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
 )
 
 type deployments struct{ base }
@@ -166,7 +168,7 @@ func (d *deployments) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32)
 	}
 	base := rs.DeepCopy()
 	rs.Spec.Replicas = &n
-	if err := d.api.Patch(ctx, rs, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := d.api.Patch(ctx, rs, apiserver.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("scaling ReplicaSet %s/%s to %d: %w", rs.Namespace, rs.Name, n, err)
 	}
 	return nil
