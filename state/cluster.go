@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
 // Cluster is the in-memory view of the cluster. It is safe for concurrent
@@ -34,6 +35,9 @@ type Cluster struct {
 	// pods under "", which every Snapshot hands out; a pod's change drops
 	// the lists it was or is in. Snapshots share them: they are read-only.
 	podLists map[string][]*corev1.Pod
+	// podRequests memoizes the sum of the requests of each node's pod list
+	// in podLists, dropped with it.
+	podRequests map[string]resources.Vector
 
 	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
 	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
@@ -50,6 +54,9 @@ type Cluster struct {
 	markedForDeletion map[string]bool
 	// changes counts the calls that changed anything (see Changes).
 	changes uint64
+	// relaxations counts those that could let consolidation succeed (see
+	// Relaxations).
+	relaxations uint64
 	// podNominations are the nodes pending pods are expected to land on
 	// (see NominatePod), until they are bound or deleted.
 	podNominations map[types.NamespacedName]podNomination
@@ -66,6 +73,7 @@ func NewCluster() *Cluster {
 		podsByNode:        map[string]map[types.NamespacedName]struct{}{},
 		pending:           map[types.NamespacedName]struct{}{},
 		podLists:          map[string][]*corev1.Pod{},
+		podRequests:       map[string]resources.Vector{},
 		daemonSets:        map[types.NamespacedName]*appsv1.DaemonSet{},
 		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nodePools:         map[string]*karpv1.NodePool{},
@@ -89,8 +97,12 @@ func (c *Cluster) UpdateNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
-	if old, ok := c.nodes[n.Name]; ok {
+	old, ok := c.nodes[n.Name]
+	if ok {
 		c.unjoinNode(old)
+	}
+	if nodeRelaxes(old, n) {
+		c.relaxations++
 	}
 	c.nodes[n.Name] = n
 	if id := n.Spec.ProviderID; id != "" {
@@ -104,6 +116,7 @@ func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	if old, ok := c.nodes[name]; ok {
 		c.unjoinNode(old)
 	}
@@ -120,8 +133,12 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
-	if old, ok := c.nodeClaims[nc.Name]; ok && old.Status.ProviderID != nc.Status.ProviderID {
+	old, ok := c.nodeClaims[nc.Name]
+	if ok && old.Status.ProviderID != nc.Status.ProviderID {
 		c.unjoin(old)
+	}
+	if nodeClaimRelaxes(old, nc) {
+		c.relaxations++
 	}
 	c.nodeClaims[nc.Name] = nc
 	if id := nc.Status.ProviderID; id != "" {
@@ -135,6 +152,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	if old, ok := c.nodeClaims[name]; ok {
 		c.unjoin(old)
 	}
@@ -169,9 +187,12 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	if podRelaxes(c.pods[k], p) {
+		c.relaxations++
+	}
 	c.unindexPod(k)
 	c.pods[k] = p
-	delete(c.podLists, p.Spec.NodeName)
+	c.dropPodList(p.Spec.NodeName)
 	if p.Spec.NodeName == "" {
 		c.pending[k] = struct{}{}
 		return
@@ -191,6 +212,9 @@ func (c *Cluster) DeletePod(namespace, name string) {
 	defer c.mu.Unlock()
 	c.changes++
 	k := key(namespace, name)
+	if _, ok := c.pods[k]; ok {
+		c.relaxations++
+	}
 	c.unindexPod(k)
 	delete(c.pods, k)
 	delete(c.podNominations, k)
@@ -201,7 +225,7 @@ func (c *Cluster) unindexPod(k types.NamespacedName) {
 	if !ok {
 		return
 	}
-	delete(c.podLists, old.Spec.NodeName)
+	c.dropPodList(old.Spec.NodeName)
 	if old.Spec.NodeName == "" {
 		delete(c.pending, k)
 		return
@@ -226,7 +250,18 @@ func (c *Cluster) DeleteDaemonSet(namespace, name string) {
 
 // UpdatePodDisruptionBudget records the current version of a PDB.
 func (c *Cluster) UpdatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) {
-	remember(c, c.pdbs, key(pdb.Namespace, pdb.Name), pdb.DeepCopy())
+	pdb = pdb.DeepCopy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes++
+	k := key(pdb.Namespace, pdb.Name)
+	// Only a budget that starts allowing disruptions, or whose spec or
+	// labels change, can lift a block; its status follows every pod.
+	if old, ok := c.pdbs[k]; !ok || !metaSame(&old.ObjectMeta, &pdb.ObjectMeta) ||
+		(old.Status.DisruptionsAllowed <= 0 && pdb.Status.DisruptionsAllowed > 0) {
+		c.relaxations++
+	}
+	c.pdbs[k] = pdb
 }
 
 // DeletePodDisruptionBudget forgets a PDB.
@@ -318,6 +353,7 @@ func (c *Cluster) MarkForDeletion(names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	for _, n := range names {
 		c.markedForDeletion[n] = true
 	}
@@ -329,6 +365,7 @@ func (c *Cluster) UnmarkForDeletion(names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	for _, name := range names {
 		for _, n := range c.namesOf(name) {
 			delete(c.markedForDeletion, n)
@@ -391,6 +428,7 @@ func remember[K comparable, T any](c *Cluster, m map[K]T, k K, obj T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	m[k] = obj
 }
 
@@ -399,5 +437,13 @@ func forget[K comparable, T any](c *Cluster, m map[K]T, k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
+	c.relaxations++
 	delete(m, k)
+}
+
+// dropPodList forgets the memoized pod list of a node name (or of the
+// pending pods, under ""), and what was derived from it.
+func (c *Cluster) dropPodList(node string) {
+	delete(c.podLists, node)
+	delete(c.podRequests, node)
 }

@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
 // Snapshot is the cluster at one moment. Later updates to the Cluster do not
@@ -80,6 +81,7 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 		names := []string{sn.Name()}
 		if sn.Node != nil {
 			sn.Pods = c.sortedPods(sn.Node.Name, c.podsByNode[sn.Node.Name])
+			sn.podRequests, sn.podRequestsKnown = c.requestsOf(sn.Node.Name, sn.Pods), true
 		}
 		if sn.Node != nil && sn.NodeClaim != nil && sn.NodeClaim.Name != sn.Node.Name {
 			names = append(names, sn.NodeClaim.Name)
@@ -172,6 +174,23 @@ func (c *Cluster) sortedPods(node string, keys map[types.NamespacedName]struct{}
 	out = out[:len(out):len(out)]
 	c.podLists[node] = out
 	return out
+}
+
+// requestsOf returns the sum of the requests of pods, the node's memoized
+// pod list, from the memo when it holds it. The caller holds c.mu.
+func (c *Cluster) requestsOf(node string, pods []*corev1.Pod) resources.Vector {
+	if len(pods) == 0 {
+		return resources.Vector{}
+	}
+	if v, ok := c.podRequests[node]; ok {
+		return v
+	}
+	var v resources.Vector
+	for _, p := range pods {
+		v.Add(resources.PodVector(p))
+	}
+	c.podRequests[node] = v
+	return v
 }
 
 func clusterScoped[T metav1.Object](a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) }

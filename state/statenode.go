@@ -12,6 +12,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
 // StateNode is a Node and the NodeClaim it was launched for, joined by
@@ -37,6 +38,24 @@ type StateNode struct {
 	// holds (see Cluster.NominatePod), by namespace and name; they fit
 	// beside Pods and Daemons.
 	NominatedPods []*corev1.Pod
+	// podRequests is the sum of Pods' requests when podRequestsKnown (the
+	// Cluster memoizes it per pod list; see PodRequests).
+	podRequests      resources.Vector
+	podRequestsKnown bool
+}
+
+// PodRequests returns the sum of the requests of Pods (not Daemons or
+// NominatedPods). A StateNode from a Snapshot knows it; one built by hand
+// adds the requests up. The result is the caller's to modify.
+func (n *StateNode) PodRequests() resources.Vector {
+	if n.podRequestsKnown {
+		return n.podRequests.Clone()
+	}
+	var v resources.Vector
+	for _, p := range n.Pods {
+		v.Add(resources.PodVector(p))
+	}
+	return v
 }
 
 // Name is the node's name, or the NodeClaim's while it is in flight.

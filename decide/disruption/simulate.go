@@ -54,8 +54,10 @@ func newWorld(in *Input) *world {
 		w.index[n.Name()] = i
 		// Every simulation reuses these nodes: add their pods' requests up
 		// once rather than on every Solve.
-		var used resources.Vector
-		for _, p := range w.base.Nodes[i].Pods {
+		// The state memoizes the bound pods' sum per pod list; the pods
+		// still to come (PackerNode adds them) are few.
+		used := n.PodRequests()
+		for _, p := range slices.Concat(n.Daemons, n.NominatedPods) {
 			used.Add(resources.PodVector(p))
 		}
 		w.base.Nodes[i].Requested = &used

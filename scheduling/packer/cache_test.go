@@ -15,7 +15,9 @@ import (
 // A Cache shared by the packings of one cluster, as consolidation shares
 // one across its candidates, changes no result: each node is taken away in
 // turn and its pods packed again, with the cache and without, and then
-// again after nodes' pod lists were replaced (the cache must notice).
+// again after nodes' pod lists were replaced (the cache must notice). The
+// pods spread over zones, keep apart by required anti-affinity, follow an
+// affinity and bind host ports, so every memo of the cache is exercised.
 func TestCacheGivesTheSameResults(t *testing.T) {
 	zones := []string{"zone-a", "zone-b", "zone-c"}
 	daemon := pod("agent", "100m", "64Mi")
@@ -30,9 +32,16 @@ func TestCacheGivesTheSameResults(t *testing.T) {
 			},
 			Allocatable: vec("4", "16Gi", "110"),
 		}
-		for j := range 3 {
+		for j := range 4 {
 			var p *corev1.Pod
 			switch j {
+			case 3:
+				// Host ports on every other node: a moved proxy must
+				// skip the nodes whose cached ports hold its port.
+				if i%2 == 1 {
+					continue
+				}
+				p = pod(fmt.Sprintf("proxy-%d", i), "100m", "128Mi", hostPort(9100))
 			case 0:
 				p = pod(fmt.Sprintf("web-%d", i), "500m", "1Gi", spreadZone("web"))
 			case 1:

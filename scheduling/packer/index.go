@@ -20,6 +20,7 @@ import (
 // with candidate sets memoized per requirement signature.
 type poolIdx struct {
 	np    *NodePool
+	table *typeTable
 	idx   int
 	types []*InstanceType // cheapest available offering first, then by name
 	price []float64       // cheapest available offering; +Inf if none
@@ -100,10 +101,12 @@ type typeTable struct {
 	eff     []resources.Vector
 	over    []resources.Vector
 	cap     []resources.Vector
+	// members memoizes candidate sets' members by requirements key.
+	members map[string]setMembers
 }
 
 func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
-	t := &typeTable{np: np, daemons: daemons, types: slices.Clone(np.InstanceTypes)}
+	t := &typeTable{np: np, daemons: daemons, types: slices.Clone(np.InstanceTypes), members: map[string]setMembers{}}
 	price := func(it *InstanceType) float64 {
 		best := math.Inf(1)
 		for _, o := range it.Offerings {
@@ -172,7 +175,8 @@ func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requiremen
 // one cluster (consolidation tries one per candidate). A table is reused
 // only for the very same NodePool value and DaemonSet pods (the same
 // pointers), so a Cache must only be shared by Solves whose NodePools and
-// DaemonSetPods are not modified in between. It is not safe for concurrent
+// DaemonSetPods are not modified in between, and whose NamespaceLabels are
+// the same. It is not safe for concurrent
 // use. The zero value is not usable: call NewCache.
 type Cache struct {
 	tables map[*NodePool]*typeTable
@@ -180,6 +184,9 @@ type Cache struct {
 	// node's pods the term selects, with the pod list it was counted from:
 	// a node whose list is another (or changed length) is counted again.
 	selections map[string]map[string]selectedCount
+	// facts memoizes, per node name, what packing derives from the node's
+	// pods alone, with the pod list it was derived from.
+	facts map[string]*nodeFacts
 }
 
 type selectedCount struct {
@@ -190,7 +197,76 @@ type selectedCount struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{tables: map[*NodePool]*typeTable{}, selections: map[string]map[string]selectedCount{}}
+	return &Cache{tables: map[*NodePool]*typeTable{}, selections: map[string]map[string]selectedCount{}, facts: map[string]*nodeFacts{}}
+}
+
+// nodeFacts are what packing derives from a node's pods alone. Building a
+// packing state reads them for every node, so consolidation, which packs
+// the same nodes once per candidate, keeps them in its Cache.
+type nodeFacts struct {
+	pods **corev1.Pod
+	len  int
+	// ports are the pods' host ports; the slice is full (len == cap), so
+	// that a bin appending to it copies.
+	ports []hostPort
+	// spreadKeys are the normalized topology keys of the pods' spread
+	// constraints, in pod order, repeats kept.
+	spreadKeys []string
+	// anti are the pods, not being deleted, with required pod
+	// anti-affinity terms.
+	anti []*corev1.Pod
+	// antiTerms are those pods' terms, resolved (see ownerTerms).
+	antiTerms []term
+	resolved  bool
+}
+
+// ownerTerms returns the resolved required anti-affinity terms of the
+// node's pods, in pod and term order, leaving out terms that do not
+// resolve. Resolving reads the namespaces' labels, which a Cache's Solves
+// share, so a cached node resolves its terms once.
+func (f *nodeFacts) ownerTerms(s *state) []term {
+	if f.resolved {
+		return f.antiTerms
+	}
+	for _, p := range f.anti {
+		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if rt, err := s.resolveTerm(p, t); err == nil {
+				f.antiTerms = append(f.antiTerms, rt)
+			}
+		}
+	}
+	f.resolved = true
+	return f.antiTerms
+}
+
+func factsOf(n *Node) *nodeFacts {
+	f := &nodeFacts{pods: unsafe.SliceData(n.Pods), len: len(n.Pods)}
+	for _, p := range n.Pods {
+		f.ports = append(f.ports, podHostPorts(p)...)
+		for _, t := range p.Spec.TopologySpreadConstraints {
+			f.spreadKeys = append(f.spreadKeys, wellknown.NormalizeLabel(t.TopologyKey))
+		}
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && p.DeletionTimestamp == nil &&
+			len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			f.anti = append(f.anti, p)
+		}
+	}
+	f.ports = f.ports[:len(f.ports):len(f.ports)]
+	return f
+}
+
+// factsFor returns n's facts, from the memo when n's pod list is the very
+// one they were derived from. A nil Cache derives them afresh.
+func (c *Cache) factsFor(n *Node) *nodeFacts {
+	if c == nil {
+		return factsOf(n)
+	}
+	if f, ok := c.facts[n.Name]; ok && f.pods == unsafe.SliceData(n.Pods) && f.len == len(n.Pods) {
+		return f
+	}
+	f := factsOf(n)
+	c.facts[n.Name] = f
+	return f
 }
 
 // selected counts the pods of n that t selects (see selectedOn), from the
@@ -229,6 +305,7 @@ func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requir
 
 func newPoolIdx(np *NodePool, idx int, t *typeTable) *poolIdx {
 	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}, limNodes: -1}
+	p.table = t
 	p.types, p.price, p.eff, p.over, p.cap = t.types, t.price, t.eff, t.over, t.cap
 	if np.Limits != nil {
 		lim := resources.NewVector(withoutNodes(np.Limits))
@@ -266,10 +343,18 @@ func withoutNodes(l corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// set returns the candidate set for reqs, computing it on first use.
+// set returns the candidate set for reqs, computing it on first use. Which
+// types are members depends only on the pool's type table and reqs, so it
+// is kept in the table, where the next Solve sharing the table (through a
+// Cache) finds it; the set's own memos start empty in every Solve.
 func (p *poolIdx) set(reqs requirements.Requirements) *candSet {
 	key := reqs.String()
 	if c, ok := p.sets[key]; ok {
+		return c
+	}
+	if m, ok := p.table.members[key]; ok {
+		c := &candSet{pool: p, reqs: reqs, bits: m.bits, n: m.n, max: m.max, first: m.first, typeOK: m.typeOK}
+		p.sets[key] = c
 		return c
 	}
 	c := &candSet{pool: p, reqs: reqs, bits: make([]uint64, (len(p.types)+63)/64), first: len(p.types)}
@@ -295,7 +380,18 @@ func (p *poolIdx) set(reqs requirements.Requirements) *candSet {
 		c.max.Pods = max(c.max.Pods, e.Pods)
 	}
 	p.sets[key] = c
+	p.table.members[key] = setMembers{bits: c.bits, n: c.n, max: c.max, first: c.first, typeOK: c.typeOK}
 	return c
+}
+
+// setMembers are a candidate set's members and what is derived from them
+// alone. bits is shared by every candSet built from it and never written.
+type setMembers struct {
+	bits   []uint64
+	n      int
+	max    resources.Vector
+	first  int
+	typeOK int
 }
 
 func offeringAllowed(it *InstanceType, hasZone bool, zone requirements.Requirement, hasCT bool, ct requirements.Requirement) bool {

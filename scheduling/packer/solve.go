@@ -228,6 +228,7 @@ func solve(in Input) (Result, []step) {
 		policy = PreferenceScore
 	}
 	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}}
+	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
 	if s.maxTypes <= 0 {
 		s.maxTypes = DefaultMaxInstanceTypes
@@ -297,10 +298,8 @@ func solve(in Input) (Result, []step) {
 		return strings.Compare(a.Name, b.Name)
 	})
 	for _, n := range nodes {
-		for _, p := range n.Pods {
-			for _, t := range p.Spec.TopologySpreadConstraints {
-				s.keyIndex(wellknown.NormalizeLabel(t.TopologyKey))
-			}
+		for _, k := range in.Cache.factsFor(n).spreadKeys {
+			s.keyIndex(k)
 		}
 	}
 	for _, n := range nodes {

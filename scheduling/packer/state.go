@@ -62,6 +62,9 @@ type state struct {
 
 	maxTypes int // instance types a new NodeClaim may list
 
+	// cache, when set, memoizes per-node facts across Solves.
+	cache *Cache
+
 	pinHook  func(b *bin, k int)
 	variants int
 	newDom   int32 // hostname domain of a claim being planned; never counted
@@ -91,12 +94,12 @@ func (s *state) addNode(n *Node) *bin {
 	if n.Requested != nil {
 		b.used = n.Requested.Clone()
 	}
-	for _, p := range n.Pods {
-		if n.Requested == nil {
+	if n.Requested == nil {
+		for _, p := range n.Pods {
 			b.used.Add(resources.PodVector(p))
 		}
-		b.ports = append(b.ports, podHostPorts(p)...)
 	}
+	b.ports = s.cache.factsFor(n).ports
 	b.npods = len(n.Pods)
 	b.dom = make([]int32, len(s.keys))
 	for k := range s.keys {
@@ -166,25 +169,15 @@ func (s *state) addOwnerGroups(nodes []Node) {
 		if b.claim {
 			continue
 		}
-		for _, p := range b.node.Pods {
-			a := p.Spec.Affinity
-			if a == nil || a.PodAntiAffinity == nil || p.DeletionTimestamp != nil {
-				continue
+		for _, rt := range s.cache.factsFor(b.node).ownerTerms(s) {
+			g := s.group(gOwner, rt, "")
+			// The term may have introduced a key (or several, through
+			// earlier pods) that this node's domains do not cover yet.
+			for len(b.dom) <= g.key {
+				b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
 			}
-			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				rt, err := s.resolveTerm(p, t)
-				if err != nil {
-					continue
-				}
-				g := s.group(gOwner, rt, "")
-				// The term may have introduced a key (or several, through
-				// earlier pods) that this node's domains do not cover yet.
-				for len(b.dom) <= g.key {
-					b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
-				}
-				if d := b.dom[g.key]; d >= 0 {
-					g.inc(d, 1)
-				}
+			if d := b.dom[g.key]; d >= 0 {
+				g.inc(d, 1)
 			}
 		}
 	}
