@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -240,7 +241,7 @@ func (c *Cluster) unindexPod(k types.NamespacedName) {
 
 // UpdateDaemonSet records the current version of a DaemonSet.
 func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
-	remember(c, c.daemonSets, key(ds.Namespace, ds.Name), ds.DeepCopy())
+	remember(c, c.daemonSets, key(ds.Namespace, ds.Name), ds.DeepCopy(), specChanged[*appsv1.DaemonSet])
 }
 
 // DeleteDaemonSet forgets a DaemonSet.
@@ -271,7 +272,7 @@ func (c *Cluster) DeletePodDisruptionBudget(namespace, name string) {
 
 // UpdateNodePool records the current version of a NodePool.
 func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) {
-	remember(c, c.nodePools, np.Name, np.DeepCopy())
+	remember(c, c.nodePools, np.Name, np.DeepCopy(), specChanged[*karpv1.NodePool])
 }
 
 // DeleteNodePool forgets a NodePool.
@@ -281,7 +282,7 @@ func (c *Cluster) DeleteNodePool(name string) {
 
 // UpdateEC2NodeClass records the current version of an EC2NodeClass.
 func (c *Cluster) UpdateEC2NodeClass(nc *awsv1.EC2NodeClass) {
-	remember(c, c.nodeClasses, nc.Name, nc.DeepCopy())
+	remember(c, c.nodeClasses, nc.Name, nc.DeepCopy(), anyChange[*awsv1.EC2NodeClass])
 }
 
 // DeleteEC2NodeClass forgets an EC2NodeClass.
@@ -292,7 +293,7 @@ func (c *Cluster) DeleteEC2NodeClass(name string) {
 // UpdateNamespace records the current version of a Namespace, for pod
 // affinity terms with a namespaceSelector.
 func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
-	remember(c, c.namespaces, ns.Name, ns.DeepCopy())
+	remember(c, c.namespaces, ns.Name, ns.DeepCopy(), specChanged[*corev1.Namespace])
 }
 
 // DeleteNamespace forgets a Namespace.
@@ -303,7 +304,7 @@ func (c *Cluster) DeleteNamespace(name string) {
 // UpdatePersistentVolumeClaim records the current version of a PVC, for the
 // zones a pod's volumes allow.
 func (c *Cluster) UpdatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
-	remember(c, c.pvcs, key(pvc.Namespace, pvc.Name), pvc.DeepCopy())
+	remember(c, c.pvcs, key(pvc.Namespace, pvc.Name), pvc.DeepCopy(), anyChange[*corev1.PersistentVolumeClaim])
 }
 
 // DeletePersistentVolumeClaim forgets a PVC.
@@ -313,7 +314,7 @@ func (c *Cluster) DeletePersistentVolumeClaim(namespace, name string) {
 
 // UpdatePersistentVolume records the current version of a PV.
 func (c *Cluster) UpdatePersistentVolume(pv *corev1.PersistentVolume) {
-	remember(c, c.pvs, pv.Name, pv.DeepCopy())
+	remember(c, c.pvs, pv.Name, pv.DeepCopy(), anyChange[*corev1.PersistentVolume])
 }
 
 // DeletePersistentVolume forgets a PV.
@@ -423,12 +424,16 @@ func (c *Cluster) Changes() uint64 {
 }
 
 // remember stores obj under k in one of the cluster's maps of objects that
-// need no more bookkeeping than that.
-func remember[K comparable, T any](c *Cluster, m map[K]T, k K, obj T) {
+// need no more bookkeeping than that. A new object, or one that relaxes says
+// changed in what a decision reads, counts as a relaxation; the same
+// version sent again does not.
+func remember[K comparable, T metav1.Object](c *Cluster, m map[K]T, k K, obj T, relaxes func(old, obj T) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
-	c.relaxations++
+	if old, ok := m[k]; !ok || (old.GetResourceVersion() != obj.GetResourceVersion() || obj.GetResourceVersion() == "") && relaxes(old, obj) {
+		c.relaxations++
+	}
 	m[k] = obj
 }
 

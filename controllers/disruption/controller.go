@@ -243,6 +243,9 @@ type Controller struct {
 	// quietUntil (see quiet).
 	quietAt    uint64
 	quietUntil time.Time
+	// memo stands in for consolidation while nothing that could make room
+	// has changed since it last found nothing (see consolidationMemo).
+	memo *consolidationMemo
 }
 
 var _ reconcile.Reconciler = (*Controller)(nil)
@@ -407,6 +410,7 @@ func (c *Controller) markQuiet(snap state.Snapshot, changes uint64, now time.Tim
 func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) (time.Duration, error) {
 	c.decideNow = false
 	c.lastPass = now
+	relaxations := c.state.Relaxations()
 	snap := c.state.Snapshot(now)
 	remaining := Remaining(snap, now)
 	fp := fingerprint(snap, remaining)
@@ -415,7 +419,17 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
+	memo := c.memo
+	in.Options.SkipConsolidation = memo.holds(relaxations, in.Pools, remaining, now)
 	dec := decide.Decide(in)
+	switch {
+	case dec.Command != nil:
+		c.memo = nil
+	case in.Options.SkipConsolidation:
+		dec.Blocked = append(dec.Blocked, memo.blocked...)
+	default:
+		c.memo = newConsolidationMemo(relaxations, in, dec, now)
+	}
 	c.lastFingerprint, c.lastFull = fp, now
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command

@@ -773,3 +773,49 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, want map[strin
 	}
 	return 0
 }
+
+// TestConsolidationMemo: after a consolidation that found nothing, pods
+// landing do not make the controller consolidate again, but a pod leaving
+// does, and so does the memo's age limit.
+func TestConsolidationMemo(t *testing.T) {
+	e := newEnv(t, "memo", 315)
+	e.nodePool()
+	// No cheaper type holds 3.5 CPUs: the node cannot be consolidated.
+	nc := e.node("c6i.xlarge")
+	node := nc.Status.NodeName
+	big := e.pod("big", node, "3500m")
+	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+	e.pass()
+	memo := e.c.memo
+	if memo == nil || len(memo.blocked) == 0 {
+		t.Fatalf("no memo of a consolidation that found nothing: %+v", memo)
+	}
+
+	// A pod lands: the decision is made again, without consolidation.
+	e.pod("small", node, "100m")
+	e.clk.Step(Period)
+	fp := e.c.lastFingerprint
+	e.pass()
+	if e.c.lastFingerprint == fp {
+		t.Fatal("no decision after a pod landed")
+	}
+	if e.c.memo != memo {
+		t.Error("consolidation ran again although only a pod landed")
+	}
+
+	// The memo ages out.
+	e.clk.Step(ConsolidationMemoLimit)
+	e.pass()
+	if e.c.memo == memo || e.c.memo == nil {
+		t.Errorf("consolidation did not run again after %s (memo %p, was %p)", ConsolidationMemoLimit, e.c.memo, memo)
+	}
+
+	// The big pod leaves: now the node can be replaced by a cheaper one.
+	if err := kube.Delete(e.ctx, big, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(Period)
+	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay || e.c.memo != nil {
+		t.Errorf("after the pod left: RequeueAfter %v (want the validation delay of a command), memo %+v", res.RequeueAfter, e.c.memo)
+	}
+}

@@ -82,15 +82,26 @@ func DoNotDisruptActive(pod *corev1.Pod, now time.Time) (active, ok bool) {
 	if v == "true" {
 		return true, true
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
+	end, ok := DoNotDisruptEnds(pod)
+	if !ok {
 		return false, false
+	}
+	return now.Before(end), true
+}
+
+// DoNotDisruptEnds returns when a pod's karpenter.sh/do-not-disrupt
+// annotation, a duration, stops protecting it: that long after the pod
+// started. ok is false when the annotation is not a valid duration.
+func DoNotDisruptEnds(pod *corev1.Pod) (end time.Time, ok bool) {
+	d, err := time.ParseDuration(pod.Annotations[wellknown.AnnotationDoNotDisrupt])
+	if err != nil || d <= 0 {
+		return time.Time{}, false
 	}
 	start := pod.CreationTimestamp.Time
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	return now.Before(start.Add(d)), true
+	return start.Add(d), true
 }
 
 // pdbIndex finds the PodDisruptionBudgets that select a pod.

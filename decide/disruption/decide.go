@@ -141,6 +141,9 @@ func (d *decider) drift() (*Command, []Blocked) {
 
 // consolidation tries multi-node consolidation, then single-node.
 func (d *decider) consolidation() (*Command, []Blocked) {
+	if d.in.Options.SkipConsolidation {
+		return nil, nil
+	}
 	var eligible []*Candidate
 	var blocked []Blocked
 	for _, c := range d.cands {

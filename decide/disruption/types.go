@@ -215,6 +215,11 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the
 	// packer's default.
 	MaxInstanceTypes int
+	// SkipConsolidation leaves consolidation (single- and multi-node) out
+	// of the decision, for a caller that knows it would find nothing: the
+	// disruption controller, after a decision in which it found nothing
+	// and no change since that could make room (see state.Relaxations).
+	SkipConsolidation bool
 
 	// maxCandidates caps the candidates the consolidation search
 	// considers, as Karpenter does (100); 0 means no cap. Only the
