@@ -131,6 +131,9 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 			}
 		}
 	}
+	// addNode and addOwnerGroups both read each node's facts: derive
+	// them once.
+	s.cache = &Cache{facts: make(map[string]*nodeFacts, len(nodes))}
 	for k := range nodes {
 		s.addNode(&nodes[k])
 	}
