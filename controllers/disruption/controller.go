@@ -419,15 +419,14 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
-	memo := c.memo
-	in.Options.SkipConsolidation = memo.holds(relaxations, in.Pools, remaining, now)
+	if c.memo.holds(relaxations, in.Pools, remaining, now) {
+		in.Options.SkipConsolidation, in.Options.Verdicts = true, c.memo.verdicts
+	}
 	dec := decide.Decide(in)
 	switch {
 	case dec.Command != nil:
 		c.memo = nil
-	case in.Options.SkipConsolidation:
-		dec.Blocked = append(dec.Blocked, memo.blocked...)
-	default:
+	case !in.Options.SkipConsolidation:
 		c.memo = newConsolidationMemo(relaxations, in, dec, now)
 	}
 	c.lastFingerprint, c.lastFull = fp, now

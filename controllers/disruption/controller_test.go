@@ -787,7 +787,7 @@ func TestConsolidationMemo(t *testing.T) {
 	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
 	e.pass()
 	memo := e.c.memo
-	if memo == nil || len(memo.blocked) == 0 {
+	if memo == nil || len(memo.verdicts) == 0 {
 		t.Fatalf("no memo of a consolidation that found nothing: %+v", memo)
 	}
 

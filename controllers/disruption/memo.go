@@ -27,16 +27,16 @@ const ConsolidationMemoLimit = 15 * time.Minute
 // the cluster state records a change that could (state.Relaxations), the
 // cloud's prices and offerings change, a NodePool's Underutilized budget
 // grows, a nomination or a pod's do-not-disrupt duration runs out, or
-// ConsolidationMemoLimit passes, the answer stands: decisions leave
-// consolidation out and report the nodes it reported then.
+// ConsolidationMemoLimit passes, the answer stands: decisions leave the
+// packings out and report each candidate with what they found then.
 type consolidationMemo struct {
 	relaxations uint64
 	pools       uint64
 	// budget is the Underutilized budget left per NodePool.
 	budget map[string]int
 	until  time.Time
-	// blocked are the nodes consolidation reported, with why.
-	blocked []decide.Blocked
+	// verdicts are why the packings found each candidate could not go.
+	verdicts map[string]decide.Blocked
 }
 
 // holds reports whether the memo still answers for consolidation.
@@ -60,10 +60,9 @@ func newConsolidationMemo(relaxations uint64, in decide.Input, dec decide.Decisi
 	for pool, r := range in.Remaining {
 		m.budget[pool] = r[decide.ReasonUnderutilized]
 	}
-	for _, b := range dec.Blocked {
-		if b.Reason == decide.ReasonUnderutilized {
-			m.blocked = append(m.blocked, b)
-		}
+	m.verdicts = make(map[string]decide.Blocked, len(dec.Verdicts))
+	for _, v := range dec.Verdicts {
+		m.verdicts[v.Node] = v
 	}
 	m.until = earlier(m.until, timeDue(in.Snapshot, now))
 	return m

@@ -23,6 +23,7 @@ func Decide(in Input) Decision {
 		}
 	}
 	slices.SortStableFunc(dec.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
+	dec.Verdicts = d.verdicts
 	return dec
 }
 
@@ -32,6 +33,8 @@ type decider struct {
 	cands   []*Candidate
 	blocked []Blocked
 	w       *world
+	// verdicts are single-node consolidation's rejections (Decision.Verdicts).
+	verdicts []Blocked
 }
 
 func newDecider(in *Input) *decider {
@@ -141,9 +144,6 @@ func (d *decider) drift() (*Command, []Blocked) {
 
 // consolidation tries multi-node consolidation, then single-node.
 func (d *decider) consolidation() (*Command, []Blocked) {
-	if d.in.Options.SkipConsolidation {
-		return nil, nil
-	}
 	var eligible []*Candidate
 	var blocked []Blocked
 	for _, c := range d.cands {
@@ -165,11 +165,22 @@ func (d *decider) consolidation() (*Command, []Blocked) {
 	if len(kept) == 0 {
 		return nil, blocked
 	}
+	if d.in.Options.SkipConsolidation {
+		// The caller knows the packings would find nothing again; what
+		// they said about each candidate still kept stands.
+		for _, c := range kept {
+			if v, ok := d.in.Options.Verdicts[c.Name()]; ok {
+				blocked = append(blocked, v)
+			}
+		}
+		return nil, blocked
+	}
 	w := d.sim()
 	if cmd := w.multiNode(kept); cmd != nil {
 		return cmd, blocked
 	}
 	cmd, why := w.singleNode(kept)
+	d.verdicts = why
 	return cmd, append(blocked, why...)
 }
 

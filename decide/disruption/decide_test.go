@@ -252,6 +252,29 @@ func TestConsolidation(t *testing.T) {
 			t.Fatalf("codes = %v (%v)", got, d.Blocked)
 		}
 	})
+	t.Run("skipped: earlier verdicts stand for candidates still kept", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, []string{wellknown.CapacityTypeOnDemand})
+		n := f.node(nodeSpec{pool: "p", itype: large})
+		f.pod("a", n, "1500m", "1Gi")
+		first := Decide(f.input())
+		if first.Command != nil || len(first.Verdicts) != 1 || first.Verdicts[0].Code != CodeNotCheaper {
+			t.Fatalf("first decision: command %v, verdicts %v", first.Command, first.Verdicts)
+		}
+		in := f.input()
+		in.Options.SkipConsolidation = true
+		in.Options.Verdicts = map[string]Blocked{n: first.Verdicts[0], "gone": {Node: "gone", Code: CodeNotCheaper}}
+		again := Decide(in)
+		if again.Command != nil || len(again.Verdicts) != 0 {
+			t.Fatalf("skipped decision: command %v, verdicts %v (no packing should run)", again.Command, again.Verdicts)
+		}
+		if got := codes(again, n); !slices.Equal(got, []string{CodeNotCheaper}) {
+			t.Errorf("skipped decision codes = %v, want the earlier verdict (%v)", got, again.Blocked)
+		}
+		if got := codes(again, "gone"); len(got) != 0 {
+			t.Errorf("a verdict for a node that is no candidate was reported: %v", got)
+		}
+	})
 	t.Run("never one node into several", func(t *testing.T) {
 		f := newFixture(t)
 		f.pool("p", []string{large, xlarge}, []string{wellknown.CapacityTypeOnDemand})

@@ -215,11 +215,16 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the
 	// packer's default.
 	MaxInstanceTypes int
-	// SkipConsolidation leaves consolidation (single- and multi-node) out
-	// of the decision, for a caller that knows it would find nothing: the
-	// disruption controller, after a decision in which it found nothing
-	// and no change since that could make room (see state.Relaxations).
+	// SkipConsolidation leaves consolidation's packings (single- and
+	// multi-node) out of the decision, for a caller that knows they would
+	// find nothing: the disruption controller, after a decision in which
+	// they found nothing and no change since that could make room (see
+	// state.Relaxations). Which nodes are candidates, and which the budgets
+	// hold back, is still worked out; each candidate is then reported with
+	// its entry in Verdicts, the earlier decision's Decision.Verdicts by
+	// node name.
 	SkipConsolidation bool
+	Verdicts          map[string]Blocked
 
 	// maxCandidates caps the candidates the consolidation search
 	// considers, as Karpenter does (100); 0 means no cap. Only the
@@ -260,4 +265,7 @@ type Decision struct {
 	// candidates that were considered but kept, each with why. A node may
 	// appear more than once, for different reasons.
 	Blocked []Blocked
+	// Verdicts are the entries of Blocked that single-node consolidation's
+	// packings produced: why each candidate it simulated could not go.
+	Verdicts []Blocked
 }
