@@ -43,7 +43,9 @@
 // FullPassInterval. A pass is skipped whole, without listing or a snapshot,
 // while the cluster state has not changed since a pass that found nothing to
 // do and no budget window edge, nomination expiry or full-pass deadline has
-// come. No new decision is made while a
+// come. Within a decision, consolidation's packings are left out while a
+// consolidation that found nothing still answers for them (see
+// consolidationMemo). No new decision is made while a
 // command waits for its validation delay, nor for a Period after a command
 // was rolled back.
 //
