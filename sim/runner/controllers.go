@@ -188,7 +188,12 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Reconciler: nodepoolstatus.New(kube, d.State, d.Clock, d.Recorder(nodepoolstatus.Name), d.Validator, d.Metrics),
 			Watches: []watch.Watch{
 				watch.Own(nodePoolGVK),
-				watch.Map(nodeClaimGVK, nodePoolOfLabel),
+				{Kind: nodeClaimGVK, Map: func(c apiserver.Change) []reconcile.Request {
+					if c.Type == apiserver.Modified && !nodepoolstatus.NodeClaimCountChanged(c.Old.(*karpv1.NodeClaim), c.Object.(*karpv1.NodeClaim)) {
+						return nil
+					}
+					return nodePoolOfLabel(c.Object)
+				}},
 				{Kind: nodeGVK, Map: func(c apiserver.Change) []reconcile.Request {
 					if c.Type == apiserver.Modified && !nodeBudgetChanged(c.Old.(*corev1.Node), c.Object.(*corev1.Node)) {
 						return nil

@@ -161,11 +161,37 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel)).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				before, ok1 := e.ObjectOld.(*karpv1.NodeClaim)
+				after, ok2 := e.ObjectNew.(*karpv1.NodeClaim)
+				return !ok1 || !ok2 || NodeClaimCountChanged(before, after)
+			}})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeBudgetChanged})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(r.nodePoolsOfNodeClass)).
 		Complete(r)
+}
+
+// NodeClaimCountChanged reports whether a NodeClaim update can change what
+// the NodePool's status counts: its NodePool, the start of its deletion, its
+// capacity, or the type or status of a condition (Launched, Initialized,
+// DisruptionReason and the like). NodeClaims are written far more often than
+// that — lastPodEventTime on pod events, condition reasons and messages —
+// and the rest of those updates would recount the pool for nothing.
+func NodeClaimCountChanged(before, after *karpv1.NodeClaim) bool {
+	if before.Labels[wellknown.LabelNodePool] != after.Labels[wellknown.LabelNodePool] ||
+		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero() ||
+		!equality.Semantic.DeepEqual(before.Status.Capacity, after.Status.Capacity) ||
+		len(before.Status.Conditions) != len(after.Status.Conditions) {
+		return true
+	}
+	for i := range before.Status.Conditions {
+		if before.Status.Conditions[i].Type != after.Status.Conditions[i].Type || before.Status.Conditions[i].Status != after.Status.Conditions[i].Status {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeBudgetChanged passes the Node updates that can change a budget: its

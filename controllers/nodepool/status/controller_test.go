@@ -658,6 +658,39 @@ func TestNodeBudgetChanged(t *testing.T) {
 	}
 }
 
+func TestNodeClaimCountChanged(t *testing.T) {
+	base := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{wellknown.LabelNodePool: "a"}},
+		Status: karpv1.NodeClaimStatus{
+			Capacity:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeConsolidatable, Status: metav1.ConditionFalse, Reason: "A"}},
+		},
+	}
+	tests := []struct {
+		name   string
+		change func(*karpv1.NodeClaim)
+		want   bool
+	}{
+		{"lastPodEventTime", func(nc *karpv1.NodeClaim) { nc.Status.LastPodEventTime = metav1.Now() }, false},
+		{"a condition's reason", func(nc *karpv1.NodeClaim) { nc.Status.Conditions[0].Reason = "B" }, false},
+		{"an annotation", func(nc *karpv1.NodeClaim) { nc.Annotations = map[string]string{"x": "y"} }, false},
+		{"a condition's status", func(nc *karpv1.NodeClaim) { nc.Status.Conditions[0].Status = metav1.ConditionTrue }, true},
+		{"a new condition", func(nc *karpv1.NodeClaim) {
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue})
+		}, true},
+		{"other pool", func(nc *karpv1.NodeClaim) { nc.Labels[wellknown.LabelNodePool] = "b" }, true},
+		{"capacity", func(nc *karpv1.NodeClaim) { nc.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("4") }, true},
+		{"deleting", func(nc *karpv1.NodeClaim) { nc.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
+	}
+	for _, tt := range tests {
+		after := base.DeepCopy()
+		tt.change(after)
+		if got := NodeClaimCountChanged(base, after); got != tt.want {
+			t.Errorf("%s: NodeClaimCountChanged = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestValidationRemembered: the validator's verdict is reused while the
 // NodePool's generation, labels and annotations stay the same, and asked
 // again when any of them changes.
