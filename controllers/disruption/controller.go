@@ -248,6 +248,8 @@ type Controller struct {
 	// memo stands in for consolidation while nothing that could make room
 	// has changed since it last found nothing (see consolidationMemo).
 	memo *consolidationMemo
+	// pools keeps the NodePools replacements launch from, between passes.
+	pools provisioning.PoolMemo
 }
 
 var _ reconcile.Reconciler = (*Controller)(nil)
@@ -489,7 +491,7 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 
 // input gathers what a decision needs.
 func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining map[string]map[decide.Reason]int) decide.Input {
-	pools, _ := provisioning.LaunchablePools(ctx, c.cloud, snap)
+	pools, _ := c.pools.LaunchablePools(ctx, c.cloud, snap)
 	return decide.Input{
 		Snapshot:  snap,
 		Pools:     pools,

@@ -14,7 +14,6 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 )
 
@@ -122,7 +121,7 @@ func (c *Controller) forcefulReplacements(ctx context.Context, name, id string, 
 	if len(existing) > 0 {
 		return existing, nil
 	}
-	pools, _ := provisioning.LaunchablePools(ctx, c.cloud, snap)
+	pools, _ := c.pools.LaunchablePools(ctx, c.cloud, snap)
 	in := decide.Input{Snapshot: snap, Pools: pools, Options: decide.Options{
 		SpotToSpot:       c.opts.SpotToSpot,
 		PreferencePolicy: c.opts.PreferencePolicy,

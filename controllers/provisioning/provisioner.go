@@ -53,7 +53,6 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
-	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -132,6 +131,8 @@ type Provisioner struct {
 	// events records events at most once per object and reason within
 	// EventInterval.
 	events *eventlimit.Recorder
+	// pools keeps the NodePools built for the last batches.
+	pools PoolMemo
 }
 
 var _ reconcile.Reconciler = (*Provisioner)(nil)
@@ -309,7 +310,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 // nodePools returns the packer NodePools that may launch now, in the
 // snapshot's order, and those left out, recording an event on each.
 func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]packer.NodePool, []Skip) {
-	pools, skipped := LaunchablePools(ctx, p.cloud, snap)
+	pools, skipped := p.pools.LaunchablePools(ctx, p.cloud, snap)
 	for _, s := range skipped {
 		if s.Err != nil {
 			log.FromContext(ctx).Error(s.Err, "listing instance types", "nodepool", s.NodePool.Name)
@@ -340,6 +341,13 @@ type Skip struct {
 // Both the provisioner and the disruption controller launch from these, so
 // that a replacement can be launched exactly when a new node could.
 func LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (pools []packer.NodePool, skipped []Skip) {
+	var none *PoolMemo
+	return none.LaunchablePools(ctx, cp, snap)
+}
+
+// LaunchablePools is the package's LaunchablePools, reusing a pool built
+// before (see PoolMemo). A nil memo builds every pool afresh.
+func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (pools []packer.NodePool, skipped []Skip) {
 	classes := make(map[string]*awsv1.EC2NodeClass, len(snap.NodeClasses))
 	for _, nc := range snap.NodeClasses {
 		classes[nc.Name] = nc
@@ -376,7 +384,7 @@ func LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Sna
 			skip(np, ReasonInstanceTypesFailed, err, "listing instance types: %v", err)
 			continue
 		}
-		pool, err := offerings.NodePool(np, class, its)
+		pool, err := m.nodePool(np, class, its)
 		if err != nil {
 			skip(np, ReasonInstanceTypesFailed, nil, "%v", err)
 			continue
