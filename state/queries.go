@@ -1,10 +1,7 @@
 package state
 
 import (
-	"cmp"
 	"slices"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The queries in this file answer narrow questions without building a
@@ -48,47 +45,7 @@ func (c *Cluster) ProvisionablePending() (unnominated, nominated int) {
 func (c *Cluster) NodePoolNodes(nodePool string) []*StateNode {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*StateNode
-	// A Node joined to a NodeClaim is listed with it; a Node of the pool
-	// (by its label) joined to any NodeClaim makes that NodeClaim's
-	// StateNode one of the pool's, so the joins of the pool's NodeClaims
-	// are all the second loop needs.
-	var joined map[string]bool
-	for _, nc := range c.nodeClaims {
-		var node *corev1.Node
-		if id := nc.Status.ProviderID; id != "" {
-			if name, ok := c.nodeByProviderID[id]; ok {
-				node = c.nodes[name]
-			}
-		}
-		if (&StateNode{Node: node, NodeClaim: nc}).NodePool() != nodePool {
-			continue
-		}
-		if node != nil {
-			if joined == nil {
-				joined = map[string]bool{}
-			}
-			joined[node.Name] = true
-		}
-		out = append(out, &StateNode{Node: node, NodeClaim: nc})
-	}
-	for name, n := range c.nodes {
-		if joined[name] || (&StateNode{Node: n}).NodePool() != nodePool {
-			continue
-		}
-		out = append(out, &StateNode{Node: n})
-	}
-	slices.SortFunc(out, func(a, b *StateNode) int {
-		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(claimName(a), claimName(b)))
-	})
-	for _, sn := range out {
-		names := []string{sn.Name()}
-		if sn.Node != nil && sn.NodeClaim != nil && sn.NodeClaim.Name != sn.Node.Name {
-			names = append(names, sn.NodeClaim.Name)
-		}
-		sn.MarkedForDeletion = c.marked(names)
-	}
-	return out
+	return c.stateNodes(func(sn *StateNode) bool { return sn.NodePool() == nodePool })
 }
 
 // NodeClaimProviderIDs returns the providerIDs of the NodeClaims the Cluster

@@ -57,36 +57,14 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 		pvcs:        maps.Clone(c.pvcs),
 		pvs:         maps.Clone(c.pvs),
 	}
-	joined := map[string]bool{}
-	for _, nc := range c.nodeClaims {
-		sn := &StateNode{NodeClaim: nc}
-		if id := nc.Status.ProviderID; id != "" {
-			if name, ok := c.nodeByProviderID[id]; ok {
-				sn.Node = c.nodes[name]
-				joined[name] = true
-			}
-		}
-		s.Nodes = append(s.Nodes, sn)
-	}
-	for name, n := range c.nodes {
-		if !joined[name] {
-			s.Nodes = append(s.Nodes, &StateNode{Node: n})
-		}
-	}
-	slices.SortFunc(s.Nodes, func(a, b *StateNode) int {
-		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(claimName(a), claimName(b)))
-	})
+	s.Nodes = c.stateNodes(nil)
 	s.nodeIndex = make(map[string]int, len(s.Nodes))
 	for i, sn := range s.Nodes {
-		names := []string{sn.Name()}
 		if sn.Node != nil {
 			sn.Pods = c.sortedPods(sn.Node.Name, c.podsByNode[sn.Node.Name])
 			sn.podRequests, sn.podRequestsKnown = c.requestsOf(sn.Node.Name, sn.Pods), true
 		}
-		if sn.Node != nil && sn.NodeClaim != nil && sn.NodeClaim.Name != sn.Node.Name {
-			names = append(names, sn.NodeClaim.Name)
-		}
-		sn.MarkedForDeletion = c.marked(names)
+		names := sn.names()
 		sn.NominatedUntil = c.nominatedUntil(names)
 		for _, n := range names {
 			if _, dup := s.nodeIndex[n]; !dup {
@@ -107,6 +85,49 @@ func (c *Cluster) Snapshot(now time.Time) Snapshot {
 	}
 	s.nominated = c.placeNominations(&s)
 	return s
+}
+
+// stateNodes returns the cluster's nodes as a Snapshot lists them, those
+// that keep accepts (all when it is nil): each NodeClaim with the Node its
+// providerID joins it to, then each Node joined to none, sorted by name,
+// with MarkedForDeletion set. The caller holds c.mu.
+func (c *Cluster) stateNodes(keep func(*StateNode) bool) []*StateNode {
+	var out []*StateNode
+	joined := map[string]bool{}
+	for _, nc := range c.nodeClaims {
+		sn := &StateNode{NodeClaim: nc}
+		if id := nc.Status.ProviderID; id != "" {
+			if name, ok := c.nodeByProviderID[id]; ok {
+				sn.Node = c.nodes[name]
+				joined[name] = true
+			}
+		}
+		if keep == nil || keep(sn) {
+			out = append(out, sn)
+		}
+	}
+	for name, n := range c.nodes {
+		if sn := (&StateNode{Node: n}); !joined[name] && (keep == nil || keep(sn)) {
+			out = append(out, sn)
+		}
+	}
+	slices.SortFunc(out, func(a, b *StateNode) int {
+		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(claimName(a), claimName(b)))
+	})
+	for _, sn := range out {
+		sn.MarkedForDeletion = c.marked(sn.names())
+	}
+	return out
+}
+
+// names are the names marks and nominations may be recorded under: the
+// node's name and, when it differs, its NodeClaim's.
+func (n *StateNode) names() []string {
+	names := []string{n.Name()}
+	if n.Node != nil && n.NodeClaim != nil && n.NodeClaim.Name != n.Node.Name {
+		names = append(names, n.NodeClaim.Name)
+	}
+	return names
 }
 
 // claimName is the NodeClaim's name, empty for unmanaged nodes; it breaks
