@@ -258,7 +258,7 @@ func (c *Cluster) UpdatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) {
 	k := key(pdb.Namespace, pdb.Name)
 	// Only a budget that starts allowing disruptions, or whose spec or
 	// labels change, can lift a block; its status follows every pod.
-	if old, ok := c.pdbs[k]; !ok || !metaSame(&old.ObjectMeta, &pdb.ObjectMeta) ||
+	if old, ok := c.pdbs[k]; !ok || specChanged(old, pdb) ||
 		(old.Status.DisruptionsAllowed <= 0 && pdb.Status.DisruptionsAllowed > 0) {
 		c.relaxations++
 	}

@@ -44,7 +44,7 @@ func podRelaxes(old, p *corev1.Pod) bool {
 	if old.DeletionTimestamp != p.DeletionTimestamp && (old.DeletionTimestamp == nil || p.DeletionTimestamp == nil) {
 		return true
 	}
-	if podReady(old) && !podReady(p) {
+	if PodReady(old) && !PodReady(p) {
 		return true
 	}
 	if !equality.Semantic.DeepEqual(old.Labels, p.Labels) || !equality.Semantic.DeepEqual(old.Annotations, p.Annotations) {
@@ -67,7 +67,8 @@ func podRelaxes(old, p *corev1.Pod) bool {
 		!equality.Semantic.DeepEqual(old.Spec.Overhead, p.Spec.Overhead)
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -82,7 +83,7 @@ func nodeRelaxes(old, n *corev1.Node) bool {
 	if old == nil {
 		return true
 	}
-	if !metaSame(&old.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(old.Spec, n.Spec) ||
+	if specChanged(old, n) || !equality.Semantic.DeepEqual(old.Spec, n.Spec) ||
 		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) {
 		return true
 	}
@@ -106,7 +107,7 @@ func nodeClaimRelaxes(old, nc *karpv1.NodeClaim) bool {
 	if old == nil {
 		return true
 	}
-	if !metaSame(&old.ObjectMeta, &nc.ObjectMeta) || !equality.Semantic.DeepEqual(old.Spec, nc.Spec) {
+	if specChanged(old, nc) || !equality.Semantic.DeepEqual(old.Spec, nc.Spec) {
 		return true
 	}
 	a, b := old.Status, nc.Status
@@ -131,17 +132,12 @@ func nodeClaimRelaxes(old, nc *karpv1.NodeClaim) bool {
 	return false
 }
 
-// metaSame compares what of an object's metadata a decision reads.
-func metaSame(a, b *metav1.ObjectMeta) bool {
-	return a.UID == b.UID && a.Generation == b.Generation &&
-		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
-		equality.Semantic.DeepEqual(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Annotations, b.Annotations)
-}
-
-// specChanged is the relaxes of remember for kinds whose status a decision
-// does not read (NodePools, DaemonSets) or that have none it reads
-// (Namespaces): a status update, which DaemonSets and NodePools get with
-// every pod or node, is not a relaxation.
+// specChanged reports whether an object changed in what of its metadata a
+// decision reads, or in its spec (which moves its generation). It is the
+// relaxes of remember for kinds whose status a decision does not read
+// (NodePools, DaemonSets) or that have none it reads (Namespaces): a status
+// update, which DaemonSets and NodePools get with every pod or node, is not
+// a relaxation.
 func specChanged[T metav1.Object](old, obj T) bool {
 	return old.GetUID() != obj.GetUID() || old.GetGeneration() != obj.GetGeneration() ||
 		(old.GetDeletionTimestamp() == nil) != (obj.GetDeletionTimestamp() == nil) ||

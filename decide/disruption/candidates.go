@@ -149,22 +149,13 @@ func (x pdbIndex) blocking(pod *corev1.Pod) (code, message string) {
 		if p.Status.DisruptionsAllowed > 0 {
 			return "", ""
 		}
-		if !podReady(pod) && p.Spec.UnhealthyPodEvictionPolicy != nil &&
+		if !state.PodReady(pod) && p.Spec.UnhealthyPodEvictionPolicy != nil &&
 			*p.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
 			return "", ""
 		}
 		return CodePDBBlocked, fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s", p.Namespace, p.Name, pod.Name)
 	}
 	return "", ""
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // catalog looks up the price of a node's offering.
