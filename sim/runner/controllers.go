@@ -195,7 +195,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 					return nodePoolOfLabel(c.Object)
 				}},
 				{Kind: nodeGVK, Map: func(c apiserver.Change) []reconcile.Request {
-					if c.Type == apiserver.Modified && !nodeBudgetChanged(c.Old.(*corev1.Node), c.Object.(*corev1.Node)) {
+					if c.Type == apiserver.Modified && !nodepoolstatus.NodeBudgetChanged(c.Old.(*corev1.Node), c.Object.(*corev1.Node)) {
 						return nil
 					}
 					return nodePoolOfLabel(c.Object)
@@ -380,24 +380,6 @@ func nodePoolOfLabel(o client.Object) []reconcile.Request {
 		return []reconcile.Request{watch.Named(name)}
 	}
 	return nil
-}
-
-// nodeBudgetChanged is the NodePool status controller's predicate on Node
-// updates.
-func nodeBudgetChanged(before, after *corev1.Node) bool {
-	return nodeReady(before) != nodeReady(after) ||
-		before.Labels[wellknown.LabelNodePool] != after.Labels[wellknown.LabelNodePool] ||
-		before.Labels[wellknown.LabelInitialized] != after.Labels[wellknown.LabelInitialized] ||
-		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // nodePoolsOfNodeClass maps an EC2NodeClass to the NodePools that reference

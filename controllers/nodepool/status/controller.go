@@ -168,7 +168,11 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 				return !ok1 || !ok2 || NodeClaimCountChanged(before, after)
 			}})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeBudgetChanged})).
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				before, ok1 := e.ObjectOld.(*corev1.Node)
+				after, ok2 := e.ObjectNew.(*corev1.Node)
+				return !ok1 || !ok2 || NodeBudgetChanged(before, after)
+			}})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(r.nodePoolsOfNodeClass)).
 		Complete(r)
 }
@@ -194,16 +198,11 @@ func NodeClaimCountChanged(before, after *karpv1.NodeClaim) bool {
 	return false
 }
 
-// nodeBudgetChanged passes the Node updates that can change a budget: its
+// NodeBudgetChanged reports whether a Node update can change a budget: its
 // readiness, its NodePool, its initialization or the start of its deletion.
 // Nodes report status every few minutes; the rest of those updates would
 // recompute budgets for nothing.
-func nodeBudgetChanged(e event.UpdateEvent) bool {
-	before, ok1 := e.ObjectOld.(*corev1.Node)
-	after, ok2 := e.ObjectNew.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
+func NodeBudgetChanged(before, after *corev1.Node) bool {
 	return nodeReady(before) != nodeReady(after) ||
 		before.Labels[wellknown.LabelNodePool] != after.Labels[wellknown.LabelNodePool] ||
 		before.Labels[wellknown.LabelInitialized] != after.Labels[wellknown.LabelInitialized] ||

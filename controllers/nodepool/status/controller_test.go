@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -652,8 +651,8 @@ func TestNodeBudgetChanged(t *testing.T) {
 	for _, tt := range tests {
 		after := base.DeepCopy()
 		tt.change(after)
-		if got := nodeBudgetChanged(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tt.want {
-			t.Errorf("%s: nodeBudgetChanged = %v, want %v", tt.name, got, tt.want)
+		if got := NodeBudgetChanged(base, after); got != tt.want {
+			t.Errorf("%s: NodeBudgetChanged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
