@@ -393,12 +393,7 @@ func (c *Controller) markQuiet(snap state.Snapshot, changes uint64, now time.Tim
 	if c.pending != nil || len(c.inflight) > 0 || c.decideNow {
 		return
 	}
-	until := c.lastFull.Add(FullPassInterval)
-	for _, n := range snap.Nodes {
-		if n.NominatedUntil.After(now) && n.NominatedUntil.Before(until) {
-			until = n.NominatedUntil
-		}
-	}
+	until := earlier(c.lastFull.Add(FullPassInterval), nominationEnds(snap, now))
 	for _, np := range snap.NodePools {
 		if next, ok := budget.NextChange(np, now); ok && next.Before(until) {
 			until = next

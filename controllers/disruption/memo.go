@@ -56,7 +56,8 @@ func (m *consolidationMemo) holds(relaxations uint64, pools []packer.NodePool, r
 // nothing, made from in with the state at relaxations (read before the
 // snapshot was taken, so that a change racing with it is not missed).
 func newConsolidationMemo(relaxations uint64, in decide.Input, dec decide.Decision, now time.Time) *consolidationMemo {
-	m := &consolidationMemo{relaxations: relaxations, pools: poolsHash(in.Pools), budget: map[string]int{}, until: now.Add(ConsolidationMemoLimit)}
+	m := &consolidationMemo{relaxations: relaxations, pools: poolsHash(in.Pools), budget: map[string]int{},
+		until: earlier(now.Add(ConsolidationMemoLimit), timeDue(in.Snapshot, now))}
 	for pool, r := range in.Remaining {
 		m.budget[pool] = r[decide.ReasonUnderutilized]
 	}
@@ -64,18 +65,14 @@ func newConsolidationMemo(relaxations uint64, in decide.Input, dec decide.Decisi
 	for _, v := range dec.Verdicts {
 		m.verdicts[v.Node] = v
 	}
-	m.until = earlier(m.until, timeDue(in.Snapshot, now))
 	return m
 }
 
 // timeDue is the first time after now at which a node's nomination or a
 // pod's do-not-disrupt duration runs out: either may free a candidate.
 func timeDue(snap state.Snapshot, now time.Time) time.Time {
-	var due time.Time
+	due := nominationEnds(snap, now)
 	for _, n := range snap.Nodes {
-		if n.NominatedUntil.After(now) {
-			due = earlier(due, n.NominatedUntil)
-		}
 		for _, p := range n.Pods {
 			if end, ok := decide.DoNotDisruptEnds(p); ok && end.After(now) {
 				due = earlier(due, end)
@@ -83,6 +80,18 @@ func timeDue(snap state.Snapshot, now time.Time) time.Time {
 		}
 	}
 	return due
+}
+
+// nominationEnds is the first time after now at which a node's nomination
+// runs out; zero when none does.
+func nominationEnds(snap state.Snapshot, now time.Time) time.Time {
+	var first time.Time
+	for _, n := range snap.Nodes {
+		if n.NominatedUntil.After(now) {
+			first = earlier(first, n.NominatedUntil)
+		}
+	}
+	return first
 }
 
 // earlier returns the earlier of two times, a zero time being none.
