@@ -20,6 +20,15 @@ func TestSameTree(t *testing.T) {
 	if !same(a, b) {
 		t.Fatal("two descriptions of the same catalog differ")
 	}
+	// The same catalog described by another fake shares no values with a:
+	// the comparison has to walk both trees.
+	other, err := newEnv(t).p.describeInstanceTypes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[0].VCpuInfo == other[0].VCpuInfo || !same(a, other) {
+		t.Fatal("two fakes' descriptions of the same catalog differ, or share values")
+	}
 	changes := map[string]func(ts []ec2types.InstanceTypeInfo){
 		"nested pointer value": func(ts []ec2types.InstanceTypeInfo) { *ts[1].VCpuInfo.DefaultVCpus++ },
 		"pointer set to nil":   func(ts []ec2types.InstanceTypeInfo) { ts[2].MemoryInfo = nil },
@@ -29,7 +38,13 @@ func TestSameTree(t *testing.T) {
 		"one type fewer":       func(ts []ec2types.InstanceTypeInfo) {},
 	}
 	for name, change := range changes {
-		c, _ := e.p.describeInstanceTypes(e.ctx)
+		// Each changed tree comes from a fake of its own: one fake's
+		// descriptions share their nested values, as a reader may expect,
+		// and changing them in place would change a as well.
+		c, err := newEnv(t).p.describeInstanceTypes(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		change(c)
 		if name == "one type fewer" {
 			c = c[1:]

@@ -1303,3 +1303,39 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d instances, want 160", got)
 	}
 }
+
+// TestDescribeInstanceTypesRepeatsItsAnswer: a second description of the
+// catalog says exactly what the first said, and shares its nested values, so
+// that the provider's refresh finds "unchanged" at the first pointer.
+func TestDescribeInstanceTypesRepeatsItsAnswer(t *testing.T) {
+	f := fake.New(fake.Options{})
+	describe := func() []ec2types.InstanceTypeInfo {
+		var all []ec2types.InstanceTypeInfo
+		p := ec2.NewDescribeInstanceTypesPaginator(f, &ec2.DescribeInstanceTypesInput{})
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, out.InstanceTypes...)
+		}
+		return all
+	}
+	first, second := describe(), describe()
+	if len(first) == 0 || len(first) != len(second) {
+		t.Fatalf("described %d then %d types", len(first), len(second))
+	}
+	if !reflect.DeepEqual(first, second) {
+		t.Fatal("the second description differs from the first")
+	}
+	for i := range first {
+		if first[i].VCpuInfo != second[i].VCpuInfo || first[i].NetworkInfo != second[i].NetworkInfo {
+			t.Fatalf("%s: the second description built its values anew", first[i].InstanceType)
+		}
+	}
+	// A caller changing its copy's top-level fields does not change the next answer.
+	first[0].InstanceType = "changed"
+	if third := describe(); third[0].InstanceType != second[0].InstanceType {
+		t.Errorf("the next description says %s", third[0].InstanceType)
+	}
+}

@@ -24,6 +24,9 @@ type typeEntry struct {
 	it        *catalog.InstanceType
 	enis      int32
 	ipv4PerIf int32
+	// described is info(), built on first use: the catalog does not change
+	// while the fake runs.
+	described *ec2types.InstanceTypeInfo
 }
 
 type offeringKey struct{ instanceType, zone string }
@@ -130,7 +133,21 @@ func manufacturerName(m string) string {
 	return m
 }
 
-// typeInfo maps a catalog entry to the DescribeInstanceTypes shape.
+// description returns the entry's DescribeInstanceTypes shape. Every call
+// returns a copy of one struct built once, sharing its nested values: like
+// an SDK output they are for reading. The sharing also lets a caller that
+// compares today's description with the last one (the provider's refresh)
+// see at the first pointer that nothing changed, and saves building some
+// thirty small values per type on every call.
+func (t *typeEntry) description() ec2types.InstanceTypeInfo {
+	if t.described == nil {
+		info := t.info()
+		t.described = &info
+	}
+	return *t.described
+}
+
+// info maps a catalog entry to the DescribeInstanceTypes shape.
 func (t *typeEntry) info() ec2types.InstanceTypeInfo {
 	it := t.it
 	vcpu, _ := labelInt(it, wellknown.LabelInstanceCPU)
@@ -297,7 +314,7 @@ func (f *AWS) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceT
 	}
 	out := &ec2.DescribeInstanceTypesOutput{NextToken: next, InstanceTypes: make([]ec2types.InstanceTypeInfo, 0, len(page))}
 	for _, t := range page {
-		out.InstanceTypes = append(out.InstanceTypes, t.info())
+		out.InstanceTypes = append(out.InstanceTypes, t.description())
 	}
 	return out, nil
 }
