@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -19,41 +20,8 @@ import (
 // pods spread over zones, keep apart by required anti-affinity, follow an
 // affinity and bind host ports, so every memo of the cache is exercised.
 func TestCacheGivesTheSameResults(t *testing.T) {
-	zones := []string{"zone-a", "zone-b", "zone-c"}
 	daemon := pod("agent", "100m", "64Mi")
-	var nodes []packer.Node
-	for i := range 9 {
-		name := fmt.Sprintf("node-%d", i)
-		n := packer.Node{
-			Name: name, NodePool: "p",
-			Labels: map[string]string{
-				wellknown.LabelHostname: name, wellknown.LabelTopologyZone: zones[i%3], wellknown.LabelNodePool: "p",
-				wellknown.LabelInstanceType: "bench-4", wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand,
-			},
-			Allocatable: vec("4", "16Gi", "110"),
-		}
-		for j := range 4 {
-			var p *corev1.Pod
-			switch j {
-			case 3:
-				// Host ports on every other node: a moved proxy must
-				// skip the nodes whose cached ports hold its port.
-				if i%2 == 1 {
-					continue
-				}
-				p = pod(fmt.Sprintf("proxy-%d", i), "100m", "128Mi", hostPort(9100))
-			case 0:
-				p = pod(fmt.Sprintf("web-%d", i), "500m", "1Gi", spreadZone("web"))
-			case 1:
-				p = pod(fmt.Sprintf("edge-%d", i), "250m", "256Mi", antiHost("edge"))
-			default:
-				p = pod(fmt.Sprintf("batch-%d", i), fmt.Sprintf("%dm", 300+100*i), "2Gi", withLabels("team", "batch"), affZone("batch"))
-			}
-			p.Spec.NodeName = name
-			n.Pods = append(n.Pods, p)
-		}
-		nodes = append(nodes, n)
-	}
+	nodes := cacheTestNodes()
 	base := packer.Input{Nodes: nodes, NodePools: []packer.NodePool{pool("p", 8)}, DaemonSetPods: []*corev1.Pod{daemon}}
 
 	without := func(in packer.Input, gone int) packer.Input {
@@ -95,4 +63,101 @@ func TestCacheGivesTheSameResults(t *testing.T) {
 	relabelled.Labels = map[string]string{"app": "other"}
 	base.Nodes[4].Pods = []*corev1.Pod{&relabelled, base.Nodes[4].Pods[1], base.Nodes[4].Pods[2]}
 	check("second round")
+}
+
+// cacheTestNodes are nine nodes over three zones whose pods spread over
+// zones, keep apart by required anti-affinity, follow an affinity and bind
+// host ports, so that every memo of a Cache is exercised.
+func cacheTestNodes() []packer.Node {
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	var nodes []packer.Node
+	for i := range 9 {
+		name := fmt.Sprintf("node-%d", i)
+		n := packer.Node{
+			Name: name, NodePool: "p",
+			Labels: map[string]string{
+				wellknown.LabelHostname: name, wellknown.LabelTopologyZone: zones[i%3], wellknown.LabelNodePool: "p",
+				wellknown.LabelInstanceType: "bench-4", wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+			},
+			Allocatable: vec("4", "16Gi", "110"),
+		}
+		for j := range 4 {
+			var p *corev1.Pod
+			switch j {
+			case 3:
+				// Host ports on every other node: a moved proxy must
+				// skip the nodes whose cached ports hold its port.
+				if i%2 == 1 {
+					continue
+				}
+				p = pod(fmt.Sprintf("proxy-%d", i), "100m", "128Mi", hostPort(9100))
+			case 0:
+				p = pod(fmt.Sprintf("web-%d", i), "500m", "1Gi", spreadZone("web"))
+			case 1:
+				p = pod(fmt.Sprintf("edge-%d", i), "250m", "256Mi", antiHost("edge"))
+			default:
+				p = pod(fmt.Sprintf("batch-%d", i), fmt.Sprintf("%dm", 300+100*i), "2Gi", withLabels("team", "batch"), affZone("batch"))
+			}
+			p.Spec.NodeName = name
+			n.Pods = append(n.Pods, p)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// A Cache kept from one FeasibleNodes call to the next, as the simulated
+// scheduler keeps one from pod to pod, changes no verdict: every kind of
+// pod is judged on every node with the kept cache and without one, then
+// again after pod lists were replaced (one emptied, one pod relabelled, one
+// pod deleting, in a new list of the same length) and after a node left and
+// RetainNodes forgot it.
+func TestKeptCacheGivesTheSameFeasibility(t *testing.T) {
+	nodes := cacheTestNodes()
+	ns := map[string]map[string]string{"default": {"kubernetes.io/metadata.name": "default"}}
+	pods := []*corev1.Pod{
+		pod("web-new", "500m", "1Gi", spreadZone("web")),
+		pod("edge-new", "250m", "256Mi", antiHost("edge")),
+		pod("proxy-new", "100m", "128Mi", hostPort(9100)),
+		pod("batch-new", "300m", "2Gi", withLabels("team", "batch"), affZone("batch")),
+		pod("plain", "1", "1Gi"),
+	}
+	cache := packer.NewCache()
+	check := func(round string) {
+		t.Helper()
+		all := make([]int, len(nodes))
+		for i := range all {
+			all[i] = i
+		}
+		judged := 0
+		for _, p := range pods {
+			want := packer.FeasibleNodes(p, nodes, all, ns)
+			got := cache.FeasibleNodes(p, nodes, all, ns)
+			for i := range all {
+				if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+					t.Fatalf("%s: %s on %s: with the kept cache %v, without %v", round, p.Name, nodes[i].Name, got[i], want[i])
+				}
+				if want[i] != nil {
+					judged++
+				}
+			}
+		}
+		if judged == 0 {
+			t.Fatalf("%s: every pod fits everywhere; the test checks nothing", round)
+		}
+	}
+	check("first round")
+	nodes = slices.Clone(nodes)
+	nodes[1].Pods = nil
+	relabelled := *nodes[4].Pods[1]
+	relabelled.Labels = map[string]string{"app": "other"}
+	nodes[4].Pods = []*corev1.Pod{nodes[4].Pods[0], &relabelled, nodes[4].Pods[2]}
+	deleting := *nodes[7].Pods[1]
+	deleting.DeletionTimestamp = &metav1.Time{}
+	nodes[7].Pods = append([]*corev1.Pod{nodes[7].Pods[0], &deleting}, nodes[7].Pods[2:]...)
+	check("second round")
+	gone := nodes[0].Name
+	nodes = nodes[1:]
+	cache.RetainNodes(func(name string) bool { return name != gone })
+	check("third round")
 }

@@ -31,7 +31,7 @@ func Feasible(pod *corev1.Pod, nodes []Node, i int, namespaceLabels map[string]m
 	if i < 0 || i >= len(nodes) {
 		return fmt.Errorf("node index %d out of range [0, %d)", i, len(nodes))
 	}
-	return newFeasibility(pod, nodes, namespaceLabels).on(i)
+	return newFeasibility(pod, nodes, namespaceLabels, nil).on(i)
 }
 
 // FeasibleNodes reports Feasible's verdict for pod on each of the nodes
@@ -40,6 +40,19 @@ func Feasible(pod *corev1.Pod, nodes []Node, i int, namespaceLabels map[string]m
 // for all of them, so a scheduler that asks about every node pays for one
 // Feasible call instead of one per node.
 func FeasibleNodes(pod *corev1.Pod, nodes []Node, candidates []int, namespaceLabels map[string]map[string]string) []error {
+	return (*Cache)(nil).FeasibleNodes(pod, nodes, candidates, namespaceLabels)
+}
+
+// FeasibleNodes is the package's FeasibleNodes with what it derives from
+// each node's pods (host ports, spread keys, anti-affinity terms, how many
+// pods a term selects) kept in c for the next call: a scheduler that asks
+// about pod after pod, on nodes whose pods mostly stay the same, then pays
+// for a node's pods only when they change. What c keeps is found again only
+// for a node with the very pod list it was derived from (the same slice and
+// length, which the caller must not change in place), and resolved terms
+// depend on the namespaces' labels: when those change, use a new Cache. A
+// nil c keeps nothing between calls.
+func (c *Cache) FeasibleNodes(pod *corev1.Pod, nodes []Node, candidates []int, namespaceLabels map[string]map[string]string) []error {
 	out := make([]error, len(candidates))
 	var f *feasibility
 	for k, i := range candidates {
@@ -48,7 +61,7 @@ func FeasibleNodes(pod *corev1.Pod, nodes []Node, candidates []int, namespaceLab
 			continue
 		}
 		if f == nil {
-			f = newFeasibility(pod, nodes, namespaceLabels)
+			f = newFeasibility(pod, nodes, namespaceLabels, c)
 		}
 		out[k] = f.on(i)
 	}
@@ -81,7 +94,7 @@ type feasibility struct {
 	light []*bin
 }
 
-func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]map[string]string) *feasibility {
+func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]map[string]string, cache *Cache) *feasibility {
 	f := &feasibility{pod: pod, nodes: nodes}
 	s := newState(namespaceLabels, false)
 	// Node affinity with matchFields is judged per node (on) and dropped
@@ -131,9 +144,13 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 			}
 		}
 	}
-	// addNode and addOwnerGroups both read each node's facts: derive
-	// them once.
-	s.cache = &Cache{facts: make(map[string]*nodeFacts, len(nodes))}
+	// addNode and addOwnerGroups both read each node's facts: without a
+	// cache from the caller, derive them once for this call.
+	counts := cache
+	if cache == nil {
+		cache = &Cache{facts: make(map[string]*nodeFacts, len(nodes))}
+	}
+	s.cache = cache
 	for k := range nodes {
 		s.addNode(&nodes[k])
 	}
@@ -143,7 +160,7 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
 		}
 	}
-	s.countExisting(nil)
+	s.countExisting(counts)
 	s.registerDomains()
 	s.link(sh)
 	f.s, f.sh, f.v = s, sh, s.newVariant(sh, nil, taints.Blocking)

@@ -291,6 +291,27 @@ func (c *Cache) selected(t *term, n *Node) int32 {
 
 // table returns the type table of np, from the cache when it holds one
 // built from the same pool and DaemonSet pods.
+// RetainNodes drops what the cache keeps about nodes keep does not name,
+// so that a cache that lives as long as the cluster does not grow with
+// every node that ever was.
+func (c *Cache) RetainNodes(keep func(node string) bool) {
+	for name := range c.facts {
+		if !keep(name) {
+			delete(c.facts, name)
+		}
+	}
+	for sig, byNode := range c.selections {
+		for name := range byNode {
+			if !keep(name) {
+				delete(byNode, name)
+			}
+		}
+		if len(byNode) == 0 {
+			delete(c.selections, sig)
+		}
+	}
+}
+
 func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
 	if c == nil {
 		return newTypeTable(np, daemons, daemonAlts)

@@ -80,6 +80,11 @@ type Binder struct {
 	// so that a pass rebuilds only what changed since the last one (see
 	// cluster).
 	views views
+	// feasible keeps, between passes, what the feasibility checks derive
+	// from each node's pods. Its entries hold on to the pod list they came
+	// from, and views replaces a node's list rather than changing it, so an
+	// entry is found again only while the node's pods are what they were.
+	feasible *packer.Cache
 }
 
 // views is the cluster as the last pass saw it: the nodes in name order and,
@@ -265,6 +270,9 @@ func (b *Binder) cluster() *cluster {
 			order = append(order, nv)
 		}
 		v.byName, v.order, v.nodeStamp = byName, order, st
+		if b.feasible != nil {
+			b.feasible.RetainNodes(func(name string) bool { return byName[name] != nil })
+		}
 	}
 	if st := b.api.Stamp(namespaceGVK); !v.built || st != v.nsStamp {
 		v.nsLabel = map[string]map[string]string{}
@@ -272,6 +280,8 @@ func (b *Binder) cluster() *cluster {
 			v.nsLabel[o.GetName()] = o.GetLabels()
 		}
 		v.nsStamp = st
+		// Anti-affinity terms are resolved against the namespaces' labels.
+		b.feasible = packer.NewCache()
 	}
 	v.built = true
 	refreshed := false
@@ -413,7 +423,7 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, 
 	// The nodes left for the full check are judged together: the packer
 	// builds its view of the cluster once for the pod, not once per node.
 	if len(rest) > 0 {
-		for k, err := range packer.FeasibleNodes(pod, cl.packed, rest, cl.nsLabel) {
+		for k, err := range b.feasible.FeasibleNodes(pod, cl.packed, rest, cl.nsLabel) {
 			if err != nil {
 				reasons[err.Error()]++
 				continue
