@@ -77,8 +77,14 @@ func (n *StateNode) PackerNode() packer.Node {
 		Labels:        n.Labels(),
 		Taints:        n.Taints(),
 		Allocatable:   resources.NewVector(n.Allocatable()),
-		Pods:          slices.Concat(n.Pods, n.Daemons, n.NominatedPods),
+		Pods:          n.Pods,
 		Unschedulable: n.Unschedulable(),
+	}
+	// Most nodes have neither: their list is then the state's own (full,
+	// so that appending copies), the same slice from snapshot to snapshot
+	// while the pods stay, which lets a kept packer.Cache recognise it.
+	if len(n.Daemons) > 0 || len(n.NominatedPods) > 0 {
+		out.Pods = slices.Concat(n.Pods, n.Daemons, n.NominatedPods)
 	}
 	if out.InFlight {
 		out.Requirements = n.Requirements()

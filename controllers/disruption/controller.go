@@ -250,6 +250,10 @@ type Controller struct {
 	memo *consolidationMemo
 	// pools keeps the NodePools replacements launch from, between passes.
 	pools provisioning.PoolMemo
+	// packing is the packer cache the decisions and validations share
+	// (decide.Options.Cache): each node's pods are read for packing again
+	// only when they change.
+	packing *packer.Cache
 }
 
 var _ reconcile.Reconciler = (*Controller)(nil)
@@ -495,8 +499,25 @@ func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining m
 			SpotToSpot:       c.opts.SpotToSpot,
 			PreferencePolicy: c.opts.PreferencePolicy,
 			MaxInstanceTypes: c.opts.MaxInstanceTypes,
+			Cache:            c.packingCache(snap),
 		},
 	}
+}
+
+// packingCache returns the packer cache kept between decisions, first
+// letting go of nodes that are gone once they could be a good part of it.
+func (c *Controller) packingCache(snap state.Snapshot) *packer.Cache {
+	if c.packing == nil {
+		c.packing = packer.NewCache()
+	}
+	if c.packing.Nodes() > 2*len(snap.Nodes)+64 {
+		live := make(map[string]bool, len(snap.Nodes))
+		for _, n := range snap.Nodes {
+			live[n.Name()] = true
+		}
+		c.packing.RetainNodes(func(name string) bool { return live[name] })
+	}
+	return c.packing
 }
 
 // Remaining returns, per NodePool of the snapshot and budgeted reason, how

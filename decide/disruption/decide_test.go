@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
 var (
@@ -250,6 +253,49 @@ func TestConsolidation(t *testing.T) {
 		}
 		if got := codes(d, n); !slices.Equal(got, []string{CodeNotCheaper}) {
 			t.Fatalf("codes = %v (%v)", got, d.Blocked)
+		}
+	})
+	t.Run("a cache kept between decisions changes none of them", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, []string{wellknown.CapacityTypeOnDemand})
+		a := f.node(nodeSpec{pool: "p", itype: x2})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge})
+		c := f.node(nodeSpec{pool: "p", itype: xlarge})
+		// solo pods keep apart: whether a's can move to b or c depends on
+		// the pods those run, which the cache counts.
+		solo := func(p *corev1.Pod) {
+			p.Labels["app"] = "solo"
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "solo"}}, TopologyKey: wellknown.LabelHostname,
+			}}}}
+		}
+		f.pod("a1", a, "1", "2Gi", solo)
+		f.pod("b1", b, "1500m", "1Gi")
+		f.pod("c1", c, "500m", "1Gi")
+		kept := packer.NewCache()
+		steps := []func(){
+			func() {},
+			// a1 may no longer go to b or c: the cache must count their
+			// new pods.
+			func() {
+				f.pod("b2", b, "100m", "128Mi", solo)
+				f.pod("c2", c, "100m", "128Mi", solo)
+			},
+		}
+		var commands []string
+		for i, step := range steps {
+			step()
+			fresh := Decide(f.input())
+			in := f.input()
+			in.Options.Cache = kept
+			got := Decide(in)
+			if fmt.Sprint(got.Command) != fmt.Sprint(fresh.Command) || !reflect.DeepEqual(got.Blocked, fresh.Blocked) {
+				t.Fatalf("step %d: with the kept cache %v %v, with a fresh one %v %v", i, got.Command, got.Blocked, fresh.Command, fresh.Blocked)
+			}
+			commands = append(commands, fmt.Sprint(fresh.Command))
+		}
+		if commands[0] == commands[1] {
+			t.Fatalf("the new solo pods changed no decision (%s): the test checks nothing", commands[0])
 		}
 	})
 	t.Run("skipped: earlier verdicts stand for candidates still kept", func(t *testing.T) {

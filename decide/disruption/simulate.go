@@ -39,7 +39,10 @@ func newWorld(in *Input) *world {
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
 	// Every simulation of this decision packs onto the same pools: their
 	// instance-type tables are built once.
-	w.base.Cache = packer.NewCache()
+	w.base.Cache = in.Options.Cache
+	if w.base.Cache == nil {
+		w.base.Cache = packer.NewCache()
+	}
 	w.pending = snap.ProvisionablePods()
 	w.cooling = make([]bool, len(w.base.Nodes))
 	w.drifted = make([]bool, len(w.base.Nodes))

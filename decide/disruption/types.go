@@ -226,6 +226,13 @@ type Options struct {
 	SkipConsolidation bool
 	Verdicts          map[string]Blocked
 
+	// Cache, when set, is the packer cache the decision's packings share
+	// (a new one otherwise). A caller that decides again and again on a
+	// cluster that changes a little, as the disruption controller does,
+	// keeps one between decisions: what packing derives from a node's pods
+	// is then derived again only when they change. It changes no result.
+	Cache *packer.Cache
+
 	// maxCandidates caps the candidates the consolidation search
 	// considers, as Karpenter does (100); 0 means no cap. Only the
 	// benchmarks set it, to compare.

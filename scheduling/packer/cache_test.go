@@ -161,3 +161,47 @@ func TestKeptCacheGivesTheSameFeasibility(t *testing.T) {
 	cache.RetainNodes(func(name string) bool { return name != gone })
 	check("third round")
 }
+
+// A Cache kept across packings whose namespaces' labels change (a new
+// labels map each time, as each snapshot builds) resolves the running pods'
+// anti-affinity terms again: a guard that keeps team=web namespaces' pods
+// off its node stops doing so for a namespace that loses the label.
+func TestKeptCacheFollowsNamespaceLabels(t *testing.T) {
+	guard := pod("guard", "100m", "128Mi")
+	guard.Namespace = "ops"
+	guard.Spec.NodeName = "node-0"
+	guard.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}},
+		TopologyKey:       wellknown.LabelHostname,
+	}}}}
+	node := packer.Node{
+		Name: "node-0", NodePool: "p",
+		Labels: map[string]string{
+			wellknown.LabelHostname: "node-0", wellknown.LabelTopologyZone: "zone-a", wellknown.LabelNodePool: "p",
+			wellknown.LabelInstanceType: "bench-4", wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+		},
+		Allocatable: vec("4", "16Gi", "110"),
+		Pods:        []*corev1.Pod{guard},
+	}
+	web := pod("web-1", "500m", "1Gi", withLabels("app", "web"))
+	web.Namespace = "shop"
+	cache := packer.NewCache()
+	var placed []bool
+	for _, shopLabels := range []map[string]string{{"team": "web"}, {"team": "other"}, {"team": "web"}} {
+		in := packer.Input{
+			Nodes: []packer.Node{node}, NodePools: []packer.NodePool{pool("p", 8)}, Pods: []*corev1.Pod{web},
+			NamespaceLabels: map[string]map[string]string{"ops": {}, "shop": shopLabels},
+		}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("shop labelled %v: with the kept cache %v, without %v", shopLabels, claimSummary(got), claimSummary(want))
+		}
+		placed = append(placed, len(want.Placements) == 1)
+	}
+	if !slices.Equal(placed, []bool{false, true, false}) {
+		t.Fatalf("web placed on the guard's node: %v, want only while shop is not team=web", placed)
+	}
+}

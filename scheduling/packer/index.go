@@ -3,6 +3,7 @@ package packer
 import (
 	"math"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strings"
 	"unsafe"
@@ -179,7 +180,10 @@ func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requiremen
 // the same. It is not safe for concurrent
 // use. The zero value is not usable: call NewCache.
 type Cache struct {
-	tables map[*NodePool]*typeTable
+	// tables holds one table per NodePool name, for the very NodePool
+	// value it was built from: a Cache kept across decisions, each with
+	// its own copies of the pools, holds no more than one per pool.
+	tables map[string]*typeTable
 	// selections memoizes, per term signature and node name, how many of the
 	// node's pods the term selects, with the pod list it was counted from:
 	// a node whose list is another (or changed length) is counted again.
@@ -197,7 +201,7 @@ type selectedCount struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{tables: map[*NodePool]*typeTable{}, selections: map[string]map[string]selectedCount{}, facts: map[string]*nodeFacts{}}
+	return &Cache{tables: map[string]*typeTable{}, selections: map[string]map[string]selectedCount{}, facts: map[string]*nodeFacts{}}
 }
 
 // nodeFacts are what packing derives from a node's pods alone. Building a
@@ -215,19 +219,23 @@ type nodeFacts struct {
 	// anti are the pods, not being deleted, with required pod
 	// anti-affinity terms.
 	anti []*corev1.Pod
-	// antiTerms are those pods' terms, resolved (see ownerTerms).
-	antiTerms []term
-	resolved  bool
+	// antiTerms are those pods' terms, resolved (see ownerTerms) against
+	// the namespace labels resolvedNS. Holding the map keeps another from
+	// taking its address.
+	antiTerms  []term
+	resolvedNS map[string]map[string]string
 }
 
 // ownerTerms returns the resolved required anti-affinity terms of the
 // node's pods, in pod and term order, leaving out terms that do not
-// resolve. Resolving reads the namespaces' labels, which a Cache's Solves
-// share, so a cached node resolves its terms once.
+// resolve. Resolving reads the namespaces' labels: the terms are resolved
+// once per namespace-labels map, which the Solves of one decision share (a
+// caller that keeps a Cache longer builds a new map when labels change).
 func (f *nodeFacts) ownerTerms(s *state) []term {
-	if f.resolved {
+	if f.resolvedNS != nil && reflect.ValueOf(f.resolvedNS).Pointer() == reflect.ValueOf(s.nsLabels).Pointer() {
 		return f.antiTerms
 	}
+	f.antiTerms = nil
 	for _, p := range f.anti {
 		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if rt, err := s.resolveTerm(p, t); err == nil {
@@ -235,7 +243,7 @@ func (f *nodeFacts) ownerTerms(s *state) []term {
 			}
 		}
 	}
-	f.resolved = true
+	f.resolvedNS = s.nsLabels
 	return f.antiTerms
 }
 
@@ -291,6 +299,9 @@ func (c *Cache) selected(t *term, n *Node) int32 {
 
 // table returns the type table of np, from the cache when it holds one
 // built from the same pool and DaemonSet pods.
+// Nodes is how many nodes the cache keeps facts about.
+func (c *Cache) Nodes() int { return len(c.facts) }
+
 // RetainNodes drops what the cache keeps about nodes keep does not name,
 // so that a cache that lives as long as the cluster does not grow with
 // every node that ever was.
@@ -316,11 +327,11 @@ func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requir
 	if c == nil {
 		return newTypeTable(np, daemons, daemonAlts)
 	}
-	if t, ok := c.tables[np]; ok && slices.Equal(t.daemons, daemons) {
+	if t, ok := c.tables[np.Name]; ok && t.np == np && slices.Equal(t.daemons, daemons) {
 		return t
 	}
 	t := newTypeTable(np, daemons, daemonAlts)
-	c.tables[np] = t
+	c.tables[np.Name] = t
 	return t
 }
 
