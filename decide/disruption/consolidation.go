@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -282,18 +284,71 @@ func (w *world) multiNode(cands []*Candidate) *Command {
 	return best
 }
 
-// singleNode returns the first candidate that can be deleted or replaced by
-// one cheaper node, and why each candidate before it could not.
-func (w *world) singleNode(cands []*Candidate) (*Command, []Blocked) {
-	var blocked []Blocked
-	for _, c := range cands {
-		cmd, why := w.command([]*Candidate{c}, true)
-		if cmd != nil {
-			return cmd, blocked
-		}
-		blocked = append(blocked, *why)
+// search is consolidation's search: multiNode, then, when it finds
+// nothing, single-node consolidation, which takes the first candidate that
+// can be deleted or replaced by one cheaper node on its own, and reports
+// why each candidate before it could not (verdicts; nil when multiNode
+// found the command).
+//
+// The packings run on two goroutines. Each is a pure function of the world
+// and its candidates, so the packings that come later in that order can
+// start while earlier ones run, and the answer is the one the sequential
+// order gives; a packing started for nothing (after the command was found)
+// is dropped. The second goroutine packs with the cache's sibling, as a
+// cache is for one goroutine at a time. Both have finished when search
+// returns.
+func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
+	if len(cands) == 0 {
+		return nil, nil
 	}
-	return nil, blocked
+	w.room() // built before the goroutines share the world
+	type result struct {
+		cmd  *Command
+		why  *Blocked
+		done chan struct{}
+	}
+	// Task 0 is multi-node consolidation; task i is candidate i-1 alone.
+	results := make([]result, len(cands)+1)
+	for i := range results {
+		results[i].done = make(chan struct{})
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	work := func(wk *world) {
+		defer wg.Done()
+		for !stop.Load() {
+			i := int(next.Add(1)) - 1
+			if i >= len(results) {
+				return
+			}
+			r := &results[i]
+			if i == 0 {
+				r.cmd = wk.multiNode(cands)
+			} else {
+				r.cmd, r.why = wk.command(cands[i-1:i], true)
+			}
+			close(r.done)
+		}
+	}
+	other := *w
+	other.base.Cache = w.base.Cache.Sibling()
+	wg.Add(2)
+	go work(w)
+	go work(&other)
+	defer wg.Wait()
+	defer stop.Store(true)
+	for i := range results {
+		r := &results[i]
+		<-r.done
+		if r.cmd != nil {
+			return r.cmd, verdicts
+		}
+		if r.why != nil {
+			verdicts = append(verdicts, *r.why)
+		}
+	}
+	return nil, verdicts
 }
 
 // withinBudget keeps the candidates, in order, that the reason's budget of

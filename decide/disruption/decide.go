@@ -175,11 +175,7 @@ func (d *decider) consolidation() (*Command, []Blocked) {
 		}
 		return nil, blocked
 	}
-	w := d.sim()
-	if cmd := w.multiNode(kept); cmd != nil {
-		return cmd, blocked
-	}
-	cmd, why := w.singleNode(kept)
+	cmd, why := d.sim().search(kept)
 	d.verdicts = why
 	return cmd, append(blocked, why...)
 }

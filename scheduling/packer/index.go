@@ -191,6 +191,8 @@ type Cache struct {
 	// facts memoizes, per node name, what packing derives from the node's
 	// pods alone, with the pod list it was derived from.
 	facts map[string]*nodeFacts
+	// sibling is the cache Sibling returns, made on first use.
+	sibling *Cache
 }
 
 type selectedCount struct {
@@ -302,10 +304,24 @@ func (c *Cache) selected(t *term, n *Node) int32 {
 // Nodes is how many nodes the cache keeps facts about.
 func (c *Cache) Nodes() int { return len(c.facts) }
 
+// Sibling returns a second cache kept with c (the same one every time),
+// for packings of the same cluster that run on another goroutine while c's
+// run: a Cache is for one goroutine at a time. RetainNodes on c also trims
+// the sibling.
+func (c *Cache) Sibling() *Cache {
+	if c.sibling == nil {
+		c.sibling = NewCache()
+	}
+	return c.sibling
+}
+
 // RetainNodes drops what the cache keeps about nodes keep does not name,
 // so that a cache that lives as long as the cluster does not grow with
 // every node that ever was.
 func (c *Cache) RetainNodes(keep func(node string) bool) {
+	if c.sibling != nil {
+		c.sibling.RetainNodes(keep)
+	}
 	for name := range c.facts {
 		if !keep(name) {
 			delete(c.facts, name)
