@@ -134,6 +134,19 @@ func (s *Server) PDBStatus(pdb *policyv1.PodDisruptionBudget) policyv1.PodDisrup
 	return s.pdbStatusLocked(pdb)
 }
 
+// BudgetsSelecting returns the keys of the budgets in the pod's namespace
+// that select it, in name order.
+func (s *Server) BudgetsSelecting(pod *corev1.Pod) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pdbs := s.pdbsForLocked(pod)
+	out := make([]types.NamespacedName, 0, len(pdbs))
+	for _, pdb := range pdbs {
+		out = append(out, types.NamespacedName{Namespace: pdb.Namespace, Name: pdb.Name})
+	}
+	return out
+}
+
 // pdbsForLocked returns the budgets in the pod's namespace that select it.
 func (s *Server) pdbsForLocked(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
 	var out []*policyv1.PodDisruptionBudget

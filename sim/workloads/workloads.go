@@ -46,6 +46,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +58,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,10 +135,10 @@ func Controllers(api *apiserver.Server, clk clock.PassiveClock, opts Options) []
 		}},
 		{Name: NameDisruption, Reconciler: &disruptionBudgets{b}, Watches: []watch.Watch{
 			watch.Own(pdbGVK),
-			watch.Map(podGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
-			watch.Map(deploymentGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
-			watch.Map(replicaSetGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
-			watch.Map(statefulSetGVK, func(o client.Object) []reconcile.Request { return budgetsInNamespace(api, o.GetNamespace()) }),
+			{Kind: podGVK, Map: func(c apiserver.Change) []reconcile.Request { return budgetsForPod(api, c) }},
+			{Kind: deploymentGVK, Map: func(c apiserver.Change) []reconcile.Request { return budgetsForScale(api, c) }},
+			{Kind: replicaSetGVK, Map: func(c apiserver.Change) []reconcile.Request { return budgetsForScale(api, c) }},
+			{Kind: statefulSetGVK, Map: func(c apiserver.Change) []reconcile.Request { return budgetsForScale(api, c) }},
 		}},
 	}
 }
@@ -158,6 +161,88 @@ func allOf(api *apiserver.Server, gvk schema.GroupVersionKind) []reconcile.Reque
 		out = append(out, watch.Key(o))
 	}
 	return out
+}
+
+// budgetsForPod maps a pod's change to the budgets whose status it can
+// move: those selecting the pod before or after the change, and only when
+// the change touches what a budget's status reads (the pod's labels and
+// controller, whether it is deleting, finished or ready). Most pod changes,
+// a binding or a condition other than Ready, touch none of it.
+func budgetsForPod(api *apiserver.Server, c apiserver.Change) []reconcile.Request {
+	pod, ok := c.Object.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	old, _ := c.Old.(*corev1.Pod)
+	if c.Type == apiserver.Modified && old != nil && !budgetFieldsChanged(old, pod) {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, k := range api.BudgetsSelecting(pod) {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	if old != nil && !maps.Equal(old.Labels, pod.Labels) {
+		for _, k := range api.BudgetsSelecting(old) {
+			if !slices.ContainsFunc(out, func(r reconcile.Request) bool { return r.NamespacedName == k }) {
+				out = append(out, reconcile.Request{NamespacedName: k})
+			}
+		}
+	}
+	return out
+}
+
+// budgetsForScale maps a change of a pod controller to the budgets of its
+// namespace, when the change can move the pods a budget expects: the
+// controller came or went, or its spec.replicas or its own controller
+// changed. A status update (ready replicas, every time a pod becomes
+// ready) cannot.
+func budgetsForScale(api *apiserver.Server, c apiserver.Change) []reconcile.Request {
+	if c.Type == apiserver.Modified && c.Old != nil && !scaleChanged(c.Old, c.Object) {
+		return nil
+	}
+	return budgetsInNamespace(api, c.Object.GetNamespace())
+}
+
+// scaleChanged reports whether an update changed what the eviction
+// subresource reads of a pod controller for a budget's expected pods.
+func scaleChanged(old, cur client.Object) bool {
+	replicas := func(o client.Object) (*int32, bool) {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			return o.Spec.Replicas, true
+		case *appsv1.ReplicaSet:
+			return o.Spec.Replicas, true
+		case *appsv1.StatefulSet:
+			return o.Spec.Replicas, true
+		}
+		return nil, false
+	}
+	a, okA := replicas(old)
+	b, okB := replicas(cur)
+	if !okA || !okB || (a == nil) != (b == nil) || (a != nil && *a != *b) {
+		return true
+	}
+	oc, cc := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
+	return (oc == nil) != (cc == nil) || (oc != nil && oc.UID != cc.UID)
+}
+
+// budgetFieldsChanged reports whether a pod's update changed anything a
+// budget's status is computed from (see apiserver's PDBStatus).
+func budgetFieldsChanged(old, cur *corev1.Pod) bool {
+	finished := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}
+	controller := func(p *corev1.Pod) types.UID {
+		if c := metav1.GetControllerOf(p); c != nil {
+			return c.UID
+		}
+		return ""
+	}
+	return !maps.Equal(old.Labels, cur.Labels) ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+		finished(old) != finished(cur) ||
+		podReady(old) != podReady(cur) ||
+		controller(old) != controller(cur)
 }
 
 // budgetsInNamespace maps to the PodDisruptionBudgets of a namespace.

@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -283,5 +284,148 @@ func TestBudgetStatusFollowsPods(t *testing.T) {
 	got := simtest.Get(t, w.api, "apps", "web", &policyv1.PodDisruptionBudget{})
 	if s := got.Status; s.ExpectedPods != 4 || s.CurrentHealthy != 4 || s.DesiredHealthy != 3 || s.DisruptionsAllowed != 1 {
 		t.Errorf("status %s", fmt.Sprintf("%+v", s))
+	}
+	// Scaling the Deployment moves the pods the budget expects.
+	d = simtest.Get(t, w.api, "apps", "web", &appsv1.Deployment{})
+	d.Spec.Replicas = ptr(int32(8))
+	if err := w.api.Update(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	w.settle()
+	got = simtest.Get(t, w.api, "apps", "web", &policyv1.PodDisruptionBudget{})
+	if s := got.Status; s.ExpectedPods != 8 || s.DesiredHealthy != 6 {
+		t.Errorf("after scaling to 8: status %+v", s)
+	}
+}
+
+func TestScaleChanged(t *testing.T) {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs", Namespace: "apps",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-1", Controller: ptr(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(3))}}
+	cases := map[string]struct {
+		change func(rs *appsv1.ReplicaSet)
+		want   bool
+	}{
+		"ready replicas": {func(rs *appsv1.ReplicaSet) { rs.Status.ReadyReplicas = 2 }, false},
+		"annotated":      {func(rs *appsv1.ReplicaSet) { rs.Annotations = map[string]string{"a": "b"} }, false},
+		"scaled":         {func(rs *appsv1.ReplicaSet) { rs.Spec.Replicas = ptr(int32(4)) }, true},
+		"default scale":  {func(rs *appsv1.ReplicaSet) { rs.Spec.Replicas = nil }, true},
+		"orphaned":       {func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = nil }, true},
+	}
+	for name, tc := range cases {
+		cur := rs.DeepCopy()
+		tc.change(cur)
+		if got := scaleChanged(rs, cur); got != tc.want {
+			t.Errorf("%s: scaleChanged = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestBudgetStatusFollowsWhatItReads: a budget's stored status is what the
+// eviction subresource computes after every kind of pod change, now that
+// only changes to what a status reads wake the budget: a pod losing and
+// regaining readiness, a pod relabelled out of the selector, a pod being
+// deleted, and a change the status does not read (a condition other than
+// Ready).
+func TestBudgetStatusFollowsWhatItReads(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	// Bare pods: no controller's status moves with them, so only the pod
+	// watch can wake the budget.
+	for i := range 4 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: "apps", Labels: map[string]string{"app": "web"}},
+			Spec: template("web").Spec}
+		simtest.Create(w.t, w.api, p)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "apps"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: ptr(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	simtest.Create(w.t, w.api, pdb)
+	w.settle()
+	pod := func(i int) *corev1.Pod {
+		var pods corev1.PodList
+		if err := w.api.List(ctx, &pods, client.InNamespace("apps"), client.MatchingLabels{"app": "web"}); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+		return &pods.Items[i]
+	}
+	setReady := func(p *corev1.Pod, s corev1.ConditionStatus) {
+		p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: s})
+		if err := w.api.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+	}{
+		{"ready at first", func() {
+			for i := range 4 {
+				setReady(pod(i), corev1.ConditionTrue)
+			}
+		}},
+		{"one pod unready", func() { setReady(pod(0), corev1.ConditionFalse) }},
+		{"another condition", func() {
+			p := pod(1)
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "example.com/Warm", Status: corev1.ConditionTrue})
+			if err := w.api.Status().Update(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"relabelled out", func() {
+			p := pod(2)
+			p.Labels = map[string]string{"app": "elsewhere"}
+			if err := w.api.Update(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"ready again", func() { setReady(pod(0), corev1.ConditionTrue) }},
+		{"deleted", func() {
+			if err := w.api.Delete(ctx, pod(1)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	var healthy []int32
+	for _, step := range steps {
+		step.change()
+		w.settle()
+		stored := simtest.Get(t, w.api, "apps", "web", &policyv1.PodDisruptionBudget{})
+		live := w.api.PDBStatus(stored)
+		if stored.Status.CurrentHealthy != live.CurrentHealthy || stored.Status.ExpectedPods != live.ExpectedPods ||
+			stored.Status.DesiredHealthy != live.DesiredHealthy || stored.Status.DisruptionsAllowed != live.DisruptionsAllowed {
+			t.Fatalf("%s: stored status %+v, the eviction subresource computes %+v", step.name, stored.Status, live)
+		}
+		healthy = append(healthy, stored.Status.CurrentHealthy)
+	}
+	if slices.Equal(healthy, []int32{healthy[0], healthy[0], healthy[0], healthy[0], healthy[0], healthy[0]}) {
+		t.Fatalf("healthy pods stayed %d through every step: the test checks nothing", healthy[0])
+	}
+}
+
+func TestBudgetFieldsChanged(t *testing.T) {
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps", Labels: map[string]string{"app": "web"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs-1", Controller: ptr(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	cases := map[string]struct {
+		change func(p *corev1.Pod)
+		want   bool
+	}{
+		"bound":           {func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }, false},
+		"other condition": {func(p *corev1.Pod) { p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled}) }, false},
+		"annotated":       {func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, false},
+		"unready":         {func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		"relabelled":      {func(p *corev1.Pod) { p.Labels = map[string]string{"app": "api"} }, true},
+		"deleting":        {func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, true},
+		"finished":        {func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, true},
+		"orphaned":        {func(p *corev1.Pod) { p.OwnerReferences = nil }, true},
+	}
+	for name, tc := range cases {
+		cur := base.DeepCopy()
+		tc.change(cur)
+		if got := budgetFieldsChanged(base, cur); got != tc.want {
+			t.Errorf("%s: budgetFieldsChanged = %v, want %v", name, got, tc.want)
+		}
 	}
 }
