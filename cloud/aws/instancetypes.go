@@ -299,8 +299,11 @@ func (p *Provider) describeSpotPrices(ctx context.Context) (map[spotKey]float64,
 		StartTime:           ptr(p.clk.Now()),
 		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
 	}
-	latest := map[spotKey]time.Time{}
-	out := map[spotKey]float64{}
+	// Sized for the usual answer, a price per offering, so that the maps
+	// are not grown record by record on every refresh.
+	size := len(p.cache.spot)
+	latest := make(map[spotKey]time.Time, size)
+	out := make(map[spotKey]float64, size)
 	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, in)
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)

@@ -21,6 +21,13 @@
 // paginators accept it as a client. What the fake does not run is the SDK's
 // middleware: there are no retries, no request signing and no serialization.
 //
+// Every reply is built anew, so a caller that changes what it was given
+// changes no later reply, with one exception: DescribeInstanceTypes hands
+// out copies of one description per type that share their nested values
+// (the catalog does not change while the fake runs, and describing it anew
+// every few minutes was a good part of a simulated day). Treat those, as
+// the provider does, as read-only.
+//
 // Fault injection: InjectError and Throttle make an API fail a number of times;
 // DenyAction, DenyPassRole and the capacity controls (SetCapacity,
 // InjectInsufficientCapacity, subnet free addresses) reproduce the ways real
