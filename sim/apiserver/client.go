@@ -362,6 +362,19 @@ func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object,
 	if err != nil {
 		return nil, err
 	}
+	if patch.Type() == types.MergePatchType {
+		// Straight into a copy of the stored object, when the patch
+		// allows it (see mergeTyped).
+		if p, err := decodeJSON(data); err == nil {
+			out := cur.DeepCopyObject().(client.Object)
+			if mergeTyped(reflect.ValueOf(out).Elem(), p) {
+				if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
+					return nil, conflict(gvk, cur)
+				}
+				return out, nil
+			}
+		}
+	}
 	doc, err := json.Marshal(cur)
 	if err != nil {
 		return nil, err
