@@ -412,14 +412,16 @@ func TestBudgetFieldsChanged(t *testing.T) {
 		change func(p *corev1.Pod)
 		want   bool
 	}{
-		"bound":           {func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }, false},
-		"other condition": {func(p *corev1.Pod) { p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled}) }, false},
-		"annotated":       {func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, false},
-		"unready":         {func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
-		"relabelled":      {func(p *corev1.Pod) { p.Labels = map[string]string{"app": "api"} }, true},
-		"deleting":        {func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, true},
-		"finished":        {func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, true},
-		"orphaned":        {func(p *corev1.Pod) { p.OwnerReferences = nil }, true},
+		"bound": {func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }, false},
+		"other condition": {func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled})
+		}, false},
+		"annotated":  {func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, false},
+		"unready":    {func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		"relabelled": {func(p *corev1.Pod) { p.Labels = map[string]string{"app": "api"} }, true},
+		"deleting":   {func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, true},
+		"finished":   {func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, true},
+		"orphaned":   {func(p *corev1.Pod) { p.OwnerReferences = nil }, true},
 	}
 	for name, tc := range cases {
 		cur := base.DeepCopy()
