@@ -120,3 +120,30 @@ func TestMergeTypedMatchesTheDocumentPath(t *testing.T) {
 		})
 	}
 }
+
+// semanticEqual agrees with equality.Semantic.DeepEqual whether the objects
+// differ in their status, elsewhere, only in how a quantity is written, or
+// not at all.
+func TestSemanticEqualLooksAtStatusFirst(t *testing.T) {
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cases := map[string]struct {
+		change func(p *corev1.Pod)
+		equal  bool
+	}{
+		"same":           {func(p *corev1.Pod) {}, true},
+		"status differs": {func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, false},
+		"label differs":  {func(p *corev1.Pod) { p.Labels["a"] = "c" }, false},
+		"quantity written otherwise": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = apiresource.MustParse("1000m")
+		}, true},
+	}
+	for name, tc := range cases {
+		other := base.DeepCopy()
+		tc.change(other)
+		if got := semanticEqual(base, other); got != tc.equal {
+			t.Errorf("%s: semanticEqual = %v, want %v", name, got, tc.equal)
+		}
+	}
+}
