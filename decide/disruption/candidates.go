@@ -112,6 +112,23 @@ type pdbIndex struct {
 type compiledPDB struct {
 	pdb *policyv1.PodDisruptionBudget
 	sel labels.Selector
+	// equal, when set, is the selector's matchLabels and the selector has
+	// nothing else: matching it takes a lookup per label. Every pod of
+	// every candidate is matched against its namespace's budgets on every
+	// decision, and most selectors are of this kind.
+	equal map[string]string
+}
+
+func (c *compiledPDB) matches(l map[string]string) bool {
+	if c.equal == nil {
+		return c.sel.Matches(labels.Set(l))
+	}
+	for k, v := range c.equal {
+		if got, ok := l[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
@@ -124,7 +141,11 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
 		if err != nil {
 			continue // the API server rejects these; nothing to enforce
 		}
-		idx.byNamespace[p.Namespace] = append(idx.byNamespace[p.Namespace], compiledPDB{pdb: p, sel: sel})
+		c := compiledPDB{pdb: p, sel: sel}
+		if len(p.Spec.Selector.MatchExpressions) == 0 && len(p.Spec.Selector.MatchLabels) > 0 {
+			c.equal = p.Spec.Selector.MatchLabels
+		}
+		idx.byNamespace[p.Namespace] = append(idx.byNamespace[p.Namespace], c)
 	}
 	return idx
 }
@@ -135,8 +156,8 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
 // eviction API refuses outright.
 func (x pdbIndex) blocking(pod *corev1.Pod) (code, message string) {
 	var matched []*policyv1.PodDisruptionBudget
-	for _, c := range x.byNamespace[pod.Namespace] {
-		if c.sel.Matches(labels.Set(pod.Labels)) {
+	for i := range x.byNamespace[pod.Namespace] {
+		if c := &x.byNamespace[pod.Namespace][i]; c.matches(pod.Labels) {
 			matched = append(matched, c.pdb)
 		}
 	}
