@@ -104,18 +104,34 @@ func DoNotDisruptEnds(pod *corev1.Pod) (end time.Time, ok bool) {
 	return start.Add(d), true
 }
 
-// pdbIndex finds the PodDisruptionBudgets that select a pod.
+// pdbIndex finds the PodDisruptionBudgets that select a pod. Every pod of
+// every candidate is matched on every decision, so a namespace's budgets
+// whose selectors are matchLabels alone (most are) are filed under one of
+// their labels, and a pod is matched only against the budgets filed under
+// labels it carries.
 type pdbIndex struct {
-	byNamespace map[string][]compiledPDB
+	byNamespace map[string]*namespacePDBs
 }
+
+type namespacePDBs struct {
+	all []compiledPDB // in the order given
+	// filed holds, per label of an equality-only selector (its first key
+	// in sorted order, with the value), the indexes of those budgets in
+	// all; keys are the distinct keys they are filed under, sorted.
+	filed map[labelPair][]int
+	keys  []string
+	// others are the indexes of the remaining budgets, matched with their
+	// selectors.
+	others []int
+}
+
+type labelPair struct{ key, value string }
 
 type compiledPDB struct {
 	pdb *policyv1.PodDisruptionBudget
 	sel labels.Selector
 	// equal, when set, is the selector's matchLabels and the selector has
-	// nothing else: matching it takes a lookup per label. Every pod of
-	// every candidate is matched against its namespace's budgets on every
-	// decision, and most selectors are of this kind.
+	// nothing else: matching it takes a lookup per label.
 	equal map[string]string
 }
 
@@ -132,7 +148,7 @@ func (c *compiledPDB) matches(l map[string]string) bool {
 }
 
 func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
-	idx := pdbIndex{byNamespace: map[string][]compiledPDB{}}
+	idx := pdbIndex{byNamespace: map[string]*namespacePDBs{}}
 	for _, p := range pdbs {
 		if p.Spec.Selector == nil {
 			continue // selects no pod
@@ -141,13 +157,60 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
 		if err != nil {
 			continue // the API server rejects these; nothing to enforce
 		}
+		ns := idx.byNamespace[p.Namespace]
+		if ns == nil {
+			ns = &namespacePDBs{filed: map[labelPair][]int{}}
+			idx.byNamespace[p.Namespace] = ns
+		}
 		c := compiledPDB{pdb: p, sel: sel}
+		i := len(ns.all)
 		if len(p.Spec.Selector.MatchExpressions) == 0 && len(p.Spec.Selector.MatchLabels) > 0 {
 			c.equal = p.Spec.Selector.MatchLabels
+			first := slices.Min(slices.Collect(maps.Keys(c.equal)))
+			pair := labelPair{first, c.equal[first]}
+			if !slices.Contains(ns.keys, first) {
+				ns.keys = append(ns.keys, first)
+				slices.Sort(ns.keys)
+			}
+			ns.filed[pair] = append(ns.filed[pair], i)
+		} else {
+			ns.others = append(ns.others, i)
 		}
-		idx.byNamespace[p.Namespace] = append(idx.byNamespace[p.Namespace], c)
+		ns.all = append(ns.all, c)
 	}
 	return idx
+}
+
+// selecting returns the budgets that select pod, in the order newPDBIndex
+// was given them.
+func (x pdbIndex) selecting(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
+	ns := x.byNamespace[pod.Namespace]
+	if ns == nil {
+		return nil
+	}
+	var hits []int
+	for _, k := range ns.keys {
+		v, ok := pod.Labels[k]
+		if !ok {
+			continue
+		}
+		for _, i := range ns.filed[labelPair{k, v}] {
+			if ns.all[i].matches(pod.Labels) {
+				hits = append(hits, i)
+			}
+		}
+	}
+	for _, i := range ns.others {
+		if ns.all[i].matches(pod.Labels) {
+			hits = append(hits, i)
+		}
+	}
+	slices.Sort(hits)
+	out := make([]*policyv1.PodDisruptionBudget, len(hits))
+	for j, i := range hits {
+		out[j] = ns.all[i].pdb
+	}
+	return out
 }
 
 // blocking returns why evicting pod would be refused now, or "" when it
@@ -155,12 +218,7 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
 // and the PDB lets unhealthy pods go), or it matches several PDBs, which the
 // eviction API refuses outright.
 func (x pdbIndex) blocking(pod *corev1.Pod) (code, message string) {
-	var matched []*policyv1.PodDisruptionBudget
-	for i := range x.byNamespace[pod.Namespace] {
-		if c := &x.byNamespace[pod.Namespace][i]; c.matches(pod.Labels) {
-			matched = append(matched, c.pdb)
-		}
-	}
+	matched := x.selecting(pod)
 	switch {
 	case len(matched) > 1:
 		return CodeMultiplePDBs, fmt.Sprintf("pod %s/%s matches %d PodDisruptionBudgets (%s, %s), which the eviction API refuses",
