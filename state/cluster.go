@@ -55,6 +55,8 @@ type Cluster struct {
 	markedForDeletion map[string]bool
 	// changes counts the calls that changed anything (see Changes).
 	changes uint64
+	// lastSnapshot is handed out again for the same time and changes.
+	lastSnapshot lastSnapshot
 	// relaxations counts those that could let consolidation succeed (see
 	// Relaxations).
 	relaxations uint64

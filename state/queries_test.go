@@ -100,3 +100,30 @@ func TestProvisionablePending(t *testing.T) {
 	c.DeletePod("a", "web")
 	check("deleted", 0, 0)
 }
+
+// A snapshot taken at the same time as the last, with no change recorded in
+// between, is the last one; a change, or another time, gives a new one that
+// shows it.
+func TestSnapshotIsSharedUntilSomethingChanges(t *testing.T) {
+	c := queriesCluster()
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	first := c.Snapshot(t0)
+	again := c.Snapshot(t0)
+	if len(first.Nodes) == 0 || &first.Nodes[0] != &again.Nodes[0] {
+		t.Fatal("a second snapshot with nothing changed was built anew")
+	}
+	later := c.Snapshot(t0.Add(time.Second))
+	if &later.Nodes[0] == &first.Nodes[0] || !later.Time.Equal(t0.Add(time.Second)) {
+		t.Fatal("a snapshot at another time is the earlier one")
+	}
+	c.UpdatePod(pod("apps", "new-pending", unschedulable))
+	changed := c.Snapshot(t0.Add(time.Second))
+	if len(changed.PendingPods) != len(later.PendingPods)+1 {
+		t.Fatalf("after a new pending pod the snapshot lists %d pending pods, before %d", len(changed.PendingPods), len(later.PendingPods))
+	}
+	c.MarkForDeletion("ip-1")
+	marked := c.Snapshot(t0.Add(time.Second))
+	if n, ok := marked.Node("ip-1"); !ok || !n.MarkedForDeletion {
+		t.Fatal("a deletion mark does not show in the next snapshot")
+	}
+}

@@ -42,10 +42,30 @@ type Snapshot struct {
 	pvs       map[string]*corev1.PersistentVolume
 }
 
-// Snapshot returns the cluster as it is now.
+// Snapshot returns the cluster as it is now. A snapshot is read-only: the
+// callers that take one at the same time with no change recorded in between
+// (see Changes), several controllers in one instant of a simulation, share
+// the one taken first.
 func (c *Cluster) Snapshot(now time.Time) Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if last := &c.lastSnapshot; last.taken && last.changes == c.changes && last.snap.Time.Equal(now) {
+		return last.snap
+	}
+	s := c.snapshotLocked(now)
+	c.lastSnapshot = lastSnapshot{snap: s, changes: c.changes, taken: true}
+	return s
+}
+
+// lastSnapshot is the snapshot Snapshot took last, with the change count it
+// was taken at.
+type lastSnapshot struct {
+	snap    Snapshot
+	changes uint64
+	taken   bool
+}
+
+func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 	s := Snapshot{
 		Time:        now,
 		PendingPods: c.sortedPods("", c.pending),
