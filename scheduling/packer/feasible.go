@@ -151,6 +151,7 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 		cache = &Cache{facts: make(map[string]*nodeFacts, len(nodes))}
 	}
 	s.cache = cache
+	s.reserveNodeBins(len(nodes), len(s.keys))
 	for k := range nodes {
 		s.addNode(&nodes[k])
 	}

@@ -216,7 +216,7 @@ type nodeFacts struct {
 	// that a bin appending to it copies.
 	ports []hostPort
 	// spreadKeys are the normalized topology keys of the pods' spread
-	// constraints, in pod order, repeats kept.
+	// constraints, each once, in the order the pods first name them.
 	spreadKeys []string
 	// anti are the pods, not being deleted, with required pod
 	// anti-affinity terms.
@@ -254,7 +254,9 @@ func factsOf(n *Node) *nodeFacts {
 	for _, p := range n.Pods {
 		f.ports = append(f.ports, podHostPorts(p)...)
 		for _, t := range p.Spec.TopologySpreadConstraints {
-			f.spreadKeys = append(f.spreadKeys, wellknown.NormalizeLabel(t.TopologyKey))
+			if k := wellknown.NormalizeLabel(t.TopologyKey); !slices.Contains(f.spreadKeys, k) {
+				f.spreadKeys = append(f.spreadKeys, k)
+			}
 		}
 		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && p.DeletionTimestamp == nil &&
 			len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {

@@ -302,6 +302,7 @@ func solve(in Input) (Result, []step) {
 			s.keyIndex(k)
 		}
 	}
+	s.reserveNodeBins(len(nodes), len(s.keys))
 	for _, n := range nodes {
 		sv.existing = append(sv.existing, s.addNode(n).id)
 	}

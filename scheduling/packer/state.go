@@ -57,6 +57,10 @@ type state struct {
 
 	bins  []*bin
 	pools []*poolIdx
+	// binSlab and domSlab are where addNode takes bins and domains from
+	// (see reserveNodeBins).
+	binSlab []bin
+	domSlab []int32
 
 	altIDs map[string]int
 
@@ -90,7 +94,8 @@ func (s *state) altID(r requirements.Requirements) int {
 // addNode adds an existing or in-flight node as a bin. Its pods are counted
 // later by countExisting, once every group is known.
 func (s *state) addNode(n *Node) *bin {
-	b := &bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
+	b := s.nodeBin()
+	*b = bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
 	if n.Requested != nil {
 		b.used = n.Requested.Clone()
 	}
@@ -101,12 +106,39 @@ func (s *state) addNode(n *Node) *bin {
 	}
 	b.ports = s.cache.factsFor(n).ports
 	b.npods = len(n.Pods)
-	b.dom = make([]int32, len(s.keys))
+	b.dom = s.domSlice(len(s.keys))
 	for k := range s.keys {
 		b.dom[k] = s.nodeDomain(n, k)
 	}
 	s.bins = append(s.bins, b)
 	return b
+}
+
+// reserveNodeBins makes room for n nodes' bins and their domains (with k
+// keys) in two allocations, instead of two per node per packing.
+func (s *state) reserveNodeBins(n, k int) {
+	s.binSlab = make([]bin, n)
+	s.domSlab = make([]int32, n*k)
+}
+
+func (s *state) nodeBin() *bin {
+	if len(s.binSlab) == 0 {
+		return &bin{}
+	}
+	b := &s.binSlab[0]
+	s.binSlab = s.binSlab[1:]
+	return b
+}
+
+// domSlice returns a zeroed slice of n domains; its capacity is n, so that
+// a bin that learns more keys appends into a new array, not a neighbour's.
+func (s *state) domSlice(n int) []int32 {
+	if len(s.domSlab) < n {
+		return make([]int32, n)
+	}
+	d := s.domSlab[:n:n]
+	s.domSlab = s.domSlab[n:]
+	return d
 }
 
 func (s *state) nodeDomain(n *Node, k int) int32 {
@@ -620,7 +652,7 @@ func (s *state) newClaimBin(p *poolIdx, c *candSet) *bin {
 // claimBin builds a claim bin without adding it; id -1 plans one.
 func (s *state) claimBin(p *poolIdx, c *candSet, id int) *bin {
 	b := &bin{id: id, claim: true, pool: p, cand: c, taints: p.np.Taints, cheap: c.first}
-	b.dom = make([]int32, len(s.keys))
+	b.dom = s.domSlice(len(s.keys))
 	for k := range s.keys {
 		switch {
 		case k == s.hostKey && id < 0:
