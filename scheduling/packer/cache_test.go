@@ -205,3 +205,51 @@ func TestKeptCacheFollowsNamespaceLabels(t *testing.T) {
 		t.Fatalf("web placed on the guard's node: %v, want only while shop is not team=web", placed)
 	}
 }
+
+// A Cache kept across decisions sees each NodePool as a new copy and each
+// DaemonSet pod anew; its instance-type tables stand only while what they
+// were built from is the same: every packing with the kept cache equals one
+// without, as the pool's taints, its instance types and the DaemonSet pods'
+// requests change between them.
+func TestKeptCacheTablesFollowPoolsAndDaemons(t *testing.T) {
+	base := pool("p", 8)
+	daemon := func(cpu string) *corev1.Pod { return pod("agent", cpu, "64Mi") }
+	// The pods tolerate the taint the pool gets; the DaemonSet pod does
+	// not, so that it stops counting on the pool's nodes.
+	tolerant := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	pods := []*corev1.Pod{pod("a", "1500m", "2Gi", tolerant), pod("b", "1", "1Gi", tolerant), pod("c", "700m", "3Gi", tolerant)}
+	tainted := base
+	tainted.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	fewer := tainted
+	fewer.InstanceTypes = base.InstanceTypes[len(base.InstanceTypes)-2:] // the largest
+	steps := []struct {
+		name    string
+		pool    packer.NodePool
+		daemons []*corev1.Pod
+	}{
+		{"first", base, []*corev1.Pod{daemon("100m")}},
+		{"same pool, new copies", base, []*corev1.Pod{daemon("100m")}},
+		{"bigger daemon", base, []*corev1.Pod{daemon("1500m")}},
+		{"tainted pool", tainted, []*corev1.Pod{daemon("1500m")}},
+		{"fewer types", fewer, []*corev1.Pod{daemon("1500m")}},
+		{"no daemon", fewer, nil},
+	}
+	cache := packer.NewCache()
+	var seen []string
+	for _, st := range steps {
+		np := st.pool // a copy, as each snapshot makes
+		in := packer.Input{Pods: pods, NodePools: []packer.NodePool{np}, DaemonSetPods: st.daemons}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("%s: with the kept cache %v, without %v", st.name, claimSummary(got), claimSummary(want))
+		}
+		seen = append(seen, fmt.Sprint(claimSummary(want)))
+	}
+	if seen[1] == seen[2] || seen[2] == seen[3] || seen[3] == seen[4] {
+		t.Fatalf("the changes made no difference to the packing; the test checks nothing: %v", seen)
+	}
+}

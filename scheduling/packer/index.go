@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
@@ -345,12 +346,36 @@ func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requir
 	if c == nil {
 		return newTypeTable(np, daemons, daemonAlts)
 	}
-	if t, ok := c.tables[np.Name]; ok && t.np == np && slices.Equal(t.daemons, daemons) {
+	if t, ok := c.tables[np.Name]; ok && t.builtFrom(np, daemons) {
 		return t
 	}
 	t := newTypeTable(np, daemons, daemonAlts)
 	c.tables[np.Name] = t
 	return t
+}
+
+// builtFrom reports whether t is the table of np with daemons. The same
+// values (pointers) are the quick answer. A caller that keeps a Cache
+// between decisions hands in a copy of each NodePool and new DaemonSet pods
+// every time, so the table also stands for a NodePool with the very same
+// instance types (the same slice: types are replaced, never changed),
+// requirements and taints, and DaemonSet pods with equal specs (all a table
+// reads of them); t then takes on those values, so that the decision's
+// other packings find them at once.
+func (t *typeTable) builtFrom(np *NodePool, daemons []*corev1.Pod) bool {
+	if t.np == np && slices.Equal(t.daemons, daemons) {
+		return true
+	}
+	old := t.np
+	if len(old.InstanceTypes) != len(np.InstanceTypes) || unsafe.SliceData(old.InstanceTypes) != unsafe.SliceData(np.InstanceTypes) ||
+		!old.Requirements.Equal(np.Requirements) || !equality.Semantic.DeepEqual(old.Taints, np.Taints) {
+		return false
+	}
+	if !slices.EqualFunc(t.daemons, daemons, func(a, b *corev1.Pod) bool { return a == b || equality.Semantic.DeepEqual(a.Spec, b.Spec) }) {
+		return false
+	}
+	t.np, t.daemons = np, daemons
+	return true
 }
 
 func newPoolIdx(np *NodePool, idx int, t *typeTable) *poolIdx {
