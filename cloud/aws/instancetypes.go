@@ -168,7 +168,7 @@ func (p *Provider) describeInstanceTypes(ctx context.Context) ([]ec2types.Instan
 		{Name: ptr("supported-virtualization-type"), Values: []string{"hvm"}},
 		{Name: ptr("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
 	}}
-	var out []ec2types.InstanceTypeInfo
+	out := make([]ec2types.InstanceTypeInfo, 0, len(p.cache.types)) // sized for the last answer
 	pg := ec2.NewDescribeInstanceTypesPaginator(p.ec2, in)
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)
@@ -183,7 +183,7 @@ func (p *Provider) describeInstanceTypes(ctx context.Context) ([]ec2types.Instan
 
 func (p *Provider) describeOfferings(ctx context.Context) (map[string][]string, error) {
 	in := &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone}
-	zones := map[string][]string{}
+	zones := make(map[string][]string, len(p.cache.zones)) // sized for the last answer
 	pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, in)
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)

@@ -38,9 +38,10 @@ var interruptionReasons = map[string]bool{
 // Recorder builds a Document while a run goes. Create it with NewRecorder;
 // it is not safe for concurrent use.
 type Recorder struct {
-	doc Document
-	aws *fake.AWS
-	end time.Time
+	doc    Document
+	events [][]Event // the events so far, in chunks (see add)
+	aws    *fake.AWS
+	end    time.Time
 
 	claims  map[string]*claim // by NodeClaim name
 	byNode  map[string]string // node name → NodeClaim name
@@ -101,7 +102,18 @@ func NewRecorder(scenario string, seed uint64, start, end time.Time, aws *fake.A
 	}
 }
 
-func (r *Recorder) add(e Event) { r.doc.Events = append(r.doc.Events, e) }
+// add records an event. A day of a large cluster records hundreds of
+// thousands; they are kept in chunks, joined once by Finish, rather than in
+// one slice copied whole every time it grows.
+func (r *Recorder) add(e Event) {
+	if n := len(r.events); n == 0 || len(r.events[n-1]) == cap(r.events[n-1]) {
+		r.events = append(r.events, make([]Event, 0, eventChunk))
+	}
+	last := &r.events[len(r.events)-1]
+	*last = append(*last, e)
+}
+
+const eventChunk = 4096
 
 // withClaim fills in what the log knows about a NodeClaim.
 func (r *Recorder) withClaim(e Event, name string) Event {
@@ -513,6 +525,18 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 		f.NodePools = append(f.NodePools, p)
 	}
 	r.doc.Final = f
+	if len(r.events) > 0 {
+		total := len(r.doc.Events)
+		for _, c := range r.events {
+			total += len(c)
+		}
+		events := make([]Event, 0, total)
+		events = append(events, r.doc.Events...)
+		for _, c := range r.events {
+			events = append(events, c...)
+		}
+		r.doc.Events, r.events = events, nil
+	}
 	sort.SliceStable(r.doc.Events, func(i, j int) bool { return r.doc.Events[i].Time.Before(r.doc.Events[j].Time) })
 	return &r.doc
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,25 @@ func TestTextSummary(t *testing.T) {
 	}
 	if strings.Contains(out, "PodBound") {
 		t.Error("per-pod events belong to the JSON, not the summary")
+	}
+}
+
+// Events recorded across several of the recorder's chunks all come out, in
+// time order, with those recorded at one time in the order they came.
+func TestRecorderKeepsEveryEventInOrder(t *testing.T) {
+	r := NewRecorder("test", 1, t0, t0.Add(24*time.Hour), nil)
+	const n = 3*eventChunk + 17
+	for i := range n {
+		// Two events per second: the order within a second must hold.
+		r.ScenarioEvent(t0.Add(time.Duration(i/2)*time.Second), "Step", fmt.Sprintf("Scenario/%d", i), "")
+	}
+	doc := r.Finish(t0.Add(24*time.Hour), mustServer(t))
+	if len(doc.Events) != n {
+		t.Fatalf("%d events, want %d", len(doc.Events), n)
+	}
+	for i, e := range doc.Events {
+		if want := fmt.Sprintf("Scenario/%d", i); e.Object != want {
+			t.Fatalf("event %d is %s, want %s", i, e.Object, want)
+		}
 	}
 }
