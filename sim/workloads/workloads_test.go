@@ -285,6 +285,13 @@ func TestBudgetStatusFollowsPods(t *testing.T) {
 	if s := got.Status; s.ExpectedPods != 4 || s.CurrentHealthy != 4 || s.DesiredHealthy != 3 || s.DisruptionsAllowed != 1 {
 		t.Errorf("status %s", fmt.Sprintf("%+v", s))
 	}
+	// Looked at again later with nothing changed, the budget is not
+	// written again: its condition keeps its transition time.
+	w.clk.AdvanceTo(w.clk.Now().Add(time.Minute))
+	simtest.Reconcile(t, &disruptionBudgets{base{api: w.api, clock: w.clk}}, "apps", "web")
+	if again := simtest.Get(t, w.api, "apps", "web", &policyv1.PodDisruptionBudget{}); again.ResourceVersion != got.ResourceVersion {
+		t.Errorf("an unchanged budget was written again (resource version %s, was %s)", again.ResourceVersion, got.ResourceVersion)
+	}
 	// Scaling the Deployment moves the pods the budget expects.
 	d = simtest.Get(t, w.api, "apps", "web", &appsv1.Deployment{})
 	d.Spec.Replicas = ptr(int32(8))
