@@ -286,7 +286,7 @@ func TestBudgetStatusFollowsPods(t *testing.T) {
 		t.Errorf("status %s", fmt.Sprintf("%+v", s))
 	}
 	// Looked at again later with nothing changed, the budget is not
-	// written again: its condition keeps its transition time.
+	// written again: its condition keeps its transition time (PDBStatus).
 	w.clk.AdvanceTo(w.clk.Now().Add(time.Minute))
 	simtest.Reconcile(t, &disruptionBudgets{base{api: w.api, clock: w.clk}}, "apps", "web")
 	if again := simtest.Get(t, w.api, "apps", "web", &policyv1.PodDisruptionBudget{}); again.ResourceVersion != got.ResourceVersion {
