@@ -188,7 +188,8 @@ func (x pdbIndex) selecting(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
 	if ns == nil {
 		return nil
 	}
-	var hits []int
+	var buf [4]int
+	hits := buf[:0]
 	for _, k := range ns.keys {
 		v, ok := pod.Labels[k]
 		if !ok {
@@ -204,6 +205,9 @@ func (x pdbIndex) selecting(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
 		if ns.all[i].matches(pod.Labels) {
 			hits = append(hits, i)
 		}
+	}
+	if len(hits) == 0 {
+		return nil
 	}
 	slices.Sort(hits)
 	out := make([]*policyv1.PodDisruptionBudget, len(hits))
