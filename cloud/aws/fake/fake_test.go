@@ -1309,18 +1309,7 @@ func TestConcurrentUse(t *testing.T) {
 // that the provider's refresh finds "unchanged" at the first pointer.
 func TestDescribeInstanceTypesRepeatsItsAnswer(t *testing.T) {
 	f := fake.New(fake.Options{})
-	describe := func() []ec2types.InstanceTypeInfo {
-		var all []ec2types.InstanceTypeInfo
-		p := ec2.NewDescribeInstanceTypesPaginator(f, &ec2.DescribeInstanceTypesInput{})
-		for p.HasMorePages() {
-			out, err := p.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, out.InstanceTypes...)
-		}
-		return all
-	}
+	describe := func() []ec2types.InstanceTypeInfo { return allInstanceTypes(t, f) }
 	first, second := describe(), describe()
 	if len(first) == 0 || len(first) != len(second) {
 		t.Fatalf("described %d then %d types", len(first), len(second))

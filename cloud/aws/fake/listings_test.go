@@ -26,6 +26,21 @@ func allSpotPrices(t *testing.T, f *fake.AWS, in *ec2.DescribeSpotPriceHistoryIn
 	return out
 }
 
+// allInstanceTypes pages through DescribeInstanceTypes.
+func allInstanceTypes(t *testing.T, f *fake.AWS) []ec2types.InstanceTypeInfo {
+	t.Helper()
+	var out []ec2types.InstanceTypeInfo
+	pg := ec2.NewDescribeInstanceTypesPaginator(f, &ec2.DescribeInstanceTypesInput{})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.InstanceTypes...)
+	}
+	return out
+}
+
 func allOfferings(t *testing.T, f *fake.AWS, in *ec2.DescribeInstanceTypeOfferingsInput) []ec2types.InstanceTypeOffering {
 	t.Helper()
 	var out []ec2types.InstanceTypeOffering
