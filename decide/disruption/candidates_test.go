@@ -22,7 +22,7 @@ func TestPDBIndexSelectsLikeTheSelectors(t *testing.T) {
 		{MatchLabels: map[string]string{"app": "web", "tier": "front"}},
 		{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"back"}}}},
 		{MatchLabels: map[string]string{"app": "api"}},
-		{}, // every pod
+		{},  // every pod
 		nil, // no pod
 	}
 	var pdbs []*policyv1.PodDisruptionBudget
