@@ -1,6 +1,7 @@
 package fake_test
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -11,48 +12,42 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
-// allSpotPrices pages through DescribeSpotPriceHistory.
-func allSpotPrices(t *testing.T, f *fake.AWS, in *ec2.DescribeSpotPriceHistoryInput) []ec2types.SpotPrice {
+// pager is what the SDK's paginators have in common.
+type pager[O any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*ec2.Options)) (O, error)
+}
+
+// pageAll reads every page of p and returns what items finds on each, in
+// order.
+func pageAll[O, T any](t *testing.T, p pager[O], items func(O) []T) []T {
 	t.Helper()
-	var out []ec2types.SpotPrice
-	pg := ec2.NewDescribeSpotPriceHistoryPaginator(f, in)
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
+	var out []T
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, page.SpotPriceHistory...)
+		out = append(out, items(page)...)
 	}
 	return out
 }
 
-// allInstanceTypes pages through DescribeInstanceTypes.
+func allSpotPrices(t *testing.T, f *fake.AWS, in *ec2.DescribeSpotPriceHistoryInput) []ec2types.SpotPrice {
+	return pageAll(t, ec2.NewDescribeSpotPriceHistoryPaginator(f, in),
+		func(o *ec2.DescribeSpotPriceHistoryOutput) []ec2types.SpotPrice { return o.SpotPriceHistory })
+}
+
 func allInstanceTypes(t *testing.T, f *fake.AWS) []ec2types.InstanceTypeInfo {
-	t.Helper()
-	var out []ec2types.InstanceTypeInfo
-	pg := ec2.NewDescribeInstanceTypesPaginator(f, &ec2.DescribeInstanceTypesInput{})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.InstanceTypes...)
-	}
-	return out
+	return pageAll(t, ec2.NewDescribeInstanceTypesPaginator(f, &ec2.DescribeInstanceTypesInput{}),
+		func(o *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo { return o.InstanceTypes })
 }
 
 func allOfferings(t *testing.T, f *fake.AWS, in *ec2.DescribeInstanceTypeOfferingsInput) []ec2types.InstanceTypeOffering {
-	t.Helper()
-	var out []ec2types.InstanceTypeOffering
-	pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(f, in)
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.InstanceTypeOfferings...)
-	}
-	return out
+	return pageAll(t, ec2.NewDescribeInstanceTypeOfferingsPaginator(f, in),
+		func(o *ec2.DescribeInstanceTypeOfferingsOutput) []ec2types.InstanceTypeOffering {
+			return o.InstanceTypeOfferings
+		})
 }
 
 // Paginated catalog reads are cut from one listing; whatever the page size,
