@@ -347,15 +347,23 @@ func (s *Server) Apply(context.Context, runtime.ApplyConfiguration, ...client.Ap
 // applyPatch returns cur patched. For a write to the status subresource
 // (status), only the result's status and resource version are used.
 func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object, patch client.Patch, status bool) (client.Object, error) {
+	out, err := patched(cur, obj, patch, status)
+	if err != nil {
+		return nil, err
+	}
+	if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
+		return nil, conflict(gvk, cur)
+	}
+	return out, nil
+}
+
+// patched is cur with the patch of obj applied: through MergeFrom's
+// shortcut, straight into a copy of cur (see mergeTyped), or the long way
+// through JSON.
+func patched(cur, obj client.Object, patch client.Patch, status bool) (client.Object, error) {
 	if mf, ok := patch.(*mergeFrom); ok {
 		if out, ok, err := mf.applyTo(cur, obj, status); ok || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
-				return nil, conflict(gvk, cur)
-			}
-			return out, nil
+			return out, err
 		}
 	}
 	data, err := patch.Data(obj)
@@ -363,14 +371,9 @@ func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object,
 		return nil, err
 	}
 	if patch.Type() == types.MergePatchType {
-		// Straight into a copy of the stored object, when the patch
-		// allows it (see mergeTyped).
 		if p, err := decodeJSON(data); err == nil {
 			out := cur.DeepCopyObject().(client.Object)
 			if mergeTyped(reflect.ValueOf(out).Elem(), p) {
-				if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
-					return nil, conflict(gvk, cur)
-				}
 				return out, nil
 			}
 		}
@@ -379,14 +382,14 @@ func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object,
 	if err != nil {
 		return nil, err
 	}
-	var patched []byte
+	var merged []byte
 	switch patch.Type() {
 	case types.MergePatchType:
-		patched, err = mergePatchShallow(doc, data)
+		merged, err = MergePatch(doc, data)
 	case types.JSONPatchType:
-		patched, err = JSONPatch(doc, data)
+		merged, err = JSONPatch(doc, data)
 	case types.StrategicMergePatchType:
-		patched, err = strategicpatch.StrategicMergePatch(doc, data, cur.DeepCopyObject())
+		merged, err = strategicpatch.StrategicMergePatch(doc, data, cur.DeepCopyObject())
 	default:
 		return nil, fmt.Errorf("apiserver: patch type %s is not supported", patch.Type())
 	}
@@ -399,11 +402,8 @@ func (s *Server) applyPatch(gvk schema.GroupVersionKind, cur, obj client.Object,
 	if err := assign(out, zeroOf(out)); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(patched, out); err != nil {
+	if err := json.Unmarshal(merged, out); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding patched object: %v", err))
-	}
-	if rv := out.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
-		return nil, conflict(gvk, cur)
 	}
 	return out, nil
 }

@@ -218,7 +218,7 @@ func (s *Server) pdbSelector(pdb *policyv1.PodDisruptionBudget) (*selector, bool
 func (s *Server) selectPodsLocked(namespace string, sel *selector) []*corev1.Pod {
 	ks := s.store(podGVK)
 	var out []*corev1.Pod
-	if len(sel.equal) == 0 || ks.byLabel == nil {
+	if len(sel.equal) == 0 {
 		for _, e := range ks.inNamespace(namespace) {
 			if p := e.obj.(*corev1.Pod); sel.matches(p.Labels) {
 				out = append(out, p)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -91,73 +89,6 @@ func MergePatch(doc, patch []byte) ([]byte, error) {
 		return nil, fmt.Errorf("patch: %w", err)
 	}
 	return json.Marshal(mergeValue(d, p))
-}
-
-// mergePatchShallow is MergePatch for a document that is about to be
-// decoded: its result decodes to the same value, but only the objects on
-// the patch's paths are taken apart. The rest of the document is copied as
-// it is rather than decoded and encoded again, which was most of the cost
-// of applying the small patches controllers send to large objects. (Its
-// keys are in another order and its strings may be escaped otherwise, which
-// decoding does not see.)
-func mergePatchShallow(doc, patch []byte) ([]byte, error) {
-	p, err := decodeJSON(patch)
-	if err != nil {
-		return nil, fmt.Errorf("patch: %w", err)
-	}
-	if !isObject(doc) {
-		return MergePatch(doc, patch)
-	}
-	return mergeRaw(doc, p)
-}
-
-// mergeRaw applies the decoded patch to the encoded target (nil when it is
-// absent).
-func mergeRaw(target json.RawMessage, patch any) ([]byte, error) {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return json.Marshal(patch)
-	}
-	fields := map[string]json.RawMessage{}
-	if isObject(target) {
-		if err := json.Unmarshal(target, &fields); err != nil {
-			return nil, fmt.Errorf("document: %w", err)
-		}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(fields, k)
-			continue
-		}
-		merged, err := mergeRaw(fields[k], v)
-		if err != nil {
-			return nil, err
-		}
-		fields[k] = merged
-	}
-	keys := slices.Sorted(maps.Keys(fields))
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(name)
-		b.WriteByte(':')
-		b.Write(fields[k])
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// isObject reports whether the encoded value is an object.
-func isObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
 }
 
 func mergeValue(target, patch any) any {

@@ -1,11 +1,7 @@
 package apiserver
 
 import (
-	"encoding/json"
-	"reflect"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 func TestJSONAndMergePatch(t *testing.T) {
@@ -47,73 +43,5 @@ func TestJSONAndMergePatch(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
-	}
-}
-
-// mergePatchShallow's result decodes to what MergePatch's does.
-func TestMergePatchShallowMatchesMergePatch(t *testing.T) {
-	p := running(pod("a", "n1", map[string]string{"app": "web", "<&>": "x"}), true)
-	p.Annotations = map[string]string{"note": "caf\u00e9 <b>"}
-	p.Spec.Priority = ptr(int32(2000001000))
-	p.Spec.TerminationGracePeriodSeconds = ptr(int64(9007199254740993))
-	podDoc, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs := []string{
-		`{"a":{"b":1,"c":[1,2,3]},"d":"x","n":null,"s":"\u003c"}`,
-		string(podDoc),
-	}
-	patches := []string{
-		`{}`,
-		`{"a":{"b":2,"c":null},"e":true}`,
-		`{"a":{"c":[9,{"x":null}]}}`,
-		`{"a":"flat"}`,
-		`{"n":{"x":1,"y":null}}`,
-		`{"new":{"deep":{"er":12345678901234567890,"gone":null}}}`,
-		`{"d":null,"zz":null}`,
-		`{"metadata":{"labels":{"app":null,"tier":"front"},"annotations":null,"resourceVersion":"7"}}`,
-		`{"status":{"conditions":[{"type":"Ready","status":"False"}],"phase":"Failed","hostIP":"10.0.0.1"}}`,
-		`{"spec":{"priority":1,"nodeName":null,"containers":[]}}`,
-		`[1,2]`,
-		`"scalar"`,
-	}
-	for _, doc := range docs {
-		for _, patch := range patches {
-			want, err := MergePatch([]byte(doc), []byte(patch))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := mergePatchShallow([]byte(doc), []byte(patch))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := decodeJSON(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := decodeJSON(got)
-			if err != nil {
-				t.Fatalf("patch %s: result %s: %v", patch, got, err)
-			}
-			if !reflect.DeepEqual(g, w) {
-				t.Errorf("patch %s to %.40s…:\n got %s\nwant %s", patch, doc, got, want)
-			}
-			if doc == string(podDoc) && patch[0] == '{' {
-				var gp, wp corev1.Pod
-				if err := json.Unmarshal(got, &gp); err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(want, &wp); err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(gp, wp) {
-					t.Errorf("patch %s: pods differ", patch)
-				}
-			}
-		}
-	}
-	if _, err := mergePatchShallow([]byte(docs[0]), []byte(`{"a":`)); err == nil {
-		t.Error("a broken patch was applied")
 	}
 }

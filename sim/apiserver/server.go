@@ -138,7 +138,9 @@ type kindStore struct {
 	stamp uint64
 	// byLabel indexes the objects by each of their labels (see
 	// labelValue), for the kinds that budgets select (pods); nil for the
-	// others. It is no field selector, and has no stamps worth reading.
+	// others. It is no field selector, and keeps no stamps: nothing reads
+	// them, and labels with values of their own (pod hashes) would keep
+	// adding to them.
 	byLabel *index
 }
 
@@ -200,7 +202,7 @@ func New(opts Options) (*Server, error) {
 		s.AddIndex(gvk, IndexController, controllerUID)
 	}
 	s.store(podGVK).byLabel = &index{fn: labelValues, values: map[string]map[types.NamespacedName]bool{},
-		stamps: map[string]uint64{}, sorted: map[string][]types.NamespacedName{}}
+		sorted: map[string][]types.NamespacedName{}}
 	return s, nil
 }
 
@@ -307,13 +309,21 @@ func (i *index) keys(value string) []types.NamespacedName {
 	return keys
 }
 
+// stamp records that the objects with value v changed at stamp, for an
+// index that keeps stamps.
+func (i *index) stamp(v string, stamp uint64) {
+	if i.stamps != nil {
+		i.stamps[v] = stamp
+	}
+}
+
 func (i *index) add(k types.NamespacedName, o client.Object, stamp uint64) {
 	i.addValues(k, i.fn(o), stamp)
 }
 
 func (i *index) addValues(k types.NamespacedName, vals []string, stamp uint64) {
 	for _, v := range vals {
-		i.stamps[v] = stamp
+		i.stamp(v, stamp)
 		m := i.values[v]
 		if m == nil {
 			m = map[types.NamespacedName]bool{}
@@ -332,7 +342,7 @@ func (i *index) remove(k types.NamespacedName, o client.Object, stamp uint64) {
 
 func (i *index) removeValues(k types.NamespacedName, vals []string, stamp uint64) {
 	for _, v := range vals {
-		i.stamps[v] = stamp
+		i.stamp(v, stamp)
 		if m := i.values[v]; m != nil && m[k] {
 			delete(m, k)
 			delete(i.sorted, v)
@@ -350,7 +360,7 @@ func (i *index) replace(k types.NamespacedName, old, o client.Object, stamp uint
 	was, is := i.fn(old), i.fn(o)
 	if slices.Equal(was, is) {
 		for _, v := range is {
-			i.stamps[v] = stamp
+			i.stamp(v, stamp)
 		}
 		return
 	}
@@ -537,6 +547,9 @@ func (s *Server) drop(r ref) client.Object {
 		ks.byLabel.remove(k, old, s.seq)
 	}
 	s.unindexOwners(r.gvk, old)
+	if r.gvk == pdbGVK {
+		delete(s.selectors, old.GetUID())
+	}
 	delete(ks.objs, k)
 	ks.setSorted(k, nil)
 	if cur, ok := s.byUID[old.GetUID()]; ok && cur == r {
