@@ -137,7 +137,8 @@ type AWS struct {
 	// instances are dropped from it lazily, by orderedInstances.
 	order []*instance
 	// due is the earliest time at which an instance's state changes by
-	// itself (see advance); zero when it must be found again. Every call
+	// itself (see advance; never when nothing is scheduled); zero when it
+	// must be found again, after a launch or a termination. Every call
 	// advances the world, and most find nothing due: without it each
 	// looked at every instance.
 	due time.Time

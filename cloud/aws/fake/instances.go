@@ -163,6 +163,14 @@ func (f *AWS) advance() {
 		return
 	}
 	var events []stateEvent
+	// The next time anything is due is found in the same pass; with
+	// nothing scheduled it is never, not "look again".
+	due := never
+	earlier := func(t time.Time) {
+		if !t.IsZero() && t.Before(due) {
+			due = t
+		}
+	}
 	for _, inst := range f.orderedInstances() {
 		for {
 			switch {
@@ -183,28 +191,6 @@ func (f *AWS) advance() {
 			}
 			break
 		}
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if !events[i].at.Equal(events[j].at) {
-			return events[i].at.Before(events[j].at)
-		}
-		return events[i].seq < events[j].seq
-	})
-	f.deliver(events)
-	f.due = f.nextDue()
-}
-
-// nextDue returns the earliest time at which advance has something to do,
-// or the zero time when nothing is scheduled (then every call looks). The
-// caller holds f.mu.
-func (f *AWS) nextDue() time.Time {
-	var due time.Time
-	earlier := func(t time.Time) {
-		if !t.IsZero() && (due.IsZero() || t.Before(due)) {
-			due = t
-		}
-	}
-	for _, inst := range f.orderedInstances() {
 		switch inst.state {
 		case StatePending:
 			earlier(inst.runningAt)
@@ -214,11 +200,23 @@ func (f *AWS) nextDue() time.Time {
 		case StateShuttingDown:
 			earlier(inst.terminatedAt)
 		case StateTerminated:
-			earlier(inst.goneAt)
+			if _, kept := f.instances[inst.id]; kept {
+				earlier(inst.goneAt)
+			}
 		}
 	}
-	return due
+	sort.SliceStable(events, func(i, j int) bool {
+		if !events[i].at.Equal(events[j].at) {
+			return events[i].at.Before(events[j].at)
+		}
+		return events[i].seq < events[j].seq
+	})
+	f.deliver(events)
+	f.due = due
 }
+
+// never is the due time of a world in which nothing is scheduled.
+var never = time.Unix(1<<62, 0)
 
 func (f *AWS) deliver(events []stateEvent) {
 	if f.opts.EventQueue == "" {
@@ -251,7 +249,6 @@ func (f *AWS) beginShutdown(inst *instance, at time.Time) {
 // finishTermination releases what the instance held: its address, its
 // capacity-pool slot and its capacity-reservation slot.
 func (f *AWS) finishTermination(inst *instance) {
-	f.due = time.Time{}
 	inst.state = StateTerminated
 	inst.goneAt = inst.terminatedAt.Add(f.opts.TerminatedRetention)
 	if s, ok := f.subnets[inst.subnetID]; ok {
