@@ -33,7 +33,7 @@ func (c *Cluster) Relaxations() uint64 {
 }
 
 // podRelaxes reports whether replacing old with p (old nil: a new pod)
-// could make room or lift a block. The caller holds c.mu.
+// could make room or lift a block.
 func podRelaxes(old, p *corev1.Pod) bool {
 	if old == nil {
 		return false

@@ -130,21 +130,6 @@ type labelPair struct{ key, value string }
 type compiledPDB struct {
 	pdb *policyv1.PodDisruptionBudget
 	sel labels.Selector
-	// equal, when set, is the selector's matchLabels and the selector has
-	// nothing else: matching it takes a lookup per label.
-	equal map[string]string
-}
-
-func (c *compiledPDB) matches(l map[string]string) bool {
-	if c.equal == nil {
-		return c.sel.Matches(labels.Set(l))
-	}
-	for k, v := range c.equal {
-		if got, ok := l[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
@@ -164,10 +149,9 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) pdbIndex {
 		}
 		c := compiledPDB{pdb: p, sel: sel}
 		i := len(ns.all)
-		if len(p.Spec.Selector.MatchExpressions) == 0 && len(p.Spec.Selector.MatchLabels) > 0 {
-			c.equal = p.Spec.Selector.MatchLabels
-			first := slices.Min(slices.Collect(maps.Keys(c.equal)))
-			pair := labelPair{first, c.equal[first]}
+		if ml := p.Spec.Selector.MatchLabels; len(p.Spec.Selector.MatchExpressions) == 0 && len(ml) > 0 {
+			first := slices.Min(slices.Collect(maps.Keys(ml)))
+			pair := labelPair{first, ml[first]}
 			if !slices.Contains(ns.keys, first) {
 				ns.keys = append(ns.keys, first)
 				slices.Sort(ns.keys)
@@ -196,13 +180,13 @@ func (x pdbIndex) selecting(pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
 			continue
 		}
 		for _, i := range ns.filed[labelPair{k, v}] {
-			if ns.all[i].matches(pod.Labels) {
+			if ns.all[i].sel.Matches(labels.Set(pod.Labels)) {
 				hits = append(hits, i)
 			}
 		}
 	}
 	for _, i := range ns.others {
-		if ns.all[i].matches(pod.Labels) {
+		if ns.all[i].sel.Matches(labels.Set(pod.Labels)) {
 			hits = append(hits, i)
 		}
 	}

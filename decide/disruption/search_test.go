@@ -33,8 +33,9 @@ func sequentialSearch(w *world, cands []*Candidate) (*Command, []Blocked) {
 // consolidation finds the command, where a single candidate deep in the
 // order does, and where none does, the concurrent search gives the command
 // and the verdicts of the sequential order, with a kept cache whose sibling
-// is reused from one search to the next. Run with -race, it also checks that
-// the two goroutines share nothing they write.
+// is reused from one search to the next. Under the race detector (go test
+// -race ./decide/disruption/, not part of make test) it also checks that the
+// two goroutines share nothing they write.
 func TestSearchAgreesWithTheSequentialOrder(t *testing.T) {
 	family := []string{"c6i.large", "c6i.xlarge", "c6i.2xlarge", "c6i.4xlarge"}
 	solo := func(p *corev1.Pod) {

@@ -49,9 +49,9 @@ func FeasibleNodes(pod *corev1.Pod, nodes []Node, candidates []int, namespaceLab
 // about pod after pod, on nodes whose pods mostly stay the same, then pays
 // for a node's pods only when they change. What c keeps is found again only
 // for a node with the very pod list it was derived from (the same slice and
-// length, which the caller must not change in place), and resolved terms
-// depend on the namespaces' labels: when those change, use a new Cache. A
-// nil c keeps nothing between calls.
+// length, which the caller must not change in place), and anti-affinity
+// terms are resolved again for another namespace-labels map (change labels
+// by passing a new map, not in place). A nil c keeps nothing between calls.
 func (c *Cache) FeasibleNodes(pod *corev1.Pod, nodes []Node, candidates []int, namespaceLabels map[string]map[string]string) []error {
 	out := make([]error, len(candidates))
 	var f *feasibility
@@ -146,9 +146,8 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 	}
 	// addNode and addOwnerGroups both read each node's facts: without a
 	// cache from the caller, derive them once for this call.
-	counts := cache
 	if cache == nil {
-		cache = &Cache{facts: make(map[string]*nodeFacts, len(nodes))}
+		cache = NewCache()
 	}
 	s.cache = cache
 	s.reserveNodeBins(len(nodes), len(s.keys))
@@ -161,7 +160,7 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
 		}
 	}
-	s.countExisting(counts)
+	s.countExisting()
 	s.registerDomains()
 	s.link(sh)
 	f.s, f.sh, f.v = s, sh, s.newVariant(sh, nil, taints.Blocking)

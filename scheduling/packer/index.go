@@ -172,18 +172,19 @@ func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requiremen
 	return t
 }
 
-// Cache carries work from one Solve to the next that depends only on the
-// NodePools and the DaemonSets, for callers that pack many variations of
-// one cluster (consolidation tries one per candidate). A table is reused
-// only for the very same NodePool value and DaemonSet pods (the same
-// pointers), so a Cache must only be shared by Solves whose NodePools and
-// DaemonSetPods are not modified in between, and whose NamespaceLabels are
-// the same. It is not safe for concurrent
-// use. The zero value is not usable: call NewCache.
+// Cache carries work from one Solve to the next, for callers that pack many
+// variations of one cluster (consolidation tries one per candidate, and
+// keeps its cache from decision to decision): each pool's instance-type
+// table (see builtFrom), and what packing derives from each node's pods
+// (found again only for the very same pod list). Inputs must not be changed
+// in place while a Cache is in use: pass a new NodePool, pod list or
+// namespace-labels map instead, which the Cache recognises as new. It is not
+// safe for concurrent use (see Sibling). The zero value is not usable: call
+// NewCache.
 type Cache struct {
-	// tables holds one table per NodePool name, for the very NodePool
-	// value it was built from: a Cache kept across decisions, each with
-	// its own copies of the pools, holds no more than one per pool.
+	// tables holds one table per NodePool name: a Cache kept across
+	// decisions, each with its own copies of the pools, holds no more than
+	// one per pool.
 	tables map[string]*typeTable
 	// selections memoizes, per term signature and node name, how many of the
 	// node's pods the term selects, with the pod list it was counted from:
@@ -302,8 +303,6 @@ func (c *Cache) selected(t *term, n *Node) int32 {
 	return count
 }
 
-// table returns the type table of np, from the cache when it holds one
-// built from the same pool and DaemonSet pods.
 // Nodes is how many nodes the cache keeps facts about.
 func (c *Cache) Nodes() int { return len(c.facts) }
 
@@ -342,6 +341,8 @@ func (c *Cache) RetainNodes(keep func(node string) bool) {
 	}
 }
 
+// table returns the type table of np, from the cache when it holds one
+// built from the same pool and DaemonSet pods (see builtFrom).
 func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
 	if c == nil {
 		return newTypeTable(np, daemons, daemonAlts)

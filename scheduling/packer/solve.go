@@ -228,6 +228,11 @@ func solve(in Input) (Result, []step) {
 		policy = PreferenceScore
 	}
 	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}}
+	// Without a cache from the caller, one for this packing: building the
+	// state reads each node's facts more than once.
+	if in.Cache == nil {
+		in.Cache = NewCache()
+	}
 	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
 	if s.maxTypes <= 0 {
@@ -321,7 +326,7 @@ func solve(in Input) (Result, []step) {
 			}
 		}
 	}
-	s.countExisting(in.Cache)
+	s.countExisting()
 	s.registerDomains()
 	for _, sh := range c.list {
 		s.link(sh)

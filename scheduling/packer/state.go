@@ -160,7 +160,7 @@ func (s *state) nodeDomain(n *Node, k int) int32 {
 // a node counts for a group is judged once per node; how many of its pods
 // a term selects comes from the cache when the same node was counted for
 // the same term by an earlier packing.
-func (s *state) countExisting(c *Cache) {
+func (s *state) countExisting() {
 	for _, b := range s.bins {
 		if b.claim || len(b.node.Pods) == 0 {
 			continue
@@ -176,7 +176,7 @@ func (s *state) countExisting(c *Cache) {
 			if g.kind == gSpread && !s.eligible(g, b) {
 				continue
 			}
-			if n := c.selected(&g.t, b.node); n > 0 {
+			if n := s.cache.selected(&g.t, b.node); n > 0 {
 				g.inc(d, n)
 			}
 		}
@@ -652,7 +652,7 @@ func (s *state) newClaimBin(p *poolIdx, c *candSet) *bin {
 // claimBin builds a claim bin without adding it; id -1 plans one.
 func (s *state) claimBin(p *poolIdx, c *candSet, id int) *bin {
 	b := &bin{id: id, claim: true, pool: p, cand: c, taints: p.np.Taints, cheap: c.first}
-	b.dom = s.domSlice(len(s.keys))
+	b.dom = make([]int32, len(s.keys))
 	for k := range s.keys {
 		switch {
 		case k == s.hostKey && id < 0:
