@@ -422,7 +422,8 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
-	if c.memo.holds(relaxations, in.Pools, remaining, now) {
+	pools := poolsHash(in.Pools)
+	if c.memo.holds(relaxations, pools, remaining, now) {
 		in.Options.SkipConsolidation, in.Options.Verdicts = true, c.memo.verdicts
 	}
 	dec := decide.Decide(in)
@@ -430,7 +431,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 	case dec.Command != nil:
 		c.memo = nil
 	case !in.Options.SkipConsolidation:
-		c.memo = newConsolidationMemo(relaxations, in, dec, now)
+		c.memo = newConsolidationMemo(relaxations, pools, in, dec, now)
 	}
 	c.lastFingerprint, c.lastFull = fp, now
 	c.blockedEvents(snap, dec.Blocked, now)

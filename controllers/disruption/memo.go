@@ -40,8 +40,9 @@ type consolidationMemo struct {
 }
 
 // holds reports whether the memo still answers for consolidation.
-func (m *consolidationMemo) holds(relaxations uint64, pools []packer.NodePool, remaining map[string]map[decide.Reason]int, now time.Time) bool {
-	if m == nil || m.relaxations != relaxations || !now.Before(m.until) || m.pools != poolsHash(pools) {
+// pools is poolsHash of the pools the decision would pack onto.
+func (m *consolidationMemo) holds(relaxations, pools uint64, remaining map[string]map[decide.Reason]int, now time.Time) bool {
+	if m == nil || m.relaxations != relaxations || !now.Before(m.until) || m.pools != pools {
 		return false
 	}
 	for pool, r := range remaining {
@@ -54,9 +55,10 @@ func (m *consolidationMemo) holds(relaxations uint64, pools []packer.NodePool, r
 
 // newConsolidationMemo records a decision whose consolidation found
 // nothing, made from in with the state at relaxations (read before the
-// snapshot was taken, so that a change racing with it is not missed).
-func newConsolidationMemo(relaxations uint64, in decide.Input, dec decide.Decision, now time.Time) *consolidationMemo {
-	m := &consolidationMemo{relaxations: relaxations, pools: poolsHash(in.Pools), budget: map[string]int{},
+// snapshot was taken, so that a change racing with it is not missed), and
+// pools, poolsHash(in.Pools).
+func newConsolidationMemo(relaxations, pools uint64, in decide.Input, dec decide.Decision, now time.Time) *consolidationMemo {
+	m := &consolidationMemo{relaxations: relaxations, pools: pools, budget: map[string]int{},
 		until: earlier(now.Add(ConsolidationMemoLimit), timeDue(in.Snapshot, now))}
 	for pool, r := range in.Remaining {
 		m.budget[pool] = r[decide.ReasonUnderutilized]

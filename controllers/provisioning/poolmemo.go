@@ -55,3 +55,18 @@ func (m *PoolMemo) nodePool(np *karpv1.NodePool, class *awsv1.EC2NodeClass, type
 	m.pools[np.Name] = memoPool{np: np, class: class, types: types, pool: pool}
 	return pool, nil
 }
+
+// retain forgets the pools of NodePools that are gone, so that a memo kept
+// for the life of the process holds no instance types for them.
+func (m *PoolMemo) retain(nodePools []*karpv1.NodePool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.pools {
+		if !slices.ContainsFunc(nodePools, func(np *karpv1.NodePool) bool { return np.Name == name }) {
+			delete(m.pools, name)
+		}
+	}
+}

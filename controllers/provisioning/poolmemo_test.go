@@ -62,7 +62,13 @@ func TestPoolMemo(t *testing.T) {
 		t.Errorf("after the NodePool changed: %d types, want 1", len(narrowed.InstanceTypes))
 	}
 	np = pool("b")
-	check("a new NodePool object", np, types)
+	if rebuilt := check("a new NodePool object", np, types); &rebuilt.InstanceTypes[0] == &narrowed.InstanceTypes[0] {
+		t.Error("a new NodePool object got the pool built for another")
+	}
+	m.retain(nil)
+	if len(m.pools) != 0 {
+		t.Errorf("after its NodePool went, the memo still holds %d pools", len(m.pools))
+	}
 	repriced := check("new type values", np, []*packer.InstanceType{types[0], typ("b", "z1", 3)})
 	if repriced.InstanceTypes[0].Offerings[0].PricePerHour != 3 {
 		t.Errorf("after the types changed: price %v, want 3", repriced.InstanceTypes[0].Offerings[0].PricePerHour)

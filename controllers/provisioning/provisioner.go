@@ -391,6 +391,7 @@ func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, 
 		}
 		pools = append(pools, pool)
 	}
+	m.retain(snap.NodePools)
 	return pools, skipped
 }
 
