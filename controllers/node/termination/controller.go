@@ -28,7 +28,6 @@ package termination
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,6 +54,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 )
 
 // Name is the controller's name, used for its logger and its events.
@@ -449,18 +449,7 @@ func (r *Reconciler) setCondition(ctx context.Context, nodeClaim *karpv1.NodeCla
 		ObservedGeneration: nodeClaim.Generation,
 		LastTransitionTime: metav1.NewTime(r.clock.Now()),
 	})
-	// Only the conditions changed: the patch client.MergeFrom with
-	// optimistic locking would compute (the list replaced whole, guarded by
-	// the resource version), written directly instead of by copying and
-	// diffing the NodeClaim.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": nodeClaim.ResourceVersion},
-		"status":   map[string]any{"conditions": nodeClaim.Status.Conditions},
-	})
-	if err != nil {
-		return err
-	}
-	if err := r.kube.Status().Patch(ctx, nodeClaim, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := conditions.Patch(ctx, r.kube, nodeClaim); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

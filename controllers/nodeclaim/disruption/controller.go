@@ -37,7 +37,6 @@ package disruption
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,6 +45,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +63,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/nodeclaim"
 )
 
@@ -314,8 +315,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	default:
 		r.setCondition(nc, karpv1.ConditionTypeConsolidatable, metav1.ConditionFalse, consolidation.Reason, consolidation.Message(), now)
 	}
-	if !sameConditions(before, nc.Status.Conditions) {
-		err := r.patchConditions(ctx, nc)
+	if !equality.Semantic.DeepEqual(before, nc.Status.Conditions) {
+		err := conditions.Patch(ctx, r.client, nc)
 		if apierrors.IsNotFound(err) {
 			r.forget(nc.Name)
 			return reconcile.Result{}, nil
@@ -338,41 +339,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		next = left
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
-}
-
-// sameConditions reports whether two condition lists are equal, as
-// equality.Semantic.DeepEqual would find them (transition times compared as
-// instants).
-func sameConditions(a, b []metav1.Condition) bool {
-	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
-		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
-			x.ObservedGeneration == y.ObservedGeneration && x.LastTransitionTime.Equal(&y.LastTransitionTime)
-	})
-}
-
-// patchConditions writes nc's status.conditions with a merge patch guarded
-// by nc's resource version. It is the patch that client.MergeFrom with
-// optimistic locking computes when only the conditions changed (a merge
-// patch replaces a list whole), written directly: computing it meant
-// marshalling the NodeClaim twice and diffing the documents.
-func (r *Reconciler) patchConditions(ctx context.Context, nc *karpv1.NodeClaim) error {
-	// A nil list is null: the patch removes the field, as the diff of an
-	// emptied list (omitempty) would.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": nc.ResourceVersion},
-		"status":   map[string]any{"conditions": nilIfEmpty(nc.Status.Conditions)},
-	})
-	if err != nil {
-		return err
-	}
-	return r.client.Status().Patch(ctx, nc, client.RawPatch(types.MergePatchType, patch))
-}
-
-func nilIfEmpty(cs []metav1.Condition) any {
-	if len(cs) == 0 {
-		return nil
-	}
-	return cs
 }
 
 // restamp gives nc its NodePool's current hash annotations (see

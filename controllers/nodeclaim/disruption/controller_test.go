@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,6 +28,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/nodeclaim"
@@ -809,7 +811,7 @@ func TestStatusWrittenOnChange(t *testing.T) {
 	if nc.ResourceVersion == rv {
 		t.Error("the changed condition was not written")
 	}
-	if got := e.get("write"); !sameConditions(got.Status.Conditions, nc.Status.Conditions) {
+	if got := e.get("write"); !equality.Semantic.DeepEqual(got.Status.Conditions, nc.Status.Conditions) {
 		t.Errorf("stored conditions %+v, want %+v", got.Status.Conditions, nc.Status.Conditions)
 	}
 
@@ -819,14 +821,14 @@ func TestStatusWrittenOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta.RemoveStatusCondition(&stale.Status.Conditions, karpv1.ConditionTypeConsolidatable)
-	if err := e.r.patchConditions(e.ctx, stale); !apierrors.IsConflict(err) {
+	if err := conditions.Patch(e.ctx, e.r.client, stale); !apierrors.IsConflict(err) {
 		t.Errorf("patching a stale copy: %v, want a conflict", err)
 	}
 
 	// Emptying the conditions removes them.
 	cur := e.get("write")
 	cur.Status.Conditions = nil
-	if err := e.r.patchConditions(e.ctx, cur); err != nil {
+	if err := conditions.Patch(e.ctx, e.r.client, cur); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.get("write"); len(got.Status.Conditions) != 0 {
