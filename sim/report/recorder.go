@@ -103,8 +103,9 @@ func NewRecorder(scenario string, seed uint64, start, end time.Time, aws *fake.A
 }
 
 // add records an event. A day of a large cluster records hundreds of
-// thousands; they are kept in chunks, joined once by Finish, rather than in
-// one slice copied whole every time it grows.
+// thousands; they are kept in chunks of fixed size, joined once by Finish,
+// rather than in one slice that append moves to a larger array (and the
+// garbage collector scans again) every time it fills.
 func (r *Recorder) add(e Event) {
 	if n := len(r.events); n == 0 || len(r.events[n-1]) == cap(r.events[n-1]) {
 		r.events = append(r.events, make([]Event, 0, eventChunk))
@@ -526,16 +527,7 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 	}
 	r.doc.Final = f
 	if len(r.events) > 0 {
-		total := len(r.doc.Events)
-		for _, c := range r.events {
-			total += len(c)
-		}
-		events := make([]Event, 0, total)
-		events = append(events, r.doc.Events...)
-		for _, c := range r.events {
-			events = append(events, c...)
-		}
-		r.doc.Events, r.events = events, nil
+		r.doc.Events, r.events = slices.Concat(r.events...), nil
 	}
 	sort.SliceStable(r.doc.Events, func(i, j int) bool { return r.doc.Events[i].Time.Before(r.doc.Events[j].Time) })
 	return &r.doc

@@ -304,7 +304,6 @@ func (b *Binder) cluster() *cluster {
 	for i, nv := range v.order {
 		cl.nodes[i] = nv.node
 		cl.packed[i] = nv.packed
-		cl.packed[i].Allocatable = nv.packed.Allocatable.Clone()
 		// Clipped and cloned, so that what the pass adds goes to copies.
 		cl.packed[i].Pods = slices.Clip(nv.pods)
 		cl.used[i] = nv.used.Clone()

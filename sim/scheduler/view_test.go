@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -90,6 +92,9 @@ func TestClusterViewMatchesAFreshOne(t *testing.T) {
 		case cur == nil:
 			p := pod(name, fmt.Sprintf("%dm", 100+rng.IntN(900)), "")
 			p.Namespace = ns
+			if rng.IntN(3) == 0 {
+				withDevice(p)
+			}
 			if rng.IntN(2) == 0 {
 				p.Spec.NodeName = nodes[rng.IntN(len(nodes))]
 			}
@@ -138,6 +143,21 @@ func TestClusterViewMatchesAFreshOne(t *testing.T) {
 			// what it binds to its view.
 			simtest.Reconcile(t, b, "", Name)
 		}
+		// What a pass adds to its view, without writing it, stays in that
+		// pass.
+		probe := b.cluster()
+		for i := range probe.packed {
+			p := withDevice(pod(fmt.Sprintf("probe-%d-%d", step, i), "100m", ""))
+			p.UID = types.UID(p.Name)
+			probe.add(i, p)
+		}
 		sameCluster(t, fmt.Sprintf("step %d", step), b.cluster(), freshCluster(b))
 	}
+}
+
+// withDevice makes p request an extended resource too: the sums of such
+// requests carry a slice, which a pass must not share with what is kept.
+func withDevice(p *corev1.Pod) *corev1.Pod {
+	p.Spec.Containers[0].Resources.Requests["example.com/device"] = resource.MustParse("1")
+	return p
 }
