@@ -283,12 +283,18 @@ func TestMergeFromMatchesMergePatch(t *testing.T) {
 		{"status, stale base, locked", true, []client.MergeFromOption{client.MergeFromWithOptimisticLock{}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stored [2]client.Object
-			var errs [2]error
+			// The document path (encode, merge, decode) is the reference;
+			// then the same patch into a copy of the stored object
+			// (mergeTyped), and MergeFrom's shortcut.
+			var stored [3]client.Object
+			var errs [3]error
+			t.Cleanup(func() { typedMerge = true })
 			for i, patch := range []func(client.Object) client.Patch{
+				func(b client.Object) client.Patch { return client.MergeFromWithOptions(b, tc.opts...) },
 				func(b client.Object) client.Patch { return client.MergeFromWithOptions(b, tc.opts...) },
 				func(b client.Object) client.Patch { return MergeFrom(b, tc.opts...) },
 			} {
+				typedMerge = i > 0
 				s, base := mk()
 				if tc.stale {
 					// Someone else writes first.
@@ -300,6 +306,11 @@ func TestMergeFromMatchesMergePatch(t *testing.T) {
 				}
 				p := base.DeepCopy()
 				change(p)
+				if mf, ok := patch(base).(*mergeFrom); ok && !tc.stale {
+					if _, took, err := mf.applyTo(s.Object(podGVK, "apps", "a").(*corev1.Pod), p, tc.status); !took || err != nil {
+						t.Fatalf("MergeFrom's shortcut was not taken for a base that is the stored object (%v)", err)
+					}
+				}
 				if tc.status {
 					errs[i] = s.Status().Patch(ctx, p, patch(base))
 				} else {
@@ -307,11 +318,13 @@ func TestMergeFromMatchesMergePatch(t *testing.T) {
 				}
 				stored[i] = s.Object(podGVK, "apps", "a")
 			}
-			if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
-				t.Fatalf("errors differ: %v, %v", errs[0], errs[1])
-			}
-			if !reflect.DeepEqual(stored[0], stored[1]) {
-				t.Errorf("stored objects differ:\n%+v\n%+v", stored[0], stored[1])
+			for i := 1; i < len(stored); i++ {
+				if fmt.Sprint(errs[0]) != fmt.Sprint(errs[i]) {
+					t.Fatalf("errors differ: %v, %v", errs[0], errs[i])
+				}
+				if !reflect.DeepEqual(stored[0], stored[i]) {
+					t.Errorf("stored objects differ:\n%+v\n%+v", stored[0], stored[i])
+				}
 			}
 		})
 	}
