@@ -253,18 +253,14 @@ func (c *Cluster) DeleteDaemonSet(namespace, name string) {
 
 // UpdatePodDisruptionBudget records the current version of a PDB.
 func (c *Cluster) UpdatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) {
-	pdb = pdb.DeepCopy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.changes++
-	k := key(pdb.Namespace, pdb.Name)
-	// Only a budget that starts allowing disruptions, or whose spec or
-	// labels change, can lift a block; its status follows every pod.
-	if old, ok := c.pdbs[k]; !ok || specChanged(old, pdb) ||
-		(old.Status.DisruptionsAllowed <= 0 && pdb.Status.DisruptionsAllowed > 0) {
-		c.relaxations++
-	}
-	c.pdbs[k] = pdb
+	remember(c, c.pdbs, key(pdb.Namespace, pdb.Name), pdb.DeepCopy(), pdbRelaxes)
+}
+
+// pdbRelaxes reports whether a budget's new version can lift a block: its
+// spec or labels changed, or it starts allowing disruptions. Its status
+// follows every pod, and otherwise lifts nothing.
+func pdbRelaxes(old, pdb *policyv1.PodDisruptionBudget) bool {
+	return specChanged(old, pdb) || (old.Status.DisruptionsAllowed <= 0 && pdb.Status.DisruptionsAllowed > 0)
 }
 
 // DeletePodDisruptionBudget forgets a PDB.

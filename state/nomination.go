@@ -113,9 +113,7 @@ func (c *Cluster) placeNominations(s *Snapshot) map[types.NamespacedName]struct{
 		room, ok := free[i]
 		if !ok {
 			room = resources.NewVector(sn.Allocatable())
-			for _, q := range sn.Pods {
-				room.Sub(resources.PodVector(q))
-			}
+			room.Sub(sn.PodRequests())
 			for _, q := range sn.Daemons {
 				room.Sub(resources.PodVector(q))
 			}

@@ -41,7 +41,7 @@ func podRelaxes(old, p *corev1.Pod) bool {
 	if old.Spec.NodeName != p.Spec.NodeName && old.Spec.NodeName != "" {
 		return true
 	}
-	if old.DeletionTimestamp != p.DeletionTimestamp && (old.DeletionTimestamp == nil || p.DeletionTimestamp == nil) {
+	if (old.DeletionTimestamp == nil) != (p.DeletionTimestamp == nil) {
 		return true
 	}
 	if PodReady(old) && !PodReady(p) {
