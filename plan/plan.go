@@ -341,8 +341,8 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 		if onClaims[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] {
 			pods = append(pods, pod)
 			v := resources.PodVector(pod)
-			cpu += v.CPU
-			memory += v.Memory
+			cpu = resources.AddSaturating(cpu, v.CPU)
+			memory = resources.AddSaturating(memory, v.Memory)
 		}
 	}
 	var groups []lowerbound.Group

@@ -34,7 +34,7 @@ func checkBuiltin(gvk schema.GroupVersionKind, obj map[string]interface{}) []Pro
 	}
 	_, _, err = builtinDecoder.Decode(data, nil, nil)
 	if err == nil {
-		return nil
+		return checkPodResources(gvk, obj)
 	}
 	explain := strings.ToLower(gvk.Kind)
 	if strict, ok := runtime.AsStrictDecodingError(err); ok {

@@ -40,6 +40,8 @@ func TestWithinLimits(t *testing.T) {
 		{"memory limits too", list("memory", "20Gi"), list("memory", "10Gi"), []string{"small", "medium"}, ""},
 		{"none fits", list("cpu", "10"), list("cpu", "9"), nil, "NodePool pool would exceed its cpu limit: 9 in use, 2 more for small, limit 10"},
 		{"node count", list("nodes", "3"), list("nodes", "3", "cpu", "1"), nil, "its nodes limit: 3 in use, 1 more"},
+		{"limits beyond int64 never bind", list("cpu", "1e30", "memory", "1e30", "nodes", "1e30"), list("cpu", "1e16", "nodes", "9223372036854775807"), names, ""},
+		{"1e16 cores", list("cpu", "1e16"), list("cpu", "100"), names, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -488,12 +490,23 @@ func podSig(pod *corev1.Pod, zones []string) string {
 // the overhead.
 func writeRequests(b *strings.Builder, pod *corev1.Pod) {
 	var buf [24]byte
+	// A quantity is written in millis, which determine every unit the
+	// shape counts in, or exactly when that is too large (or too small)
+	// for an int64: pods that differ there must not share a shape.
+	quantity := func(q resource.Quantity) {
+		if v := resources.MilliValue(q); v != resources.Infinite && v != math.MinInt64 {
+			b.Write(strconv.AppendInt(buf[:0], v, 10))
+			return
+		}
+		b.WriteByte('~')
+		b.WriteString(q.String())
+	}
 	list := func(l corev1.ResourceList) {
 		if len(l) == 1 {
 			for k, q := range l {
 				b.WriteString(string(k))
 				b.WriteByte(':')
-				b.Write(strconv.AppendInt(buf[:0], q.MilliValue(), 10))
+				quantity(q)
 			}
 			b.WriteByte(';')
 			return
@@ -504,10 +517,9 @@ func writeRequests(b *strings.Builder, pod *corev1.Pod) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			q := l[corev1.ResourceName(k)]
 			b.WriteString(k)
 			b.WriteByte(':')
-			b.Write(strconv.AppendInt(buf[:0], q.MilliValue(), 10))
+			quantity(l[corev1.ResourceName(k)])
 			b.WriteByte(',')
 		}
 		b.WriteByte(';')
@@ -579,11 +591,11 @@ var errNoZones = errors.New("the pod's volumes allow no zone")
 
 func (s *state) compileShape(pod *corev1.Pod, req resources.Vector, zones []string, hasZones bool) (*shape, error) {
 	sh := &shape{pod: pod, ns: pod.Namespace, labels: pod.Labels, req: req, tols: pod.Spec.Tolerations, ports: podHostPorts(pod)}
-	for name, q := range resources.Requests(pod) {
+	for name := range resources.Requests(pod) {
 		switch name {
 		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourcePods:
 		default:
-			sh.ext = append(sh.ext, extRes{name: name, value: q.Value()})
+			sh.ext = append(sh.ext, extRes{name: name, value: req.Get(name)})
 		}
 	}
 	slices.SortFunc(sh.ext, func(a, b extRes) int { return strings.Compare(string(a.name), string(b.name)) })

@@ -34,9 +34,13 @@ type poolIdx struct {
 	root    *candSet
 	domains map[int][]string // topology key index -> values a new node can take
 
-	limited  []corev1.ResourceName
-	rem      resources.Vector // limit minus in use minus what this result launches
-	limNodes int64            // remaining node count; -1 means no limit
+	limited []corev1.ResourceName
+	rem     resources.Vector // limit minus in use minus what this result launches
+	// limNodes is the remaining node count when nodeLimit is set: the
+	// limit minus the nodes in use minus those this result launches. It
+	// may be negative (more nodes in use than the limit allows).
+	limNodes  int64
+	nodeLimit bool
 
 	// minv are the pool's requirements with minValues; nil when none.
 	minv   []minValue
@@ -380,7 +384,7 @@ func (t *typeTable) builtFrom(np *NodePool, daemons []*corev1.Pod) bool {
 }
 
 func newPoolIdx(np *NodePool, idx int, t *typeTable) *poolIdx {
-	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}, limNodes: -1}
+	p := &poolIdx{np: np, idx: idx, sets: map[string]*candSet{}, domains: map[int][]string{}}
 	p.table = t
 	p.types, p.price, p.eff, p.over, p.cap = t.types, t.price, t.eff, t.over, t.cap
 	if np.Limits != nil {
@@ -395,9 +399,10 @@ func newPoolIdx(np *NodePool, idx int, t *typeTable) *poolIdx {
 		}
 		slices.Sort(p.limited)
 		if q, ok := np.Limits["nodes"]; ok {
-			p.limNodes = q.Value()
+			p.nodeLimit = true
+			p.limNodes = resources.Value(q)
 			if u, ok := np.InUse["nodes"]; ok {
-				p.limNodes -= u.Value()
+				p.limNodes = resources.SubSaturating(p.limNodes, resources.Value(u))
 			}
 		}
 	}
@@ -577,13 +582,14 @@ func (c *candSet) frontier() []int32 {
 	return front
 }
 
-// quickFits checks the scalar resources only, against an upper bound.
+// quickFits checks the scalar resources only, against an upper bound. The
+// sums saturate: a request of resources.Infinite fits nowhere.
 func quickFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
 	r := &sh.req
-	return (r.CPU <= 0 || used.CPU+r.CPU <= avail.CPU) &&
-		(r.Memory <= 0 || used.Memory+r.Memory <= avail.Memory) &&
-		(r.EphemeralStorage <= 0 || used.EphemeralStorage+r.EphemeralStorage <= avail.EphemeralStorage) &&
-		(r.Pods <= 0 || used.Pods+r.Pods <= avail.Pods)
+	return (r.CPU <= 0 || resources.AddSaturating(used.CPU, r.CPU) <= avail.CPU) &&
+		(r.Memory <= 0 || resources.AddSaturating(used.Memory, r.Memory) <= avail.Memory) &&
+		(r.EphemeralStorage <= 0 || resources.AddSaturating(used.EphemeralStorage, r.EphemeralStorage) <= avail.EphemeralStorage) &&
+		(r.Pods <= 0 || resources.AddSaturating(used.Pods, r.Pods) <= avail.Pods)
 }
 
 // sumFits reports whether sh's requests fit on a node with avail allocatable
@@ -594,7 +600,7 @@ func sumFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
 		return false
 	}
 	for _, e := range sh.ext {
-		if e.value > 0 && used.Get(e.name)+e.value > avail.Get(e.name) {
+		if e.value > 0 && resources.AddSaturating(used.Get(e.name), e.value) > avail.Get(e.name) {
 			return false
 		}
 	}
@@ -608,7 +614,7 @@ func (p *poolIdx) growthAllowed(from, to int) bool {
 		return true
 	}
 	for _, name := range p.limited {
-		if d := p.cap[to].Get(name) - p.cap[from].Get(name); d > 0 && d > p.rem.Get(name) {
+		if d := resources.SubSaturating(p.cap[to].Get(name), p.cap[from].Get(name)); d > 0 && d > p.rem.Get(name) {
 			return false
 		}
 	}
@@ -618,21 +624,21 @@ func (p *poolIdx) growthAllowed(from, to int) bool {
 // limitAllows reports whether the pool may grow by delta (and by one node when
 // newNode), and if not, which resource and by how much it would exceed.
 func (p *poolIdx) limitAllows(delta resources.Vector, newNode bool) (corev1.ResourceName, int64, bool) {
-	if newNode && p.limNodes >= 0 && p.limNodes < 1 {
-		return "nodes", 1 - p.limNodes, false
+	if newNode && p.nodeLimit && p.limNodes < 1 {
+		return "nodes", resources.SubSaturating(1, p.limNodes), false
 	}
 	for _, name := range p.limited {
 		d := delta.Get(name)
 		if d > 0 && d > p.rem.Get(name) {
-			return name, d - p.rem.Get(name), false
+			return name, resources.SubSaturating(d, p.rem.Get(name)), false
 		}
 	}
 	return "", 0, true
 }
 
 func (p *poolIdx) charge(delta resources.Vector, newNode bool) {
-	if newNode && p.limNodes >= 0 {
-		p.limNodes--
+	if newNode && p.nodeLimit {
+		p.limNodes = resources.SubSaturating(p.limNodes, 1)
 	}
 	if len(p.limited) > 0 {
 		p.rem.Sub(delta)

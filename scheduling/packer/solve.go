@@ -1035,12 +1035,23 @@ func quantity(name corev1.ResourceName, v int64) string {
 	return resource.NewQuantity(v, resource.DecimalSI).String()
 }
 
+// requested formats want, what sh requests of name. A request too large to
+// count (resources.Infinite) is shown as the pod asks for it, 1e30 say.
+func requested(sh *shape, name corev1.ResourceName, want int64) string {
+	if want == resources.Infinite && sh.pod != nil {
+		if q, ok := resources.Requests(sh.pod)[name]; ok {
+			return q.String()
+		}
+	}
+	return quantity(name, want)
+}
+
 // largestMessage says which resources no candidate type has enough of.
 func largestMessage(p *poolIdx, c *candSet, sh *shape) string {
 	var parts []string
 	check := func(name corev1.ResourceName, want, have int64) {
 		if want > 0 && want > have {
-			parts = append(parts, fmt.Sprintf("%s: requests %s, largest allocatable %s", name, quantity(name, want), quantity(name, have)))
+			parts = append(parts, fmt.Sprintf("%s: requests %s, largest allocatable %s", name, requested(sh, name, want), quantity(name, have)))
 		}
 	}
 	check(corev1.ResourceCPU, sh.req.CPU, c.max.CPU)

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,21 +33,89 @@ type scalar struct {
 	value int64
 }
 
-// NewVector returns list as a Vector.
+// Infinite is the amount a Vector holds for a quantity too large to count in
+// its unit: more than math.MaxInt64 millicores, bytes or items. No node has
+// that much, so a request of it fits nowhere; no node adds up to it, so a
+// limit of it never binds. Sums stop at it instead of wrapping around.
+const Infinite int64 = math.MaxInt64
+
+// The largest quantities whose value in millis or units an int64 holds.
+var (
+	maxMilli = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+	maxUnit  = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+)
+
+// MilliValue returns q in thousandths, rounded up, as q.MilliValue does, but
+// saturated: Infinite when that is more than an int64 holds and
+// math.MinInt64 when it is less, where q.MilliValue wraps around (1e30 cpu
+// would come out as a small or negative number of millicores). A negative
+// quantity is rounded away from zero.
+func MilliValue(q resource.Quantity) int64 {
+	return scaledValue(q, resource.Milli, &maxMilli)
+}
+
+// Value returns q rounded up to an integer, as q.Value does, but saturated
+// like MilliValue.
+func Value(q resource.Quantity) int64 {
+	return scaledValue(q, 0, &maxUnit)
+}
+
+// scaledValue returns q in units of 10^scale, rounded away from zero,
+// saturated beyond ±limit.
+func scaledValue(q resource.Quantity, scale resource.Scale, limit *resource.Quantity) int64 {
+	if q.Sign() < 0 {
+		// Quantity rounds negative values inconsistently (and its
+		// inf.Dec form wrongly); work with the magnitude. Neg would
+		// change an inf.Dec that q shares with the caller: copy first.
+		q = q.DeepCopy()
+		q.Neg()
+		if v := scaledValue(q, scale, limit); v != Infinite {
+			return -v
+		}
+		return math.MinInt64
+	}
+	if q.Cmp(*limit) > 0 {
+		return Infinite
+	}
+	return q.ScaledValue(scale)
+}
+
+// AddSaturating returns a+b, or Infinite or math.MinInt64 when the sum is
+// beyond what an int64 holds.
+func AddSaturating(a, b int64) int64 {
+	s := a + b
+	if (s^a)&(s^b) < 0 { // a and b have the same sign and s the other
+		return math.MaxInt64 ^ (a >> 63)
+	}
+	return s
+}
+
+// SubSaturating returns a-b, or Infinite or math.MinInt64 when the
+// difference is beyond what an int64 holds.
+func SubSaturating(a, b int64) int64 {
+	d := a - b
+	if (a^b)&(a^d) < 0 { // a and b have different signs and d has b's
+		return math.MaxInt64 ^ (a >> 63)
+	}
+	return d
+}
+
+// NewVector returns list as a Vector. A quantity beyond what an int64 holds
+// in its unit becomes Infinite (math.MinInt64 when negative).
 func NewVector(list corev1.ResourceList) Vector {
 	var v Vector
 	for name, q := range list {
 		switch name {
 		case corev1.ResourceCPU:
-			v.CPU = q.MilliValue()
+			v.CPU = MilliValue(q)
 		case corev1.ResourceMemory:
-			v.Memory = q.Value()
+			v.Memory = Value(q)
 		case corev1.ResourceEphemeralStorage:
-			v.EphemeralStorage = q.Value()
+			v.EphemeralStorage = Value(q)
 		case corev1.ResourcePods:
-			v.Pods = q.Value()
+			v.Pods = Value(q)
 		default:
-			v.extended = append(v.extended, scalar{name: name, value: q.Value()})
+			v.extended = append(v.extended, scalar{name: name, value: Value(q)})
 		}
 	}
 	slices.SortFunc(v.extended, func(a, b scalar) int { return strings.Compare(string(a.name), string(b.name)) })
@@ -54,10 +123,18 @@ func NewVector(list corev1.ResourceList) Vector {
 }
 
 // PodVector returns what pod requests (see Requests) plus the one pod slot
-// it takes on a node.
+// it takes on a node. A request too large to count is Infinite, so the pod
+// fits no node. A negative request, which the API server never admits
+// (validation rejects it), counts as zero: a pod never gives a node room.
 func PodVector(pod *corev1.Pod) Vector {
 	v := NewVector(Requests(pod))
-	v.Pods++
+	v.CPU = max(v.CPU, 0)
+	v.Memory = max(v.Memory, 0)
+	v.EphemeralStorage = max(v.EphemeralStorage, 0)
+	v.Pods = AddSaturating(max(v.Pods, 0), 1)
+	for i := range v.extended { // NewVector's own list
+		v.extended[i].value = max(v.extended[i].value, 0)
+	}
 	return v
 }
 
@@ -121,27 +198,30 @@ func (v Vector) IsZero() bool {
 	return true
 }
 
-// Add adds o to v in place. It does not allocate unless o has an extended
-// resource that v lacks.
+// Add adds o to v in place, saturating (see AddSaturating). It does not
+// allocate unless o has an extended resource that v lacks.
 func (v *Vector) Add(o Vector) {
-	v.CPU += o.CPU
-	v.Memory += o.Memory
-	v.EphemeralStorage += o.EphemeralStorage
-	v.Pods += o.Pods
+	v.CPU = AddSaturating(v.CPU, o.CPU)
+	v.Memory = AddSaturating(v.Memory, o.Memory)
+	v.EphemeralStorage = AddSaturating(v.EphemeralStorage, o.EphemeralStorage)
+	v.Pods = AddSaturating(v.Pods, o.Pods)
 	for _, s := range o.extended {
-		v.addExtended(s.name, s.value)
+		v.addExtended(s.name, s.value, false)
 	}
 }
 
-// Sub subtracts o from v in place. It does not allocate unless o has an
-// extended resource that v lacks.
+// Sub subtracts o from v in place, saturating (see SubSaturating). It does
+// not allocate unless o has an extended resource that v lacks.
+//
+// Saturation loses what it cuts off: once a sum has reached Infinite,
+// subtracting from it does not give back the amounts added before.
 func (v *Vector) Sub(o Vector) {
-	v.CPU -= o.CPU
-	v.Memory -= o.Memory
-	v.EphemeralStorage -= o.EphemeralStorage
-	v.Pods -= o.Pods
+	v.CPU = SubSaturating(v.CPU, o.CPU)
+	v.Memory = SubSaturating(v.Memory, o.Memory)
+	v.EphemeralStorage = SubSaturating(v.EphemeralStorage, o.EphemeralStorage)
+	v.Pods = SubSaturating(v.Pods, o.Pods)
 	for _, s := range o.extended {
-		v.addExtended(s.name, -s.value)
+		v.addExtended(s.name, s.value, true)
 	}
 }
 
@@ -228,18 +308,27 @@ func (v Vector) find(name corev1.ResourceName) (int, bool) {
 	return len(v.extended), false
 }
 
-// addExtended adds delta to extended resource name, inserting it if v
-// lacks it.
-func (v *Vector) addExtended(name corev1.ResourceName, delta int64) {
+// addExtended adds delta to extended resource name, or subtracts it when
+// sub is set, saturating, and inserts name if v lacks it.
+func (v *Vector) addExtended(name corev1.ResourceName, delta int64, sub bool) {
 	i, found := v.find(name)
+	var have int64
 	if found {
-		v.extended[i].value += delta
+		have = v.extended[i].value
+	}
+	if sub {
+		have = SubSaturating(have, delta)
+	} else {
+		have = AddSaturating(have, delta)
+	}
+	if found {
+		v.extended[i].value = have
 		return
 	}
 	// Insert into a new list, so that a copy sharing the old one keeps a
 	// consistent (if stale) list.
 	grown := make([]scalar, 0, len(v.extended)+1)
 	grown = append(grown, v.extended[:i]...)
-	grown = append(grown, scalar{name: name, value: delta})
+	grown = append(grown, scalar{name: name, value: have})
 	v.extended = append(grown, v.extended[i:]...)
 }

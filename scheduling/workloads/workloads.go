@@ -8,10 +8,12 @@
 // source, so the same objects always give the same pods.
 //
 // Pods carry what the scheduler and the packer look at: the template's labels
-// and spec, the namespace (defaulting to "default"), owner references and the
-// labels the workload controllers add (pod-template-hash, job-name, the
-// StatefulSet pod name). Volumes from StatefulSet volumeClaimTemplates are not
-// added: volume topology is not modelled by the packer's input.
+// and spec, with requests defaulted from limits as the API server does (see
+// DefaultRequests), the namespace (defaulting to "default"), owner
+// references and the labels the workload controllers add (pod-template-hash,
+// job-name, the StatefulSet pod name). Volumes from StatefulSet
+// volumeClaimTemplates are not added: volume topology is not modelled by the
+// packer's input.
 package workloads
 
 import (
@@ -187,8 +189,9 @@ func DaemonSet(ds *appsv1.DaemonSet) *corev1.Pod {
 	return pod
 }
 
-// Pod returns a copy of a bare pod with the namespace defaulted and, when
-// missing, a UID and a creation timestamp.
+// Pod returns a copy of a bare pod with the namespace and the requests
+// defaulted (see DefaultRequests) and, when missing, a UID and a creation
+// timestamp.
 func Pod(p *corev1.Pod) *corev1.Pod {
 	pod := p.DeepCopy()
 	pod.Namespace = namespaceOf(pod.Namespace)
@@ -201,6 +204,7 @@ func Pod(p *corev1.Pod) *corev1.Pod {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
+	DefaultRequests(pod)
 	return pod
 }
 
@@ -252,6 +256,7 @@ func fromTemplate(t *corev1.PodTemplateSpec, namespace, name string, owner metav
 			pod.Annotations[k] = v
 		}
 	}
+	DefaultRequests(pod)
 	return pod
 }
 

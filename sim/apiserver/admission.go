@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
 )
 
 var priorityClassGVK = schedulingv1.SchemeGroupVersion.WithKind("PriorityClass")
@@ -76,6 +77,7 @@ func (s *Server) admitPod(pod *corev1.Pod) error {
 	if spec.DNSPolicy == "" {
 		spec.DNSPolicy = corev1.DNSClusterFirst
 	}
+	workloads.DefaultRequests(pod)
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			for j := range cs[i].Ports {

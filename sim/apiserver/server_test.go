@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,6 +108,13 @@ func TestCreateAssignsMetadataAndAdmits(t *testing.T) {
 	other.Namespace = "nowhere"
 	if err := s.Create(ctx, other); !apierrors.IsNotFound(err) {
 		t.Errorf("missing namespace: %v", err)
+	}
+	// A container's limits are its requests where it sets none.
+	limited := pod("limited", "", nil)
+	limited.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("1e30")}
+	mustCreate(t, s, limited)
+	if q, ok := limited.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; !ok || q.String() != "1e30" {
+		t.Errorf("requests not defaulted from limits: %+v", limited.Spec.Containers[0].Resources)
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	mustCreate(t, s, node)
