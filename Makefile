@@ -24,13 +24,16 @@ kube-binaries:
 ## end-to-end suite on a local cluster (see e2e).
 test: unit e2e
 
-## unit: unit tests plus the tests against the real kube-apiserver.
+## unit: unit tests plus the tests against the real kube-apiserver, and a
+## short fuzzing run of the manifest decoder and validator (FuzzValidate; its
+## seeds also run as a unit test).
 unit: kube-binaries
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/schedulerdiff && $(GO) vet ./...
 	cd hack/schedulerdiff && $(GO) test ./...
 	cd hack/charttest && $(GO) test ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime 20s ./api/validation
 
 ## e2e: the end-to-end suite on a local cluster (test/e2e, build tag e2e): etcd,
 ## kube-apiserver, kube-scheduler, kube-controller-manager and kwok on loopback,

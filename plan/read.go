@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
@@ -56,42 +55,12 @@ func Load(paths []string, stdin io.Reader) (*Objects, []validation.Problem, erro
 	if len(paths) == 0 {
 		return nil, nil, fmt.Errorf("name the manifests to plan with -f FILE, -f DIR or -f - for standard input")
 	}
-	type source struct {
-		name string
-		data []byte
-	}
-	var sources []source
-	var stdinData []byte
-	for _, p := range paths {
-		if p == "-" {
-			if stdin == nil {
-				return nil, nil, fmt.Errorf("reading stdin: no input")
-			}
-			data, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, nil, fmt.Errorf("reading stdin: %w", err)
-			}
-			stdinData = data
-			sources = append(sources, source{"-", data})
-			continue
-		}
-		files, err := validation.ManifestFiles(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, nil, err
-			}
-			sources = append(sources, source{f, data})
-		}
-	}
 	v, err := validation.Default()
 	if err != nil {
 		return nil, nil, err
 	}
-	problems, err := v.Paths(paths, bytes.NewReader(stdinData))
+	in := validation.NewInput(stdin)
+	problems, err := v.PathsFrom(in, paths)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,9 +68,15 @@ func Load(paths []string, stdin io.Reader) (*Objects, []validation.Problem, erro
 		return nil, problems, ErrInvalid
 	}
 	objs := &Objects{}
-	for _, s := range sources {
-		if err := objs.Decode(s.name, s.data); err != nil {
+	for _, p := range paths {
+		sources, err := in.Read(p)
+		if err != nil {
 			return nil, problems, err
+		}
+		for _, s := range sources {
+			if err := objs.Decode(s.Name, s.Data); err != nil {
+				return nil, problems, err
+			}
 		}
 	}
 	return objs, problems, nil

@@ -6,19 +6,30 @@ import (
 	"regexp"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/client-go/kubernetes/scheme"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// builtinDecoder decodes the kinds client-go knows with the API server's
-// strict field validation: unknown and duplicate fields are errors.
-var builtinDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Strict: true})
+// builtinScheme knows the kinds built into Kubernetes: client-go's, and
+// apiextensions.k8s.io/v1 CustomResourceDefinition, which client-go leaves out.
+var builtinScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
 
-// isBuiltin reports whether client-go's scheme knows the kind.
+// builtinDecoder decodes the built-in kinds with the API server's strict
+// field validation: unknown and duplicate fields are errors.
+var builtinDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, builtinScheme, builtinScheme, kjson.SerializerOptions{Strict: true})
+
+// isBuiltin reports whether the kind is one built into Kubernetes.
 func isBuiltin(gvk schema.GroupVersionKind) bool {
-	return scheme.Scheme.Recognizes(gvk)
+	return builtinScheme.Recognizes(gvk)
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,18 +104,84 @@ func yamlEmpty(b []byte) bool {
 	return true
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlErrorRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?`)
 
-// shiftLines rewrites "line N" in a YAML error to count from the start of
-// the file instead of the start of the document.
-func shiftLines(msg string, docStart int) string {
-	return yamlLineRE.ReplaceAllStringFunc(msg, func(m string) string {
-		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
-		if err != nil {
-			return m
+// parserProblems are the problems the YAML parser (as opposed to its scanner)
+// reports. go.yaml.in/yaml/v2, which sigs.k8s.io/yaml uses, writes "line N"
+// with N counted from 0 for these and from 1 for the scanner's, and leaves
+// the line out when the problem is on the document's first line.
+var parserProblems = []string{
+	"did not find expected <stream-start>",
+	"did not find expected <document start>",
+	"did not find expected node content",
+	"did not find expected key",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found duplicate %YAML directive",
+	"found duplicate %TAG directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// scannerProblems are the scanner's problems (prefixes of them).
+var scannerProblems = []string{
+	"block sequence entries are not allowed",
+	"could not find expected",
+	"did not find URI escaped octet",
+	"did not find expected",
+	"did not find the expected '>'",
+	"exceeded max depth",
+	"found a tab character",
+	"found an incorrect",
+	"found an indentation indicator equal to 0",
+	"found character that cannot start any token",
+	"found extremely long version number",
+	"found invalid Unicode character escape code",
+	"found unexpected",
+	"found unknown",
+	"mapping keys are not allowed",
+	"mapping values are not allowed",
+}
+
+// yamlErrorLine rewrites a YAML syntax error of a document so that it names
+// the line of the file the problem is on: the parser's line counts from the
+// start of the document, from 0 or 1 depending on the problem (see
+// parserProblems), or is missing. Errors that are not about a position in the
+// text (an unknown anchor, say) are returned as they are.
+func yamlErrorLine(msg string, d document) string {
+	m := yamlErrorRE.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg
+	}
+	problem := msg[m[1]:]
+	line := 0 // 0-based, from the start of the document
+	switch {
+	case slices.ContainsFunc(parserProblems, func(p string) bool { return strings.HasPrefix(problem, p) }):
+		if m[2] >= 0 {
+			line, _ = strconv.Atoi(msg[m[2]:m[3]])
 		}
-		return fmt.Sprintf("line %d", n+docStart-1)
-	})
+	case slices.ContainsFunc(scannerProblems, func(p string) bool { return strings.HasPrefix(problem, p) }):
+		if m[2] >= 0 {
+			n, _ := strconv.Atoi(msg[m[2]:m[3]])
+			line = n - 1
+		}
+	default:
+		return msg
+	}
+	// A problem at the end of the stream is past the document's last line
+	// (after its final line break): report the last line.
+	last := bytes.Count(d.data, []byte("\n"))
+	if len(d.data) > 0 && d.data[len(d.data)-1] != '\n' {
+		last++
+	}
+	if line > last-1 {
+		line = last - 1
+	}
+	if line < 0 {
+		line = 0
+	}
+	return fmt.Sprintf("yaml: line %d: %s", d.line+line, problem)
 }
 
 var duplicateKeyRE = regexp.MustCompile(`line (\d+): key (".*") already set in map`)
@@ -131,7 +198,7 @@ func decodeDocument(d document) (interface{}, []Problem, error) {
 		var err error
 		j, err = yaml.YAMLToJSON(d.data)
 		if err != nil {
-			return nil, nil, errors.New(shiftLines(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), d.line))
+			return nil, nil, errors.New(yamlErrorLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), d))
 		}
 		if _, err := yaml.YAMLToJSONStrict(d.data); err != nil {
 			for _, m := range duplicateKeyRE.FindAllStringSubmatch(err.Error(), -1) {

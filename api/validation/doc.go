@@ -15,7 +15,10 @@
 // messages for manifests written against older Karpenter APIs
 // (v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate, the v1beta1 kinds).
 //
-// Other kinds that client-go knows (Deployments, PodDisruptionBudgets, ...) are
-// strictly decoded so that misspelt fields are caught; kinds it does not know
-// are skipped.
+// Other kinds built into Kubernetes (Deployments, PodDisruptionBudgets, ...) are
+// strictly decoded so that misspelt fields are caught. A kind or version that
+// does not exist in a group stevedore knows (Kubernetes', Karpenter's,
+// stevedore's) is an error with the nearest kind or the versions that exist;
+// kinds of other groups are skipped with a warning. Objects defined twice and
+// paths with no object are errors too.
 package validation

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -100,71 +98,66 @@ func (v *Validator) Documents(source string, r io.Reader) ([]Problem, error) {
 
 // Paths validates files and directories; "-" reads stdin. Directories are
 // walked recursively for *.yaml, *.yml and *.json files in lexical order,
-// skipping hidden directories. Cross-object checks see every object read.
-// The error is for paths that cannot be read.
+// skipping hidden directories. Cross-object checks see every object read. A
+// path that holds no object is an error. The error is for paths that cannot
+// be read.
 func (v *Validator) Paths(paths []string, stdin io.Reader) ([]Problem, error) {
+	return v.PathsFrom(NewInput(stdin), paths)
+}
+
+// PathsFrom is Paths reading through in, so that the caller can read the
+// same sources from in afterwards.
+func (v *Validator) PathsFrom(in *Input, paths []string) ([]Problem, error) {
 	b := &batch{v: v}
 	for _, p := range paths {
-		if p == "-" {
-			if stdin == nil {
-				return nil, fmt.Errorf("reading stdin: no input")
-			}
-			data, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("reading stdin: %w", err)
-			}
-			b.addStream("-", data)
-			continue
-		}
-		files, err := ManifestFiles(p)
+		sources, err := in.Read(p)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			b.addStream(f, data)
+		for _, w := range in.skipped[p] {
+			d := &docResult{source: w.Source}
+			d.problems = append(d.problems, w)
+			b.docs = append(b.docs, d)
+		}
+		before := len(b.docs)
+		for _, s := range sources {
+			b.addStream(s.Name, s.Data)
+		}
+		if len(b.docs) == before {
+			b.docs = append(b.docs, noObjects(p, len(sources), len(in.skipped[p])))
 		}
 	}
 	return b.finish(), nil
 }
 
-// ManifestFiles returns p itself when it is a file, or the manifests under it
-// when it is a directory: *.yaml, *.yml and *.json files, recursively, in
-// lexical order, skipping hidden directories. Every command that reads
-// manifests (validate, plan) finds them the same way.
-func ManifestFiles(p string) ([]string, error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{p}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// noObjects reports a path that holds no object: empty input is far more
+// often a wrong path or a failed pipe than something meant.
+func noObjects(p string, files, skipped int) *docResult {
+	d := &docResult{source: p}
+	problem := Problem{Message: "no objects found in " + p, Severity: SeverityError}
+	switch {
+	case p == "-":
+		problem.Message = "no objects found in standard input"
+		problem.Fix = "pipe the manifests in, for example: kustomize build overlays/prod | stevedore validate -f -"
+	case files == 0 && skipped > 0:
+		problem.Message += ": it has no .yaml, .yml or .json files that are regular files"
+		problem.Fix = "name the directory or the files that hold the manifests"
+	case files == 0:
+		problem.Message += ": it has no .yaml, .yml or .json files"
+		problem.Fix = "name the directory or the files that hold the manifests"
+	case files == 1:
+		if info, err := os.Stat(p); err == nil && info.IsDir() {
+			problem.Message += ": its one manifest file holds only comments or empty documents"
+		} else {
+			problem.Message += ": the file holds only comments or empty documents"
 		}
-		if d.IsDir() {
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, path)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		problem.Fix = "add the manifests, or leave it out"
+	default:
+		problem.Message += fmt.Sprintf(": its %d manifest files hold only comments or empty documents", files)
+		problem.Fix = "add the manifests, or leave it out"
 	}
-	sort.Strings(files)
-	return files, nil
+	d.add(problem)
+	return d
 }
 
 // validateCRD checks a CRD the way the API server checks it when it is
@@ -192,10 +185,14 @@ func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 
 // docResult is the outcome of checking one object.
 type docResult struct {
-	gvk      schema.GroupVersionKind
-	name     string
-	source   string
-	problems []Problem
+	gvk schema.GroupVersionKind
+	// typed is set when apiVersion and kind were read, so gvk is the
+	// object's kind.
+	typed     bool
+	name      string
+	namespace string
+	source    string
+	problems  []Problem
 	// object is the object as the server would store it, for cross-object
 	// checks; nil when the object is not one of the served kinds.
 	object map[string]interface{}
@@ -215,6 +212,7 @@ func (v *Validator) check(ctx context.Context, source string, obj map[string]int
 	kind, kOK := obj["kind"].(string)
 	if meta, ok := obj["metadata"].(map[string]interface{}); ok {
 		d.name, _ = meta["name"].(string)
+		d.namespace, _ = meta["namespace"].(string)
 	}
 	if kOK {
 		d.gvk.Kind = kind
@@ -230,6 +228,7 @@ func (v *Validator) check(ctx context.Context, source string, obj map[string]int
 	}
 	gvk := gv.WithKind(kind)
 	d.gvk = gvk
+	d.typed = true
 
 	if sk, ok := v.served[gvk]; ok {
 		v.checkServed(ctx, d, sk, obj)
@@ -249,7 +248,18 @@ func (v *Validator) check(ctx context.Context, source string, obj map[string]int
 		for _, p := range checkBuiltin(gvk, obj) {
 			d.add(p)
 		}
+		return d
 	}
+	if isToolKind(gvk) {
+		// Read and checked by the command it is for (a Scenario by
+		// stevedore simulate).
+		return d
+	}
+	if g, ok := knownGroups()[gv.Group]; ok {
+		v.unknownKind(d, obj, gvk, g)
+		return d
+	}
+	v.unknownGroup(d, gvk)
 	return d
 }
 
@@ -475,6 +485,7 @@ func jsonKind(v interface{}) string {
 // finish runs the cross-object checks and returns all problems, document by
 // document in the order read, each document's problems ordered by field.
 func (b *batch) finish() []Problem {
+	b.duplicates()
 	classes := map[string]bool{}
 	for _, d := range b.docs {
 		if d.gvk.Group == groupAWS && d.gvk.Kind == kindEC2NodeClass && d.name != "" {

@@ -95,7 +95,10 @@ func TestValidate(t *testing.T) {
 		wantOut    []string // substrings of stdout
 		wantStderr string
 	}{
-		{name: "examples are valid", args: []string{"validate", "-f", "../../examples"}, wantStderr: "valid"},
+		{name: "an example is valid", args: []string{"validate", "-f", "../../examples/drift-upgrade"}, wantStderr: "valid"},
+		{name: "a folder of scenarios is valid", args: []string{"validate", "-f", "../../examples/troubleshooting"}, wantStderr: "valid"},
+		{name: "the examples together repeat objects", args: []string{"validate", "-f", "../../examples"}, wantErr: true,
+			wantOut: []string{`examples/spot-mix.yaml#1: EC2NodeClass/default: metadata.name: EC2NodeClass "default" is defined twice: here and at ../../examples/drift-upgrade.yaml#1`}},
 		{name: "budget schedule without duration", args: []string{"validate", "-f", "-"}, stdin: badNodePool, wantErr: true,
 			wantOut: []string{"-#1: NodePool/default: spec.disruption.budgets[0]: ", "schedule and duration must be set together", "fix: "}},
 		{name: "provisioner gets migration advice", args: []string{"validate", "-f", "-"}, stdin: oldProvisioner, wantErr: true,
@@ -137,7 +140,7 @@ func TestValidateJSON(t *testing.T) {
 	if p.Kind != "NodePool" || p.Name != "default" || p.Field == "" || p.Fix == "" {
 		t.Errorf("first problem lacks object, field or fix: %+v", p)
 	}
-	out, _, err = run(t, "", "validate", "-f", "../../examples", "-o", "json")
+	out, _, err = run(t, "", "validate", "-f", "../../examples/drift-upgrade", "-o", "json")
 	if err != nil || !strings.Contains(out, `"valid": true`) || !strings.Contains(out, `"problems": []`) {
 		t.Errorf("examples as JSON: %v\n%s", err, out)
 	}

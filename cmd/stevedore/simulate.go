@@ -55,7 +55,8 @@ also writes the run as one self-contained page of charts and the event log,
 which opens offline in any browser.`,
 		Example: `  stevedore simulate examples/drift-upgrade
   stevedore simulate examples/drift-upgrade --output json --seed 7
-  stevedore simulate examples/drift-upgrade --report drift-upgrade.html`,
+  stevedore simulate examples/drift-upgrade --report drift-upgrade.html
+  kustomize build overlays/prod | stevedore simulate -    # - reads standard input`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if output != "text" && output != "json" {
@@ -65,7 +66,7 @@ which opens offline in any browser.`,
 			if err != nil {
 				return err
 			}
-			run, problems, err := scenario.Load(paths, scheme)
+			run, problems, err := scenario.LoadFrom(paths, cmd.InOrStdin(), scheme)
 			if errors.Is(err, scenario.ErrInvalid) {
 				printProblems(cmd, problems)
 				return errSilentFailure

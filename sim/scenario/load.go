@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -192,6 +191,11 @@ func (l *loader) scenarioError(field, msg, fix string) {
 // returns ErrInvalid. scheme must know the core, karpenter.sh and
 // karpenter.k8s.aws types.
 func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, error) {
+	return LoadFrom(paths, nil, scheme)
+}
+
+// LoadFrom is Load with "-" among the paths reading stdin.
+func LoadFrom(paths []string, stdin io.Reader, scheme *runtime.Scheme) (*Run, []validation.Problem, error) {
 	if len(paths) == 0 {
 		return nil, nil, fmt.Errorf("name the scenario: a directory or files with the manifests and at most one Scenario")
 	}
@@ -200,7 +204,8 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 	if err != nil {
 		return nil, nil, err
 	}
-	problems, err := v.Paths(paths, nil)
+	in := validation.NewInput(stdin)
+	problems, err := v.PathsFrom(in, paths)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -211,15 +216,12 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 	var objects []Object
 	var skipped []string
 	for _, p := range paths {
-		files, err := validation.ManifestFiles(p)
+		files, err := in.Read(p)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, nil, err
-			}
+		for _, file := range files {
+			f, data := file.Name, file.Data
 			docs, err := documents(f, data)
 			if err != nil {
 				return nil, nil, err
@@ -229,9 +231,7 @@ func Load(paths []string, scheme *runtime.Scheme) (*Run, []validation.Problem, e
 				kind, _ := d.obj["kind"].(string)
 				if strings.HasPrefix(apiVersion, "stevedore.io/") {
 					if kind != Kind || apiVersion != APIVersion {
-						l.fail(d.source, kind, "", "apiVersion", fmt.Sprintf("unknown kind %s %s", apiVersion, kind),
-							"the simulator reads kind: Scenario, apiVersion: "+APIVersion)
-						continue
+						continue // the validator reports it
 					}
 					found = append(found, foundScenario{source: d.source, name: nameOf(d.obj)})
 					if sc != nil {
@@ -306,6 +306,9 @@ func (l *loader) severalScenarios(found []foundScenario) {
 }
 
 func defaultName(paths []string) string {
+	if paths[0] == "-" {
+		return "stdin"
+	}
 	p := strings.TrimRight(paths[0], "/")
 	base := p[strings.LastIndex(p, "/")+1:]
 	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"), ".json")

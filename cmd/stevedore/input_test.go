@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
+)
+
+// These tests check that validate, plan and simulate read their input the
+// same way and give the same verdict on it.
+
+const certificate = `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web}
+spec: {secretName: web-tls}
+`
+
+// twoPods defines Pod p in the default namespace twice.
+const twoPods = `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: c, image: registry.example.com/p:1.0}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec: {containers: [{name: c, image: registry.example.com/p:1.0}]}
+`
+
+// commands are the three commands that read manifests, each with "-" for
+// standard input.
+var commands = map[string][]string{
+	"validate": {"validate", "-f", "-"},
+	"plan":     {"plan", "-f", "-"},
+	"simulate": {"simulate", "-"},
+}
+
+func TestSimulateReadsStdin(t *testing.T) {
+	out, stderr, err := run(t, smallScenario, "simulate", "-")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"Scenario small, seed 1", "Pods: 4 running, 0 pending"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// Without a Scenario the run is named after its input.
+	manifests := smallScenario[:strings.Index(smallScenario, "---\napiVersion: stevedore.io")]
+	out, stderr, err = run(t, manifests, "simulate", "-", "-o", "json")
+	if err != nil || !strings.Contains(out, `"scenario": "stdin"`) {
+		t.Errorf("manifests on stdin: %v\n%s", err, stderr)
+	}
+}
+
+// TestOtherProjectsKinds checks that a kind of a group nobody here knows is
+// a warning, not checked, and that simulate still runs.
+func TestOtherProjectsKinds(t *testing.T) {
+	out, stderr, err := run(t, smallScenario+"---\n"+certificate, "simulate", "-")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "Pods: 4 running") || !strings.Contains(stderr, "-#5: Certificate/web: apiVersion: cert-manager.io is not an API group stevedore knows, so this Certificate is not checked") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, stderr)
+	}
+	out, stderr, err = run(t, certificate, "validate", "-f", "-")
+	if err != nil || !strings.Contains(out, "not checked") || !strings.Contains(stderr, "valid (1 warnings)") {
+		t.Errorf("validate: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestMistypedKindsAreRefused checks that every command refuses a kind that
+// does not exist in a built-in group, where before each skipped it (and
+// simulate ran without the workload).
+func TestMistypedKindsAreRefused(t *testing.T) {
+	input := strings.Replace(smallScenario, "kind: Deployment", "kind: Deploymnet", 1)
+	for name, args := range commands {
+		out, _, err := run(t, input, args...)
+		if !errors.Is(err, errSilentFailure) || !strings.Contains(out, `-#3: Deploymnet/web: kind: apps/v1 has no kind "Deploymnet"; fix: write kind: Deployment`) {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+func TestDuplicatesAreRefused(t *testing.T) {
+	for name, args := range commands {
+		out, _, err := run(t, twoPods, args...)
+		if !errors.Is(err, errSilentFailure) || !strings.Contains(out, `-#2: Pod/p: metadata.name: Pod "p" in namespace default is defined twice: here and at -#1`) {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+func TestEmptyInputIsRefused(t *testing.T) {
+	for name, args := range commands {
+		out, _, err := run(t, "# nothing\n", args...)
+		if !errors.Is(err, errSilentFailure) || !strings.Contains(out, "-: no objects found in standard input; fix: ") {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"validate", "-f", empty}, {"plan", "-f", empty}, {"simulate", empty}, {"validate", "-f", t.TempDir()}} {
+		out, _, err := run(t, "", args...)
+		if !errors.Is(err, errSilentFailure) || !strings.Contains(out, "no objects found in ") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestScenarioKind checks that the validator knows the Scenario the simulator
+// reads, and refuses a misspelt one for validate and simulate alike (the
+// simulator leaves that to the validator).
+func TestScenarioKind(t *testing.T) {
+	v, err := validation.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := "apiVersion: " + scenario.APIVersion + "\nkind: " + scenario.Kind + "\nmetadata: {name: s}\n"
+	if problems, err := v.Documents("s.yaml", strings.NewReader(doc)); err != nil || len(problems) != 0 {
+		t.Errorf("the Scenario: %v %v", err, problems)
+	}
+	input := strings.Replace(smallScenario, "kind: Scenario", "kind: Scenaro", 1)
+	for name, args := range map[string][]string{"validate": commands["validate"], "simulate": commands["simulate"]} {
+		out, _, err := run(t, input, args...)
+		if !errors.Is(err, errSilentFailure) || strings.Count(out, "\n") != 1 ||
+			!strings.Contains(out, `-#4: Scenaro/small: kind: stevedore.io/v1alpha1 has no kind "Scenaro"; fix: write kind: Scenario`) {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+}
