@@ -206,6 +206,9 @@ func (l *loader) selection(s *Selection, field string) {
 	if s.Count < 0 {
 		l.scenarioError(field+".count", "count is negative", "write how many nodes, or 0 for every node selected")
 	}
+	if s.Count > MaxNodeCount {
+		l.scenarioError(field+".count", fmt.Sprintf("%d nodes are more than an event picks (%d)", s.Count, MaxNodeCount), "write how many nodes, or 0 for every node selected")
+	}
 	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
 		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
 	}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,6 +198,24 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"no burst", "  cluster: {controllerManager: {kubeAPIBurst: 0}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "at least 1"},
 		{"fractional burst", "  cluster: {controllerManager: {kubeAPIBurst: 2.5}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "whole number"},
 		{"misspelt setting", "  cluster: {controllerManager: {kubeApiQps: 50}}\n", "spec.cluster.controllerManager.kubeApiQps", "kubeAPIQPS"},
+		{"run too long", "  duration: 24000h\n", "spec.duration", "720h"},
+		{"samples too fine", "  sampleEvery: 1ns\n", "spec.sampleEvery", "finest resolution"},
+		{"too many samples", "  duration: 720h\n  sampleEvery: 10s\n", "spec.sampleEvery", "sample every 26s or more"},
+		{"start out of range", "  start: \"9999-12-31T00:00:00Z\"\n", "spec.start", "between the years"},
+		{"scale too far", "  events: [{at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 2147483647}}]\n", "spec.events[0].scale.replicas", "at most 100000"},
+		{"patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, patch: {spec: {replicas: 1e12}}}}]\n", "spec.events[0].patch.patch.spec.replicas", "more than one workload"},
+		{"JSON patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, type: json, patch: [{op: replace, path: /spec/replicas, value: 150000}]}}]\n", "spec.events[0].patch.patch[0].value", "more than one workload"},
+		{"too many pods together", "  events:\n    - {at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 100000}}\n    - {at: 1m, scale: {kind: StatefulSet, namespace: shop, name: db, replicas: 100000}}\n    - {at: 2m, scale: {kind: Deployment, name: web, replicas: 10}}\n", "spec.events[0].scale.replicas", "200010 pods together"},
+		{"too many nodes picked", "  events: [{at: 1m, nodeFailure: {count: 1000000}}]\n", "spec.events[0].nodeFailure.count", "more than an event picks"},
+		{"negative event time", "  events: [{at: -5m, restartController: {}}]\n", "spec.events[0].at", "positive"},
+		{"too many free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: 10000000}]}\n", "spec.aws.subnets[0].freeIPs", "/16"},
+		{"negative free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: -1}]}\n", "spec.aws.subnets[0].freeIPs", "outside 0"},
+		{"boot takes days", "  aws: {bootTime: 48h}\n", "spec.aws.bootTime", "at most 24h"},
+		{"ready takes days", "  aws: {readyTime: 100h}\n", "spec.aws.readyTime", "at most 24h"},
+		{"pods start in days", "  cluster: {podStartTime: 25h}\n", "spec.cluster.podStartTime", "at most 24h"},
+		{"requests a second beyond reason", "  cluster: {controllerManager: {kubeAPIQPS: 1e300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
+		{"requests a second too few", "  cluster: {controllerManager: {kubeAPIQPS: 1e-300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
+		{"burst beyond reason", "  cluster: {controllerManager: {kubeAPIBurst: 2000000000}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "more than"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +237,42 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 				t.Log(p.String())
 			}
 		})
+	}
+}
+
+// TestManifestPodBounds checks that a workload's replicas, and the pods
+// of all workloads together, are bounded, with the problem at the manifest.
+func TestManifestPodBounds(t *testing.T) {
+	deployment := func(name string, replicas int) string {
+		return fmt.Sprintf("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s}\nspec:\n  replicas: %d\n  selector: {matchLabels: {app: x}}\n"+
+			"  template: {metadata: {labels: {app: x}}, spec: {containers: [{name: c, image: c}]}}\n", name, replicas)
+	}
+	job := "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 100001\n  template: {spec: {restartPolicy: Never, containers: [{name: c, image: c}]}}\n"
+	for _, tc := range []struct {
+		name, docs, object, field, msg string
+	}{
+		{"one workload", deployment("huge", 2147483647), "huge", "spec.replicas", "more than one workload may ask for (100000)"},
+		{"a Job", job, "j", "spec.parallelism", "more than one workload"},
+		{"together", deployment("a", 100000) + deployment("b", 99999) + deployment("c", 2), "a", "spec.replicas", "200001 pods together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := write(t, map[string]string{"w.yaml": tc.docs})
+			_, problems, err := Load([]string{dir}, scheme(t))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v, want ErrInvalid", err)
+			}
+			for _, p := range problems {
+				if p.Name == tc.object && p.Field == tc.field && strings.Contains(p.Message, tc.msg) && strings.HasSuffix(p.Source, "w.yaml#1") == (tc.object != "c") && p.Fix != "" {
+					return
+				}
+			}
+			t.Errorf("no problem at %s %s mentioning %q; got %v", tc.object, tc.field, tc.msg, problems)
+		})
+	}
+	// Right at the bounds is fine.
+	dir := write(t, map[string]string{"w.yaml": deployment("a", 100000) + deployment("b", 100000)})
+	if _, problems, err := Load([]string{dir}, scheme(t)); err != nil {
+		t.Errorf("at the bounds: %v %v", err, problems)
 	}
 }
 
