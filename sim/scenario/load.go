@@ -500,6 +500,8 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 		run.ClusterName = discoveryName(all)
 	}
 	run.AWS = l.aws(s.AWS, run, all, s.Events)
+	l.instanceTypes(s.AWS.InstanceTypes)
+	l.eventTargets(events, run.AWS, objects)
 	run.Controller = l.controller(s.Controller, run)
 	run.Objects = order(withNamespaces(objects, events))
 	run.Events = events

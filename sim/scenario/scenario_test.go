@@ -216,6 +216,13 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"requests a second beyond reason", "  cluster: {controllerManager: {kubeAPIQPS: 1e300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
 		{"requests a second too few", "  cluster: {controllerManager: {kubeAPIQPS: 1e-300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
 		{"burst beyond reason", "  cluster: {controllerManager: {kubeAPIBurst: 2000000000}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "more than"},
+		{"unknown type in the account", "  aws: {instanceTypes: [m6i.large, m6i.xlarg]}\n", "spec.aws.instanceTypes[1]", "did you mean m6i.xlarge?"},
+		{"capacity of an unknown type", "  events: [{at: 1m, insufficientCapacity: {instanceTypes: [m6i.large, m6i.lrage]}}]\n", "spec.events[0].insufficientCapacity.instanceTypes[1]", "did you mean m6i.large?"},
+		{"capacity of a type outside the account", "  aws: {instanceTypes: [m6i.large, c6i.large]}\n  events: [{at: 1m, insufficientCapacity: {instanceTypes: [m5.large]}}]\n", "spec.events[0].insufficientCapacity.instanceTypes[0]", "add it to spec.aws.instanceTypes"},
+		{"capacity in an unknown zone", "  aws: {zones: [us-east-1a, us-east-1b]}\n  events: [{at: 1m, insufficientCapacity: {zones: [us-east-1c]}}]\n", "spec.events[0].insufficientCapacity.zones[0]", "use one of us-east-1a, us-east-1b"},
+		{"capacity in a misspelt zone", "  events: [{at: 1m, insufficientCapacity: {zones: [us-east1a]}}]\n", "spec.events[0].insufficientCapacity.zones[0]", "did you mean us-east-1a?"},
+		{"interruption in an unknown zone", "  events: [{at: 1m, spotInterruption: {nodeSelector: {topology.kubernetes.io/zone: eu-west-1a}}}]\n", "spec.events[0].spotInterruption.nodeSelector.topology.kubernetes.io/zone", "not one of the account's zones"},
+		{"failure of an unknown type", "  events: [{at: 1m, nodeFailure: {nodeSelector: {node.kubernetes.io/instance-type: m6i.largee}}}]\n", "spec.events[0].nodeFailure.nodeSelector.node.kubernetes.io/instance-type", "did you mean m6i.large?"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
