@@ -44,9 +44,9 @@ DaemonSets, Jobs, Pods), PodDisruptionBudgets, PriorityClasses and existing
 Nodes, and at most one Scenario (apiVersion stevedore.io/v1alpha1) that sets
 the seed, the start and length of the run, the simulated AWS account and the
 events injected on the way: objects applied, patched, scaled and deleted, image
-releases, spot interruptions, capacity shortages, node failures, controller
-restarts. Without a Scenario everything is applied at the start and the run
-lasts an hour. Everything is checked before the run starts; problems are
+releases, spot interruptions, capacity shortages, node failures, failing AWS
+calls, controller restarts. Without a Scenario everything is applied at the
+start and the run lasts an hour. Everything is checked before the run starts; problems are
 printed as 'stevedore validate' prints them and the exit status is 1.
 
 The default output is a summary; --output json prints the whole run (events,

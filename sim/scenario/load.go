@@ -151,7 +151,8 @@ type TimedEvent struct {
 	// GVK is the kind an apply, delete, scale or patch event acts on.
 	GVK schema.GroupVersionKind
 	// For is an insufficientCapacity event's length (to the end of the run
-	// when it sets none).
+	// when it sets none), or an awsFault's window (zero when it counts
+	// calls).
 	For time.Duration
 }
 

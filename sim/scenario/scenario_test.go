@@ -223,6 +223,18 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"capacity in a misspelt zone", "  events: [{at: 1m, insufficientCapacity: {zones: [us-east1a]}}]\n", "spec.events[0].insufficientCapacity.zones[0]", "did you mean us-east-1a?"},
 		{"interruption in an unknown zone", "  events: [{at: 1m, spotInterruption: {nodeSelector: {topology.kubernetes.io/zone: eu-west-1a}}}]\n", "spec.events[0].spotInterruption.nodeSelector.topology.kubernetes.io/zone", "not one of the account's zones"},
 		{"failure of an unknown type", "  events: [{at: 1m, nodeFailure: {nodeSelector: {node.kubernetes.io/instance-type: m6i.largee}}}]\n", "spec.events[0].nodeFailure.nodeSelector.node.kubernetes.io/instance-type", "did you mean m6i.large?"},
+		{"fault of an unknown operation", "  events: [{at: 1m, awsFault: {operations: [CreateFleet, DescribeInstance], error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations[1]", "did you mean DescribeInstances?"},
+		{"fault without operations", "  events: [{at: 1m, awsFault: {error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations", "no operations"},
+		{"fault of an operation twice", "  events: [{at: 1m, awsFault: {operations: [CreateFleet, CreateFleet], error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations[1]", "listed twice"},
+		{"fault without error", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], times: 1}}]\n", "spec.events[0].awsFault.error", "no error"},
+		{"misspelt fault", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throtling, times: 1}}]\n", "spec.events[0].awsFault.error", "did you mean throttling?"},
+		{"fault with times and for", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: 1, for: 1m}}]\n", "spec.events[0].awsFault", "not both"},
+		{"fault without times or for", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling}}]\n", "spec.events[0].awsFault", "neither"},
+		{"fault of negative times", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: -1}}]\n", "spec.events[0].awsFault.times", "outside 1"},
+		{"fault of too many times", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: 100000000}}]\n", "spec.events[0].awsFault.times", "outside 1"},
+		{"fault window not a duration", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, for: ages}}]\n", "spec.events[0].awsFault.for", "not a duration"},
+		{"fault window of nothing", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, for: 0s}}]\n", "spec.events[0].awsFault.for", "positive"},
+		{"misspelt fault field", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, time: 3}}]\n", "spec.events[0].awsFault.time", "did you mean times?"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,6 +292,36 @@ func TestManifestPodBounds(t *testing.T) {
 	dir := write(t, map[string]string{"w.yaml": deployment("a", 100000) + deployment("b", 100000)})
 	if _, problems, err := Load([]string{dir}, scheme(t)); err != nil {
 		t.Errorf("at the bounds: %v %v", err, problems)
+	}
+}
+
+func TestAWSFaultIsResolved(t *testing.T) {
+	dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": `apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: faults}
+spec:
+  events:
+    - {at: 20m, awsFault: {operations: [CreateFleet, DescribeInstances], error: throttling, for: 10m}}
+    - {at: 30m, awsFault: {operations: [GetParameter], error: UnauthorizedOperation, times: 3}}
+    - {at: 40m, awsFault: {operations: [DescribeSubnets], error: serverError, times: 1}}
+    - {at: 50m, awsFault: {operations: [ReceiveMessage], error: unavailable, for: 1h}}
+`})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	var got []string
+	for _, e := range run.Events {
+		got = append(got, fmt.Sprintf("%s %s %s %d %s", e.Kind, e.Event.AWSFault.Operations, e.Event.AWSFault.Error, e.Event.AWSFault.Times, e.For))
+	}
+	want := []string{
+		"awsFault [CreateFleet DescribeInstances] throttling 0 10m0s",
+		"awsFault [GetParameter] UnauthorizedOperation 3 0s",
+		"awsFault [DescribeSubnets] serverError 1 0s",
+		"awsFault [ReceiveMessage] unavailable 0 1h0m0s",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
