@@ -19,7 +19,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/sim/clock"
 )
 
-func scheme(t *testing.T) *runtime.Scheme {
+func scheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
