@@ -16,6 +16,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/sim/clock"
 )
 
@@ -385,5 +386,19 @@ func TestShippedScenario(t *testing.T) {
 	}
 	if run.Name != "drift-upgrade" || run.ClusterName != "eks-workshop" || len(run.Events) != 2 || run.Duration != time.Hour {
 		t.Errorf("run %+v", run)
+	}
+}
+
+// TestDocsNameEveryOperation keeps docs/simulate.md's list of the
+// operations an awsFault may name in step with the simulated AWS.
+func TestDocsNameEveryOperation(t *testing.T) {
+	data, err := os.ReadFile("../../docs/simulate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range fake.Operations() {
+		if !strings.Contains(string(data), "`"+op+"`") {
+			t.Errorf("docs/simulate.md does not list %s among the operations an awsFault may name", op)
+		}
 	}
 }
