@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -44,9 +45,9 @@ DaemonSets, Jobs, Pods), PodDisruptionBudgets, PriorityClasses and existing
 Nodes, and at most one Scenario (apiVersion stevedore.io/v1alpha1) that sets
 the seed, the start and length of the run, the simulated AWS account and the
 events injected on the way: objects applied, patched, scaled and deleted, image
-releases, spot interruptions, capacity shortages, node failures, controller
-restarts. Without a Scenario everything is applied at the start and the run
-lasts an hour. Everything is checked before the run starts; problems are
+releases, spot interruptions, capacity shortages, node failures, failing AWS
+calls, controller restarts. Without a Scenario everything is applied at the
+start and the run lasts an hour. Everything is checked before the run starts; problems are
 printed as 'stevedore validate' prints them and the exit status is 1.
 
 The default output is a summary; --output json prints the whole run (events,
@@ -90,8 +91,10 @@ which opens offline in any browser.`,
 			ctrllog.SetLogger(logr.Discard())
 			klog.SetLogger(logr.Discard())
 			opts := runner.Options{Run: run, Scheme: scheme, Log: logger}
-			if output == "text" && isTerminal(cmd.ErrOrStderr()) {
-				opts.Progress = progressBar(cmd.ErrOrStderr(), run)
+			// Progress goes to a terminal only, so that what is written
+			// to a file or a pipe stays the same from run to run.
+			if isTerminal(cmd.ErrOrStderr()) {
+				opts.Progress = progressLine(cmd.ErrOrStderr(), run, time.Now)
 			}
 			r, err := runner.New(opts)
 			if err != nil {
@@ -176,23 +179,43 @@ func simulationLogger(path string, verbosity int) (logr.Logger, func(), error) {
 	return l, func() { _ = f.Close() }, nil
 }
 
-// isTerminal reports whether w is a character device, where a progress bar
-// makes sense.
+// isTerminal reports whether w is a terminal, where a progress line makes
+// sense.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progressBar draws the run's progress over virtual time.
-func progressBar(w io.Writer, run *scenario.Run) func(time.Time) {
-	const width = 40
+// progressInterval is the least wall time between two progress lines.
+const progressInterval = 250 * time.Millisecond
+
+// progressLine shows how far the run is in virtual time, such as
+// "simulated 3h10m of 24h (13%)", redrawn in place at most every
+// progressInterval of wall time (wall). It only reads the virtual time the
+// runner hands it.
+func progressLine(w io.Writer, run *scenario.Run, wall func() time.Time) func(time.Time) {
+	var last time.Time
 	return func(now time.Time) {
-		frac := float64(now.Sub(run.Start)) / float64(run.Duration)
-		n := int(frac * width)
-		fmt.Fprintf(w, "\r[%s%s] %3.0f%%  %s", strings.Repeat("#", n), strings.Repeat(".", width-n), frac*100, now.Sub(run.Start).Round(time.Second))
+		t := wall()
+		if !last.IsZero() && t.Sub(last) < progressInterval {
+			return
+		}
+		last = t
+		done := now.Sub(run.Start)
+		line := fmt.Sprintf("simulated %s of %s (%d%%)", shortDuration(done), shortDuration(run.Duration), int(100*done/max(run.Duration, 1)))
+		fmt.Fprintf(w, "\r%-72s", line)
 	}
+}
+
+// shortDuration writes a duration to the second without zero units at its
+// end: 3h10m, 24h, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

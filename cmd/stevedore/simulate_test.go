@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
 
 // smallScenario is a quick run: one on-demand pool over four instance types
@@ -88,6 +93,9 @@ func TestSimulateSummaryAndJSON(t *testing.T) {
 	if doc.SchemaVersion != 1 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
 		t.Errorf("document %+v", doc)
 	}
+	if stderr != "" {
+		t.Errorf("stderr that is not a terminal got %q", stderr)
+	}
 	again, _, err := run(t, "", "simulate", path, "-o", "json", "--seed", "9")
 	if err != nil || again != out {
 		t.Errorf("a second run with the same seed differs (%v)", err)
@@ -113,5 +121,55 @@ func TestSimulateRejectsBadInput(t *testing.T) {
 	}
 	if _, _, err := run(t, "", "simulate"); err == nil {
 		t.Error("no path accepted")
+	}
+}
+
+// TestProgressLine checks the progress line's text and that it is drawn at
+// most every progressInterval of wall time.
+func TestProgressLine(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	run := &scenario.Run{Start: start, Duration: 24 * time.Hour}
+	var wall time.Time
+	var b bytes.Buffer
+	progress := progressLine(&b, run, func() time.Time { return wall })
+	for _, step := range []struct {
+		wall, virtual time.Duration
+		want          string
+	}{
+		{0, 15 * time.Minute, "simulated 15m of 24h (1%)"},
+		{100 * time.Millisecond, time.Hour, ""},
+		{200 * time.Millisecond, 2 * time.Hour, ""},
+		{300 * time.Millisecond, 3*time.Hour + 10*time.Minute, "simulated 3h10m of 24h (13%)"},
+		{500 * time.Millisecond, 4 * time.Hour, ""},
+		{2 * time.Second, 23*time.Hour + 59*time.Minute + 30*time.Second, "simulated 23h59m30s of 24h (99%)"},
+	} {
+		b.Reset()
+		wall = time.Unix(0, 0).Add(step.wall)
+		progress(start.Add(step.virtual))
+		got := strings.TrimSpace(strings.TrimPrefix(b.String(), "\r"))
+		if got != step.want || (got != "" && !strings.HasPrefix(b.String(), "\r")) {
+			t.Errorf("at %s of wall time: %q, want %q", step.wall, b.String(), step.want)
+		}
+	}
+}
+
+// TestProgressOnlyOnATerminal checks that neither a buffer, a file nor
+// /dev/null counts as a terminal, so that their output stays the same from
+// run to run.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for name, w := range map[string]io.Writer{"a buffer": &bytes.Buffer{}, "a file": file, os.DevNull: devNull} {
+		if isTerminal(w) {
+			t.Errorf("%s is taken for a terminal", name)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,9 @@ func (r *Runner) scenarioEvent(e *scenario.TimedEvent) {
 	now := r.clock.Now()
 	object, msg, err := r.carryOut(e)
 	reason := strings.ToUpper(e.Kind[:1]) + e.Kind[1:]
+	if e.Kind == "awsFault" {
+		reason = "AWSFault"
+	}
 	if err != nil {
 		r.rec.ScenarioEvent(now, reasonFailed, object, fmt.Sprintf("%s %s: %v", e.Field(), e.Kind, err))
 		r.rec.Warn("%s (%s at %s) could not be carried out: %v", e.Field(), e.Kind, e.At, err)
@@ -78,6 +82,8 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		r.aws.InjectInsufficientCapacity(ice.InstanceTypes, ice.Zones, ice.CapacityType, until)
 		return "", fmt.Sprintf("no capacity for %s in %s (%s) until %s", all(ice.InstanceTypes, "any instance type"),
 			all(ice.Zones, "any zone"), all([]string{ice.CapacityType}, "spot and on-demand"), until.UTC().Format(time.RFC3339)), nil
+	case "awsFault":
+		return "", r.awsFault(ev.AWSFault, e.For), nil
 	case "restartController":
 		if err := r.restart(); err != nil {
 			return "", "", err
@@ -381,4 +387,40 @@ func (r *Runner) pollQueue() {
 			r.q.addReconcile(d, watchNamed(interruptionPoller), r.clock.Now())
 		}
 	}
+}
+
+// awsFault makes the fault's operations fail: the next times calls of each,
+// or every call until the window ends.
+func (r *Runner) awsFault(f *scenario.AWSFault, window time.Duration) string {
+	until := r.clock.Now().Add(window)
+	var codes []string
+	for _, op := range f.Operations {
+		err := faultError(op, f.Error)
+		if ae, ok := err.(smithy.APIError); ok && !slices.Contains(codes, ae.ErrorCode()) {
+			codes = append(codes, ae.ErrorCode())
+		}
+		if window > 0 {
+			r.aws.InjectErrorUntil(op, err, until)
+		} else {
+			r.aws.InjectError(op, err, f.Times)
+		}
+	}
+	ops, code := strings.Join(f.Operations, ", "), strings.Join(codes, " or ")
+	if window > 0 {
+		return fmt.Sprintf("%s fail with %s until %s", ops, code, until.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("the next %d calls of %s fail with %s", f.Times, ops, code)
+}
+
+// faultError is the error an operation fails with.
+func faultError(op, kind string) error {
+	switch kind {
+	case scenario.FaultThrottling:
+		return fake.ThrottlingError(op)
+	case scenario.FaultServerError:
+		return fake.APIError("InternalError", "We encountered an internal error. Please try again.")
+	case scenario.FaultUnavailable:
+		return fake.APIError("ServiceUnavailable", "The service is unavailable. Please try again shortly.")
+	}
+	return fake.APIError(kind, "The request failed with "+kind+" (a fault of the scenario).")
 }

@@ -298,3 +298,53 @@ func TestApplyKeepsWhatControllersAdded(t *testing.T) {
 	}
 	allRunning(t, doc, 6)
 }
+
+// TestAWSFaults throttles or breaks AWS calls: the controllers keep trying,
+// and once the fault is over the pods run.
+func TestAWSFaults(t *testing.T) {
+	scaleUp := "    - {at: 10m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 12}}\n"
+	for _, tc := range []struct {
+		name, events string
+		// launches fail during [from, until); none succeeds in it.
+		from, until time.Duration
+		message     string
+		running     int
+	}{
+		{"CreateFleet throttled for 10 minutes", "    - {at: 0s, awsFault: {operations: [CreateFleet], error: throttling, for: 10m}}\n", 0, 10 * time.Minute,
+			"CreateFleet fail with RequestLimitExceeded until 2026-01-05T00:10:00Z", 6},
+		{"CreateFleet and DescribeInstances unavailable for 5 minutes", "    - {at: 0s, awsFault: {operations: [CreateFleet, DescribeInstances], error: unavailable, for: 5m}}\n", 0, 5 * time.Minute,
+			"CreateFleet, DescribeInstances fail with ServiceUnavailable until 2026-01-05T00:05:00Z", 6},
+		{"the next 3 launches fail", "    - {at: 10m, awsFault: {operations: [CreateFleet], error: serverError, times: 3}}\n" + scaleUp, 10 * time.Minute, 10*time.Minute + 5*time.Second,
+			"the next 3 calls of CreateFleet fail with InternalError", 12},
+		{"denied twice", "    - {at: 10m, awsFault: {operations: [CreateFleet], error: UnauthorizedOperation, times: 2}}\n" + scaleUp, 10 * time.Minute, 10*time.Minute + 5*time.Second,
+			"the next 2 calls of CreateFleet fail with UnauthorizedOperation", 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := run(t, "on-demand", "  duration: 30m\n  events:\n"+tc.events)
+			var faults []report.Event
+			for _, e := range eventsOf(doc, report.KindScenarioEvent) {
+				if e.Reason == "AWSFault" {
+					faults = append(faults, e)
+				}
+			}
+			if len(faults) != 1 || faults[0].Message != tc.message {
+				t.Fatalf("scenario events %+v, want one AWSFault: %s", faults, tc.message)
+			}
+			failed := 0
+			for _, e := range eventsOf(doc, report.KindNodeClaimLaunchFailed) {
+				if at := e.Time.Sub(doc.Start); at >= tc.from && at < tc.until {
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Errorf("no launch failed between %s and %s", tc.from, tc.until)
+			}
+			for _, e := range eventsOf(doc, report.KindNodeClaimLaunched) {
+				if at := e.Time.Sub(doc.Start); at >= tc.from && at < tc.until {
+					t.Errorf("%s launched at %s, during the fault", e.NodeClaim, at)
+				}
+			}
+			allRunning(t, doc, tc.running)
+		})
+	}
+}

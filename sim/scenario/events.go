@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -71,6 +73,8 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 				l.scenarioError(field+".insufficientCapacity.capacityType", fmt.Sprintf("%q is not a capacity type", ice.CapacityType), "use spot, on-demand, or leave it out for both")
 			}
 			te.For = l.duration(ice.For, field+".insufficientCapacity.for", run.Duration-at, true)
+		case "awsFault":
+			te.For = l.awsFault(e.AWSFault, field+".awsFault")
 		}
 		out = append(out, te)
 	}
@@ -206,7 +210,55 @@ func (l *loader) selection(s *Selection, field string) {
 	if s.Count < 0 {
 		l.scenarioError(field+".count", "count is negative", "write how many nodes, or 0 for every node selected")
 	}
+	if s.Count > MaxNodeCount {
+		l.scenarioError(field+".count", fmt.Sprintf("%d nodes are more than an event picks (%d)", s.Count, MaxNodeCount), "write how many nodes, or 0 for every node selected")
+	}
 	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
 		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
 	}
+}
+
+// faultKinds are the failures an awsFault names by kind rather than code.
+var faultKinds = []string{FaultThrottling, FaultServerError, FaultUnavailable}
+
+// errorCode is the shape of an AWS error code: UnauthorizedOperation,
+// InvalidParameterValue, Client.InternalError.
+var errorCode = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(\.[A-Z][A-Za-z0-9]*)*$`)
+
+// awsFault checks an awsFault event and returns its window (zero when it
+// counts calls).
+func (l *loader) awsFault(f *AWSFault, field string) time.Duration {
+	ops := fake.Operations()
+	if len(f.Operations) == 0 {
+		l.scenarioError(field+".operations", "no operations", "name the AWS operations that fail, such as operations: [CreateFleet]")
+	}
+	for i, op := range f.Operations {
+		switch {
+		case !slices.Contains(ops, op):
+			l.scenarioError(fmt.Sprintf("%s.operations[%d]", field, i), fmt.Sprintf("%q is not an operation the simulated AWS serves", op),
+				"use one of "+strings.Join(ops, ", ")+suggest(op, ops))
+		case slices.Index(f.Operations, op) < i:
+			l.scenarioError(fmt.Sprintf("%s.operations[%d]", field, i), fmt.Sprintf("%s is listed twice", op), "list each operation once")
+		}
+	}
+	switch {
+	case f.Error == "":
+		l.scenarioError(field+".error", "no error", "write how the calls fail: "+strings.Join(faultKinds, ", ")+", or an AWS error code such as UnauthorizedOperation")
+	case slices.Contains(faultKinds, f.Error), errorCode.MatchString(f.Error):
+	default:
+		l.scenarioError(field+".error", fmt.Sprintf("%q is neither a kind of failure nor an AWS error code", f.Error),
+			"use "+strings.Join(faultKinds, ", ")+", or an error code such as UnauthorizedOperation"+suggest(f.Error, faultKinds))
+	}
+	switch {
+	case f.Times != 0 && f.For != "":
+		l.scenarioError(field, "the fault has both times and for", "fail a number of calls (times) or a window of time (for), not both")
+	case f.Times == 0 && f.For == "":
+		l.scenarioError(field, "the fault says neither how many calls fail nor for how long", "add times: 3 (the next calls of each operation) or for: 10m")
+	case f.For != "":
+		return l.duration(f.For, field+".for", 0, true)
+	case f.Times < 0 || f.Times > MaxFaultTimes:
+		l.scenarioError(field+".times", fmt.Sprintf("%d calls is outside 1 to %d", f.Times, MaxFaultTimes),
+			"write how many calls of each operation fail, such as times: 3, or use for")
+	}
+	return 0
 }

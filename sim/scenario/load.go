@@ -150,7 +150,8 @@ type TimedEvent struct {
 	// GVK is the kind an apply, delete, scale or patch event acts on.
 	GVK schema.GroupVersionKind
 	// For is an insufficientCapacity event's length (to the end of the run
-	// when it sets none).
+	// when it sets none), or an awsFault's window (zero when it counts
+	// calls).
 	For time.Duration
 }
 
@@ -481,6 +482,7 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 	run.SampleEvery = l.duration(s.SampleEvery, "spec.sampleEvery", DefaultSampleEvery, true)
 	run.PodStartTime = l.duration(s.Cluster.PodStartTime, "spec.cluster.podStartTime", DefaultPodStartTime, false)
 	run.KubeAPIQPS, run.KubeAPIBurst = l.controllerManager(s.Cluster.ControllerManager)
+	l.runBounds(s, run)
 	run.KubernetesVersion = s.Cluster.KubernetesVersion
 	if run.KubernetesVersion == "" {
 		run.KubernetesVersion = DefaultKubernetesVersion
@@ -490,6 +492,7 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 	}
 
 	events := l.events(s.Events, run, v)
+	l.podBounds(objects, events)
 	all := slices.Clone(objects)
 	for _, e := range events {
 		if e.Object != nil {
@@ -501,6 +504,8 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 		run.ClusterName = discoveryName(all)
 	}
 	run.AWS = l.aws(s.AWS, run, all, s.Events)
+	l.instanceTypes(s.AWS.InstanceTypes)
+	l.eventTargets(events, run.AWS, objects)
 	run.Controller = l.controller(s.Controller, run)
 	run.Objects = order(withNamespaces(objects, events))
 	run.Events = events
@@ -512,7 +517,10 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 func (l *loader) controllerManager(cm ControllerManager) (qps float64, burst int) {
 	qps, burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
 	if cm.KubeAPIQPS != nil {
-		if v := *cm.KubeAPIQPS; v > 0 {
+		if v := *cm.KubeAPIQPS; v > MaxKubeAPIQPS || (v > 0 && v < MinKubeAPIQPS) {
+			l.scenarioError("spec.cluster.controllerManager.kubeAPIQPS", fmt.Sprintf("%v requests a second is outside %v to %v", v, MinKubeAPIQPS, MaxKubeAPIQPS),
+				fmt.Sprintf("write a number in that range such as %d (--kube-api-qps)", DefaultKubeAPIQPS))
+		} else if v > 0 {
 			qps = v
 		} else {
 			l.scenarioError("spec.cluster.controllerManager.kubeAPIQPS", fmt.Sprintf("%v requests a second would stop the controllers", v),
@@ -520,7 +528,10 @@ func (l *loader) controllerManager(cm ControllerManager) (qps float64, burst int
 		}
 	}
 	if cm.KubeAPIBurst != nil {
-		if v := *cm.KubeAPIBurst; v >= 1 {
+		if v := *cm.KubeAPIBurst; v > MaxKubeAPIBurst {
+			l.scenarioError("spec.cluster.controllerManager.kubeAPIBurst", fmt.Sprintf("a burst of %d is more than %d", v, MaxKubeAPIBurst),
+				fmt.Sprintf("write a whole number from 1 to %d such as %d (--kube-api-burst)", MaxKubeAPIBurst, DefaultKubeAPIBurst))
+		} else if v >= 1 {
 			burst = v
 		} else {
 			l.scenarioError("spec.cluster.controllerManager.kubeAPIBurst", fmt.Sprintf("a burst of %d lets no request through", v),
@@ -572,9 +583,15 @@ func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 			l.scenarioError(fmt.Sprintf("spec.aws.subnets[%d].zone", i), fmt.Sprintf("zone %q is not one of the account's zones %v", s.Zone, c.Zones),
 				"use one of spec.aws.zones, or add the zone there")
 		}
+		if s.FreeIPs != nil && (*s.FreeIPs < 0 || *s.FreeIPs > MaxFreeIPs) {
+			l.scenarioError(fmt.Sprintf("spec.aws.subnets[%d].freeIPs", i), fmt.Sprintf("%d free addresses is outside 0 to %d", *s.FreeIPs, MaxFreeIPs),
+				fmt.Sprintf("write at most %d (a /16), or leave it out for a /20's", MaxFreeIPs))
+		}
 	}
 	c.BootTime = l.duration(a.BootTime, "spec.aws.bootTime", DefaultBootTime, false)
 	c.ReadyTime = l.duration(a.ReadyTime, "spec.aws.readyTime", DefaultReadyTime, false)
+	l.startupBound("spec.aws.bootTime", c.BootTime)
+	l.startupBound("spec.aws.readyTime", c.ReadyTime)
 	c.SpotPriceFraction = DefaultSpotPriceFraction
 	if a.SpotPriceFraction != nil {
 		c.SpotPriceFraction = *a.SpotPriceFraction

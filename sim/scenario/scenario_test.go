@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +16,11 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/sim/clock"
 )
 
-func scheme(t *testing.T) *runtime.Scheme {
+func scheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
@@ -197,6 +199,43 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"no burst", "  cluster: {controllerManager: {kubeAPIBurst: 0}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "at least 1"},
 		{"fractional burst", "  cluster: {controllerManager: {kubeAPIBurst: 2.5}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "whole number"},
 		{"misspelt setting", "  cluster: {controllerManager: {kubeApiQps: 50}}\n", "spec.cluster.controllerManager.kubeApiQps", "kubeAPIQPS"},
+		{"run too long", "  duration: 24000h\n", "spec.duration", "720h"},
+		{"samples too fine", "  sampleEvery: 1ns\n", "spec.sampleEvery", "finest resolution"},
+		{"too many samples", "  duration: 720h\n  sampleEvery: 10s\n", "spec.sampleEvery", "sample every 26s or more"},
+		{"start out of range", "  start: \"9999-12-31T00:00:00Z\"\n", "spec.start", "between the years"},
+		{"scale too far", "  events: [{at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 2147483647}}]\n", "spec.events[0].scale.replicas", "at most 100000"},
+		{"patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, patch: {spec: {replicas: 1e12}}}}]\n", "spec.events[0].patch.patch.spec.replicas", "more than one workload"},
+		{"JSON patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, type: json, patch: [{op: replace, path: /spec/replicas, value: 150000}]}}]\n", "spec.events[0].patch.patch[0].value", "more than one workload"},
+		{"too many pods together", "  events:\n    - {at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 100000}}\n    - {at: 1m, scale: {kind: StatefulSet, namespace: shop, name: db, replicas: 100000}}\n    - {at: 2m, scale: {kind: Deployment, name: web, replicas: 10}}\n", "spec.events[0].scale.replicas", "200010 pods together"},
+		{"too many nodes picked", "  events: [{at: 1m, nodeFailure: {count: 1000000}}]\n", "spec.events[0].nodeFailure.count", "more than an event picks"},
+		{"negative event time", "  events: [{at: -5m, restartController: {}}]\n", "spec.events[0].at", "positive"},
+		{"too many free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: 10000000}]}\n", "spec.aws.subnets[0].freeIPs", "/16"},
+		{"negative free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: -1}]}\n", "spec.aws.subnets[0].freeIPs", "outside 0"},
+		{"boot takes days", "  aws: {bootTime: 48h}\n", "spec.aws.bootTime", "at most 24h"},
+		{"ready takes days", "  aws: {readyTime: 100h}\n", "spec.aws.readyTime", "at most 24h"},
+		{"pods start in days", "  cluster: {podStartTime: 25h}\n", "spec.cluster.podStartTime", "at most 24h"},
+		{"requests a second beyond reason", "  cluster: {controllerManager: {kubeAPIQPS: 1e300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
+		{"requests a second too few", "  cluster: {controllerManager: {kubeAPIQPS: 1e-300}}\n", "spec.cluster.controllerManager.kubeAPIQPS", "outside"},
+		{"burst beyond reason", "  cluster: {controllerManager: {kubeAPIBurst: 2000000000}}\n", "spec.cluster.controllerManager.kubeAPIBurst", "more than"},
+		{"unknown type in the account", "  aws: {instanceTypes: [m6i.large, m6i.xlarg]}\n", "spec.aws.instanceTypes[1]", "did you mean m6i.xlarge?"},
+		{"capacity of an unknown type", "  events: [{at: 1m, insufficientCapacity: {instanceTypes: [m6i.large, m6i.lrage]}}]\n", "spec.events[0].insufficientCapacity.instanceTypes[1]", "did you mean m6i.large?"},
+		{"capacity of a type outside the account", "  aws: {instanceTypes: [m6i.large, c6i.large]}\n  events: [{at: 1m, insufficientCapacity: {instanceTypes: [m5.large]}}]\n", "spec.events[0].insufficientCapacity.instanceTypes[0]", "add it to spec.aws.instanceTypes"},
+		{"capacity in an unknown zone", "  aws: {zones: [us-east-1a, us-east-1b]}\n  events: [{at: 1m, insufficientCapacity: {zones: [us-east-1c]}}]\n", "spec.events[0].insufficientCapacity.zones[0]", "use one of us-east-1a, us-east-1b"},
+		{"capacity in a misspelt zone", "  events: [{at: 1m, insufficientCapacity: {zones: [us-east1a]}}]\n", "spec.events[0].insufficientCapacity.zones[0]", "did you mean us-east-1a?"},
+		{"interruption in an unknown zone", "  events: [{at: 1m, spotInterruption: {nodeSelector: {topology.kubernetes.io/zone: eu-west-1a}}}]\n", "spec.events[0].spotInterruption.nodeSelector.topology.kubernetes.io/zone", "not one of the account's zones"},
+		{"failure of an unknown type", "  events: [{at: 1m, nodeFailure: {nodeSelector: {node.kubernetes.io/instance-type: m6i.largee}}}]\n", "spec.events[0].nodeFailure.nodeSelector.node.kubernetes.io/instance-type", "did you mean m6i.large?"},
+		{"fault of an unknown operation", "  events: [{at: 1m, awsFault: {operations: [CreateFleet, DescribeInstance], error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations[1]", "did you mean DescribeInstances?"},
+		{"fault without operations", "  events: [{at: 1m, awsFault: {error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations", "no operations"},
+		{"fault of an operation twice", "  events: [{at: 1m, awsFault: {operations: [CreateFleet, CreateFleet], error: throttling, times: 1}}]\n", "spec.events[0].awsFault.operations[1]", "listed twice"},
+		{"fault without error", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], times: 1}}]\n", "spec.events[0].awsFault.error", "no error"},
+		{"misspelt fault", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throtling, times: 1}}]\n", "spec.events[0].awsFault.error", "did you mean throttling?"},
+		{"fault with times and for", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: 1, for: 1m}}]\n", "spec.events[0].awsFault", "not both"},
+		{"fault without times or for", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling}}]\n", "spec.events[0].awsFault", "neither"},
+		{"fault of negative times", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: -1}}]\n", "spec.events[0].awsFault.times", "outside 1"},
+		{"fault of too many times", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, times: 100000000}}]\n", "spec.events[0].awsFault.times", "outside 1"},
+		{"fault window not a duration", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, for: ages}}]\n", "spec.events[0].awsFault.for", "not a duration"},
+		{"fault window of nothing", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, for: 0s}}]\n", "spec.events[0].awsFault.for", "positive"},
+		{"misspelt fault field", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, time: 3}}]\n", "spec.events[0].awsFault.time", "did you mean times?"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +257,72 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 				t.Log(p.String())
 			}
 		})
+	}
+}
+
+// TestManifestPodBounds checks that a workload's replicas, and the pods
+// of all workloads together, are bounded, with the problem at the manifest.
+func TestManifestPodBounds(t *testing.T) {
+	deployment := func(name string, replicas int) string {
+		return fmt.Sprintf("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s}\nspec:\n  replicas: %d\n  selector: {matchLabels: {app: x}}\n"+
+			"  template: {metadata: {labels: {app: x}}, spec: {containers: [{name: c, image: c}]}}\n", name, replicas)
+	}
+	job := "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 100001\n  template: {spec: {restartPolicy: Never, containers: [{name: c, image: c}]}}\n"
+	for _, tc := range []struct {
+		name, docs, object, field, msg string
+	}{
+		{"one workload", deployment("huge", 2147483647), "huge", "spec.replicas", "more than one workload may ask for (100000)"},
+		{"a Job", job, "j", "spec.parallelism", "more than one workload"},
+		{"together", deployment("a", 100000) + deployment("b", 99999) + deployment("c", 2), "a", "spec.replicas", "200001 pods together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := write(t, map[string]string{"w.yaml": tc.docs})
+			_, problems, err := Load([]string{dir}, scheme(t))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v, want ErrInvalid", err)
+			}
+			for _, p := range problems {
+				if p.Name == tc.object && p.Field == tc.field && strings.Contains(p.Message, tc.msg) && strings.HasSuffix(p.Source, "w.yaml#1") == (tc.object != "c") && p.Fix != "" {
+					return
+				}
+			}
+			t.Errorf("no problem at %s %s mentioning %q; got %v", tc.object, tc.field, tc.msg, problems)
+		})
+	}
+	// Right at the bounds is fine.
+	dir := write(t, map[string]string{"w.yaml": deployment("a", 100000) + deployment("b", 100000)})
+	if _, problems, err := Load([]string{dir}, scheme(t)); err != nil {
+		t.Errorf("at the bounds: %v %v", err, problems)
+	}
+}
+
+func TestAWSFaultIsResolved(t *testing.T) {
+	dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": `apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: faults}
+spec:
+  events:
+    - {at: 20m, awsFault: {operations: [CreateFleet, DescribeInstances], error: throttling, for: 10m}}
+    - {at: 30m, awsFault: {operations: [GetParameter], error: UnauthorizedOperation, times: 3}}
+    - {at: 40m, awsFault: {operations: [DescribeSubnets], error: serverError, times: 1}}
+    - {at: 50m, awsFault: {operations: [ReceiveMessage], error: unavailable, for: 1h}}
+`})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	var got []string
+	for _, e := range run.Events {
+		got = append(got, fmt.Sprintf("%s %s %s %d %s", e.Kind, e.Event.AWSFault.Operations, e.Event.AWSFault.Error, e.Event.AWSFault.Times, e.For))
+	}
+	want := []string{
+		"awsFault [CreateFleet DescribeInstances] throttling 0 10m0s",
+		"awsFault [GetParameter] UnauthorizedOperation 3 0s",
+		"awsFault [DescribeSubnets] serverError 1 0s",
+		"awsFault [ReceiveMessage] unavailable 0 1h0m0s",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -281,5 +386,19 @@ func TestShippedScenario(t *testing.T) {
 	}
 	if run.Name != "drift-upgrade" || run.ClusterName != "eks-workshop" || len(run.Events) != 2 || run.Duration != time.Hour {
 		t.Errorf("run %+v", run)
+	}
+}
+
+// TestDocsNameEveryOperation keeps docs/simulate.md's list of the
+// operations an awsFault may name in step with the simulated AWS.
+func TestDocsNameEveryOperation(t *testing.T) {
+	data, err := os.ReadFile("../../docs/simulate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range fake.Operations() {
+		if !strings.Contains(string(data), "`"+op+"`") {
+			t.Errorf("docs/simulate.md does not list %s among the operations an awsFault may name", op)
+		}
 	}
 }

@@ -206,6 +206,8 @@ type Event struct {
 	// RestartController drops all of the controller's in-memory state and
 	// rebuilds it from the API, as a restart does.
 	RestartController *struct{} `json:"restartController,omitempty"`
+	// AWSFault makes calls to AWS fail, for a window or a number of times.
+	AWSFault *AWSFault `json:"awsFault,omitempty"`
 }
 
 // ObjectRef names an object.
@@ -266,6 +268,31 @@ type InsufficientCapacity struct {
 	For Duration `json:"for,omitempty"`
 }
 
+// AWSFault makes the named AWS operations fail: the next Times calls of
+// each, or every call during For. Exactly one of Times and For is set.
+type AWSFault struct {
+	// Operations are AWS operation names, as the in-memory AWS serves them
+	// (CreateFleet, DescribeInstances, GetParameter, ...).
+	Operations []string `json:"operations"`
+	// Error is the failure: throttling (the service's throttling error:
+	// RequestLimitExceeded for EC2, ThrottlingException or Throttling
+	// elsewhere), serverError (HTTP 500 InternalError), unavailable (HTTP 503
+	// ServiceUnavailable), or an AWS error code such as
+	// UnauthorizedOperation.
+	Error string `json:"error"`
+	// Times fails the next Times calls of each operation.
+	Times int `json:"times,omitempty"`
+	// For fails every call during the window.
+	For Duration `json:"for,omitempty"`
+}
+
+// The kinds of AWSFault.Error that are not error codes.
+const (
+	FaultThrottling  = "throttling"
+	FaultServerError = "serverError"
+	FaultUnavailable = "unavailable"
+)
+
 // Duration is a Go duration written as a string ("90s", "5m", "1h30m").
 type Duration string
 
@@ -295,8 +322,9 @@ func (e *Event) kinds() []string {
 	add(e.InsufficientCapacity != nil, "insufficientCapacity")
 	add(e.NodeFailure != nil, "nodeFailure")
 	add(e.RestartController != nil, "restartController")
+	add(e.AWSFault != nil, "awsFault")
 	return out
 }
 
 // EventKinds are the names of the kinds of events, as a Scenario writes them.
-var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController"}
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController", "awsFault"}

@@ -28,7 +28,8 @@
 // every few minutes was a good part of a simulated day). Treat those, as
 // the provider does, as read-only.
 //
-// Fault injection: InjectError and Throttle make an API fail a number of times;
+// Fault injection: InjectError and Throttle make an API fail a number of times,
+// InjectErrorUntil until a time (Operations names the APIs they take);
 // DenyAction, DenyPassRole and the capacity controls (SetCapacity,
 // InjectInsufficientCapacity, subnet free addresses) reproduce the ways real
 // clusters fail. Calls counts every call per API.
@@ -320,7 +321,9 @@ func (f *AWS) nextSeq() int64 {
 // fault is one injected failure.
 type fault struct {
 	err       error
-	remaining int // <0: forever
+	remaining int // <0: forever (or until until)
+	// until, when set, ends the fault: calls at or after it are not failed.
+	until time.Time
 }
 
 // InjectError makes the next times calls to api (an operation name such as
@@ -335,6 +338,18 @@ func (f *AWS) InjectError(api string, err error, times int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults[api] = append(f.faults[api], &fault{err: err, remaining: times})
+}
+
+// InjectErrorUntil makes every call to api fail with err until the clock
+// reaches until (calls at until succeed), as a service outage or a
+// throttled window does. It queues with InjectError's injections.
+func (f *AWS) InjectErrorUntil(api string, err error, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.now().Before(until) {
+		return
+	}
+	f.faults[api] = append(f.faults[api], &fault{err: err, remaining: -1, until: until})
 }
 
 // Throttle makes the next times calls to api fail with the service's throttling
@@ -399,7 +414,12 @@ func (f *AWS) AllowAction(action string) {
 func (f *AWS) begin(api string) error {
 	f.advance()
 	f.calls[api]++
-	if q := f.faults[api]; len(q) > 0 {
+	q := f.faults[api]
+	for len(q) > 0 && !q[0].until.IsZero() && !f.now().Before(q[0].until) {
+		q = q[1:]
+		f.faults[api] = q
+	}
+	if len(q) > 0 {
 		ft := q[0]
 		if ft.remaining > 0 {
 			ft.remaining--

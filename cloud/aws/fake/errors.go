@@ -46,6 +46,10 @@ var apiServices = map[string]service{
 	"ListRuleNamesByTarget": svcEvents, "DescribeRule": svcEvents,
 }
 
+// Operations returns the names of the operations the fake serves, sorted:
+// the names InjectError, Throttle and Calls take.
+func Operations() []string { return sortedKeys(apiServices) }
+
 func serviceOf(api string) service {
 	if s, ok := apiServices[api]; ok {
 		return s

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1016,6 +1017,39 @@ func TestErrorAndThrottleInjection(t *testing.T) {
 	e.f.ClearErrors()
 	if _, err := e.f.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(e.w.NodeRole)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestErrorWindow checks that an error injected until a time fails every
+// call before it and none from it on, and that a count injected behind it
+// is used up after the window.
+func TestErrorWindow(t *testing.T) {
+	e := newEnv(t, 1)
+	start := e.clk.Now()
+	e.f.InjectErrorUntil("DescribeSubnets", fake.APIError("ServiceUnavailable", "down"), start.Add(10*time.Minute))
+	e.f.InjectError("DescribeSubnets", fake.APIError("InternalError", "boom"), 1)
+	e.f.InjectErrorUntil("DescribeImages", fake.APIError("InternalError", "gone"), start)
+	for _, tc := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, "ServiceUnavailable"},
+		{5 * time.Minute, "ServiceUnavailable"},
+		{10*time.Minute - time.Nanosecond, "ServiceUnavailable"},
+		{10 * time.Minute, "InternalError"},
+		{10 * time.Minute, ""},
+	} {
+		e.clk.SetTime(start.Add(tc.at))
+		_, err := e.f.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+		if code(err) != tc.want || (tc.want == "") != (err == nil) {
+			t.Errorf("at %s: %v, want %q", tc.at, err, tc.want)
+		}
+	}
+	if _, err := e.f.DescribeImages(ctx, &ec2.DescribeImagesInput{}); err != nil {
+		t.Errorf("a window that has already ended failed a call: %v", err)
+	}
+	if ops := fake.Operations(); !slices.Contains(ops, "CreateFleet") || !slices.Contains(ops, "GetParameter") || !slices.IsSorted(ops) {
+		t.Errorf("Operations() = %v", ops)
 	}
 }
 
