@@ -85,7 +85,7 @@ func TestSimulateSummaryAndJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if doc.SchemaVersion != 1 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
+	if doc.SchemaVersion != 2 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
 		t.Errorf("document %+v", doc)
 	}
 	again, _, err := run(t, "", "simulate", path, "-o", "json", "--seed", "9")

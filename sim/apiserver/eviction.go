@@ -137,7 +137,7 @@ func (s *Server) Evict(_ context.Context, obj client.Object, sub client.Object) 
 		s.logEvictionLocked(cur, pdbs, false, cause)
 		return err
 	}
-	return evict(pdbs, fmt.Sprintf("the budget allows %d disruptions", st.DisruptionsAllowed))
+	return evict(pdbs, fmt.Sprintf("the budget allows %d disruption(s)", st.DisruptionsAllowed))
 }
 
 // notRunning says why a pod may be deleted without looking at its budgets:
