@@ -448,7 +448,7 @@ func (r *Recorder) Sample(now time.Time, api *apiserver.Server) {
 // instance's termination two minutes after its interruption notice, take
 // their place).
 func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
-	f := Final{Nodes: []Node{}, Unschedulable: []Unschedulable{}, Disruptions: map[string]int{}}
+	f := Final{Nodes: []Node{}, Unschedulable: []Unschedulable{}, NotRunning: []PodState{}, Disruptions: map[string]int{}}
 	claimsByProvider := map[string]*karpv1.NodeClaim{}
 	for _, o := range api.Objects(nodeClaimGVK) {
 		nc := o.(*karpv1.NodeClaim)
@@ -463,6 +463,9 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 			continue
 		}
 		f.Pods.Total++
+		if p.Status.Phase != corev1.PodRunning {
+			f.NotRunning = append(f.NotRunning, PodState{Pod: p.Namespace + "/" + p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil})
+		}
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			f.Pods.Running++

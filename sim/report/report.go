@@ -178,6 +178,9 @@ type Final struct {
 	Nodes         []Node          `json:"nodes"`
 	Pods          PodCounts       `json:"pods"`
 	Unschedulable []Unschedulable `json:"unschedulable"`
+	// NotRunning are the pods that have not finished and are not Running,
+	// by namespace and name.
+	NotRunning []PodState `json:"notRunning"`
 	// NodeHours are the instance-hours the run used.
 	NodeHours float64 `json:"nodeHours"`
 	// Cost of those hours in USD, at the price of each instance's offering
@@ -255,6 +258,16 @@ type PodCounts struct {
 	Total   int `json:"total"`
 	Running int `json:"running"`
 	Pending int `json:"pending"`
+}
+
+// PodState is a pod at the end that is not Running.
+type PodState struct {
+	Pod   string `json:"pod"`
+	Phase string `json:"phase"`
+	// Node is the node it is bound to, if any.
+	Node string `json:"node,omitempty"`
+	// Terminating is set when its deletion was asked for.
+	Terminating bool `json:"terminating,omitempty"`
 }
 
 // Unschedulable is a pod left pending at the end, and why.
