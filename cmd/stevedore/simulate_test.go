@@ -115,3 +115,20 @@ func TestSimulateRejectsBadInput(t *testing.T) {
 		t.Error("no path accepted")
 	}
 }
+
+// --check runs each seed of --seeds under faults and prints a line per seed
+// and the summary; --seeds alone is refused.
+func TestSimulateCheckSeeds(t *testing.T) {
+	out, _, err := run(t, "", "simulate", "../../examples/chaos/drift", "--check", "--seeds", "3,5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"chaos-drift seed 3: ok", "chaos-drift seed 5: ok", "2 runs, 0 violations"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := run(t, "", "simulate", "../../examples/chaos/drift", "--seeds", "1-2"); err == nil || !strings.Contains(err.Error(), "--check") {
+		t.Errorf("--seeds without --check: %v", err)
+	}
+}
