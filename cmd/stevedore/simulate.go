@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/sim/chaos"
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/runner"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
@@ -28,6 +29,8 @@ func newSimulateCommand() *cobra.Command {
 		logFile    string
 		verbose    int
 		reportFile string
+		seedList   string
+		check      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate PATH...",
@@ -63,6 +66,9 @@ which opens offline in any browser.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: use text or json", output)
 			}
+			if seedList != "" && !check {
+				return fmt.Errorf("--seeds runs the scenario under random faults: add --check")
+			}
 			scheme, err := newScheme()
 			if err != nil {
 				return err
@@ -90,6 +96,15 @@ which opens offline in any browser.`,
 			// global loggers, which would write to the terminal.
 			ctrllog.SetLogger(logr.Discard())
 			klog.SetLogger(logr.Discard())
+			if check {
+				seeds := []uint64{run.Seed}
+				if seedList != "" {
+					if seeds, err = chaos.ParseSeeds(seedList); err != nil {
+						return fmt.Errorf("--seeds: %w", err)
+					}
+				}
+				return runChaos(cmd, paths, scheme, seeds, logger)
+			}
 			opts := runner.Options{Run: run, Scheme: scheme, Log: logger}
 			// Progress goes to a terminal only, so that what is written
 			// to a file or a pipe stays the same from run to run.
@@ -128,6 +143,8 @@ which opens offline in any browser.`,
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write the controllers' logs, stamped with virtual time, to this file")
 	cmd.Flags().IntVarP(&verbose, "verbosity", "v", 0, "log verbosity with --log-file (0 info, 1 debug)")
 	cmd.Flags().StringVar(&reportFile, "report", "", "also write the run as a self-contained HTML page (charts and the event log) to this file")
+	cmd.Flags().BoolVar(&check, "check", false, "run under random faults drawn from the seed (restarts, capacity shortages, spot interruptions, node failures), twice per seed, and check the safety invariants; exit 1 on a violation")
+	cmd.Flags().StringVar(&seedList, "seeds", "", "with --check, the seeds to run: a list of seeds and ranges such as 1-20,42")
 	return cmd
 }
 

@@ -90,7 +90,7 @@ func TestSimulateSummaryAndJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if doc.SchemaVersion != 1 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
+	if doc.SchemaVersion != 2 || doc.Scenario != "small" || doc.Seed != 9 || len(doc.Events) == 0 || len(doc.Samples) != 11 || doc.Final.Pods.Running != 4 {
 		t.Errorf("document %+v", doc)
 	}
 	if stderr != "" {
@@ -171,5 +171,22 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 		if isTerminal(w) {
 			t.Errorf("%s is taken for a terminal", name)
 		}
+	}
+}
+
+// --check runs each seed of --seeds under faults and prints a line per seed
+// and the summary; --seeds alone is refused.
+func TestSimulateCheckSeeds(t *testing.T) {
+	out, _, err := run(t, "", "simulate", "../../examples/chaos/drift", "--check", "--seeds", "3,5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"chaos-drift seed 3: ok", "chaos-drift seed 5: ok", "2 runs, 0 violations"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := run(t, "", "simulate", "../../examples/chaos/drift", "--seeds", "1-2"); err == nil || !strings.Contains(err.Error(), "--check") {
+		t.Errorf("--seeds without --check: %v", err)
 	}
 }

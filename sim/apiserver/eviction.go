@@ -85,35 +85,48 @@ func (s *Server) Evict(_ context.Context, obj client.Object, sub client.Object) 
 		return apierrors.NewNotFound(resource(podGVK), obj.GetName())
 	}
 	if p := opts.Preconditions; p != nil && p.UID != nil && *p.UID != cur.UID {
-		return apierrors.NewConflict(resource(podGVK), cur.Name,
+		err := apierrors.NewConflict(resource(podGVK), cur.Name,
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, cur.UID))
+		s.logEvictionLocked(cur, nil, false, "the UID precondition does not match the pod")
+		return err
 	}
-	evict := func() error {
+	evict := func(pdbs []*policyv1.PodDisruptionBudget, why string) error {
+		// The log shows the budgets as they were before the pod went.
+		s.logEvictionLocked(cur, pdbs, true, why)
 		if err := s.deleteLocked(r, opts); err != nil {
+			if s.logEvictions {
+				last := &s.evictions[len(s.evictions)-1]
+				last.Granted, last.Reason = false, err.Error()
+			}
 			return err
 		}
 		s.recordEventLocked(SourceEviction, cur, nil, corev1.EventTypeNormal, ReasonEvicted, "Evict", "Evicted pod")
 		return nil
 	}
-	if cur.DeletionTimestamp != nil || cur.Status.Phase == corev1.PodSucceeded || cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodPending || cur.Status.Phase == "" {
-		return evict()
+	if why := notRunning(cur); why != "" {
+		var pdbs []*policyv1.PodDisruptionBudget
+		if s.logEvictions {
+			pdbs = s.pdbsForLocked(cur)
+		}
+		return evict(pdbs, why)
 	}
 	pdbs := s.pdbsForLocked(cur)
 	switch len(pdbs) {
 	case 0:
-		return evict()
+		return evict(nil, "no PodDisruptionBudget selects the pod")
 	case 1:
 	default:
+		s.logEvictionLocked(cur, pdbs, false, "more than one PodDisruptionBudget selects the pod")
 		return apierrors.NewInternalError(fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
 	}
 	pdb := pdbs[0]
 	st := s.pdbStatusLocked(pdb)
 	if !podReady(cur) {
 		if pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
-			return evict()
+			return evict(pdbs, "the pod is not Ready and its budget's unhealthyPodEvictionPolicy is AlwaysAllow")
 		}
 		if st.CurrentHealthy >= st.DesiredHealthy && st.DesiredHealthy > 0 {
-			return evict()
+			return evict(pdbs, "the pod is not Ready and its budget is healthy")
 		}
 	}
 	if st.DisruptionsAllowed <= 0 {
@@ -121,9 +134,72 @@ func (s *Server) Evict(_ context.Context, obj client.Object, sub client.Object) 
 		err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: cause})
 		s.recordEventLocked(SourceEviction, cur, pdb, corev1.EventTypeWarning, ReasonEvictionBlocked, "Evict", cause)
+		s.logEvictionLocked(cur, pdbs, false, cause)
 		return err
 	}
-	return evict()
+	return evict(pdbs, fmt.Sprintf("the budget allows %d disruption(s)", st.DisruptionsAllowed))
+}
+
+// notRunning says why a pod may be deleted without looking at its budgets:
+// it has finished, is still Pending or is terminating already; "" when it
+// runs.
+func notRunning(p *corev1.Pod) string {
+	switch {
+	case p.DeletionTimestamp != nil:
+		return "the pod is terminating already"
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		return "the pod has finished"
+	case p.Status.Phase == corev1.PodPending || p.Status.Phase == "":
+		return "the pod is Pending"
+	}
+	return ""
+}
+
+// Eviction is one call of the eviction subresource and its answer, as the
+// log that Options.LogEvictions keeps has it.
+type Eviction struct {
+	Pod types.NamespacedName
+	// Healthy is whether the pod counted as healthy for its budgets (Ready
+	// and not terminating) before the call: a granted eviction of a healthy
+	// pod uses one of its budgets' disruptions.
+	Healthy bool
+	Granted bool
+	// Reason says why it was granted or refused.
+	Reason string
+	// Budgets are the budgets that select the pod, in name order, with
+	// their status just before the call.
+	Budgets []EvictionBudget
+}
+
+// EvictionBudget is a budget that covered an evicted pod, and its status
+// before the eviction.
+type EvictionBudget struct {
+	Name                                                             types.NamespacedName
+	CurrentHealthy, DesiredHealthy, DisruptionsAllowed, ExpectedPods int32
+}
+
+func (s *Server) logEvictionLocked(pod *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, granted bool, why string) {
+	if !s.logEvictions {
+		return
+	}
+	e := Eviction{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, Granted: granted, Reason: why,
+		Healthy: pod.DeletionTimestamp == nil && podReady(pod) && notRunning(pod) == ""}
+	for _, pdb := range pdbs {
+		st := s.pdbStatusLocked(pdb)
+		e.Budgets = append(e.Budgets, EvictionBudget{Name: types.NamespacedName{Namespace: pdb.Namespace, Name: pdb.Name},
+			CurrentHealthy: st.CurrentHealthy, DesiredHealthy: st.DesiredHealthy, DisruptionsAllowed: st.DisruptionsAllowed, ExpectedPods: st.ExpectedPods})
+	}
+	s.evictions = append(s.evictions, e)
+}
+
+// DrainEvictions returns the evictions logged since the last call (with
+// Options.LogEvictions; none without), in the order they were asked for.
+func (s *Server) DrainEvictions() []Eviction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.evictions
+	s.evictions = nil
+	return e
 }
 
 // PDBStatus returns what the disruption controller would write into the

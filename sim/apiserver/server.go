@@ -88,6 +88,10 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Seed seeds the suffixes of generated names.
 	Seed uint64
+	// LogEvictions keeps a record of every call of the eviction
+	// subresource, with the budgets that covered the pod, for
+	// DrainEvictions.
+	LogEvictions bool
 }
 
 // Server is the in-memory API server. Create it with New. It is safe for
@@ -110,6 +114,9 @@ type Server struct {
 	selectors map[types.UID]*selector
 	// seq numbers the stamps of kinds and index values (see Stamp).
 	seq uint64
+	// logEvictions is Options.LogEvictions; evictions the log kept.
+	logEvictions bool
+	evictions    []Eviction
 }
 
 // ref names a stored object.
@@ -187,6 +194,8 @@ func New(opts Options) (*Server, error) {
 		kinds:  map[schema.GroupVersionKind]*kindStore{},
 		byUID:  map[types.UID]ref{},
 		owned:  map[types.UID]map[ref]bool{},
+
+		logEvictions: opts.LogEvictions,
 	}
 	s.mapper = newRESTMapper(opts.Scheme)
 	s.AddIndex(podGVK, "spec.nodeName", func(o client.Object) []string {

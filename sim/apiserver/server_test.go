@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func newServer(t *testing.T) (*Server, *clocktesting.FakeClock) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(start)
-	srv, err := New(Options{Scheme: s, Clock: clk, Seed: 1})
+	srv, err := New(Options{Scheme: s, Clock: clk, Seed: 1, LogEvictions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,13 +383,17 @@ func TestEvictionHonoursBudgets(t *testing.T) {
 		evict   string
 		allowed bool
 		code    func(error) bool
+		// logged is the eviction log's entry: healthy, then each budget's
+		// currentHealthy/desiredHealthy/disruptionsAllowed/expectedPods
+		// before the call.
+		logged string
 	}{
-		{"no budget", nil, []bool{true, true, true}, "a", true, nil},
-		{"room in the budget", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, true}, "a", true, nil},
-		{"budget spent", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, false}, "a", false, apierrors.IsTooManyRequests},
-		{"minAvailable", []policyv1.PodDisruptionBudgetSpec{{MinAvailable: ptr(intstr.FromInt32(3))}}, []bool{true, true, true}, "a", false, apierrors.IsTooManyRequests},
-		{"unready pod of a healthy budget", []policyv1.PodDisruptionBudgetSpec{{MinAvailable: ptr(intstr.FromInt32(2))}}, []bool{true, true, false}, "c", true, nil},
-		{"two budgets", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}, {MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, true}, "a", false, apierrors.IsInternalError},
+		{"no budget", nil, []bool{true, true, true}, "a", true, nil, "healthy"},
+		{"room in the budget", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, true}, "a", true, nil, "healthy x 3/2/1/3"},
+		{"budget spent", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, false}, "a", false, apierrors.IsTooManyRequests, "healthy x 2/2/0/3"},
+		{"minAvailable", []policyv1.PodDisruptionBudgetSpec{{MinAvailable: ptr(intstr.FromInt32(3))}}, []bool{true, true, true}, "a", false, apierrors.IsTooManyRequests, "healthy x 3/3/0/3"},
+		{"unready pod of a healthy budget", []policyv1.PodDisruptionBudgetSpec{{MinAvailable: ptr(intstr.FromInt32(2))}}, []bool{true, true, false}, "c", true, nil, "unhealthy x 2/2/0/3"},
+		{"two budgets", []policyv1.PodDisruptionBudgetSpec{{MaxUnavailable: ptr(intstr.FromInt32(1))}, {MaxUnavailable: ptr(intstr.FromInt32(1))}}, []bool{true, true, true}, "a", false, apierrors.IsInternalError, "healthy x 3/2/1/3 y 3/2/1/3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newServer(t)
@@ -414,6 +419,18 @@ func TestEvictionHonoursBudgets(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.SubResource("eviction").Create(ctx, target, &policyv1.Eviction{})
+			log := s.DrainEvictions()
+			if len(log) != 1 {
+				t.Fatalf("eviction log %+v, want one entry", log)
+			}
+			e := log[0]
+			got := map[bool]string{true: "healthy", false: "unhealthy"}[e.Healthy]
+			for _, b := range e.Budgets {
+				got += fmt.Sprintf(" %s %d/%d/%d/%d", b.Name.Name, b.CurrentHealthy, b.DesiredHealthy, b.DisruptionsAllowed, b.ExpectedPods)
+			}
+			if e.Pod.Name != tc.evict || e.Granted != tc.allowed || e.Reason == "" || got != tc.logged {
+				t.Errorf("logged %+v (%s), want granted %v, budgets %s", e, got, tc.allowed, tc.logged)
+			}
 			if tc.allowed {
 				if err != nil {
 					t.Fatalf("eviction refused: %v", err)

@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/decide/budget"
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
 )
 
@@ -22,6 +24,7 @@ var (
 	podGVK       = corev1.SchemeGroupVersion.WithKind("Pod")
 	nodeClaimGVK = karpv1.GroupVersion.WithKind("NodeClaim")
 	nodePoolGVK  = karpv1.GroupVersion.WithKind("NodePool")
+	pdbGVK       = schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}
 )
 
 // interruptionReasons are the reasons of the events the interruption
@@ -51,6 +54,13 @@ type Recorder struct {
 	notes   map[string]string // pod key → the provisioner's latest reason
 	counts  map[string]int    // disruptions by reason
 	warned  map[string]bool
+
+	// launches are the instances launched, in launch order, as they were
+	// then.
+	launches []Instance
+	// decided are the NodeClaims whose budgeted disruption started since
+	// the last Flush.
+	decided []string
 }
 
 // claim is what the log knows about a NodeClaim.
@@ -89,7 +99,8 @@ type instance struct {
 // end; prices come from aws.
 func NewRecorder(scenario string, seed uint64, start, end time.Time, aws *fake.AWS) *Recorder {
 	return &Recorder{
-		doc:     Document{SchemaVersion: SchemaVersion, Scenario: scenario, Seed: seed, Start: start, End: end, Events: []Event{}, Samples: []Sample{}},
+		doc: Document{SchemaVersion: SchemaVersion, Scenario: scenario, Seed: seed, Start: start, End: end, Events: []Event{}, Samples: []Sample{},
+			Evictions: []Eviction{}, Decisions: []Decision{}},
 		aws:     aws,
 		end:     end,
 		claims:  map[string]*claim{},
@@ -199,7 +210,7 @@ func (r *Recorder) nodeClaim(now time.Time, c apiserver.Change) {
 	if !cl.launched && launched != nil && launched.Status == metav1.ConditionTrue && cl.instanceType != "" {
 		cl.launched = true
 		r.launched(nc)
-		r.add(r.withClaim(Event{Time: now, Kind: KindNodeClaimLaunched, Object: obj}, nc.Name))
+		r.add(r.withClaim(Event{Time: now, Kind: KindNodeClaimLaunched, Object: obj, InstanceID: instanceID(nc.Status.ProviderID)}, nc.Name))
 	}
 	if launched != nil && launched.Status != metav1.ConditionTrue && launched.Reason != "Launching" {
 		if key := launched.Reason + ": " + launched.Message; key != cl.launchFailure {
@@ -218,6 +229,9 @@ func (r *Recorder) nodeClaim(now time.Time, c apiserver.Change) {
 	if d := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason); d != nil && d.Status == metav1.ConditionTrue && d.Reason != cl.disruption {
 		cl.disruption = d.Reason
 		r.add(r.withClaim(Event{Time: now, Kind: KindDisruptionStarted, Object: obj, Reason: d.Reason, Message: d.Message}, nc.Name))
+		if slices.Contains(budget.Reasons, karpv1.DisruptionReason(d.Reason)) {
+			r.decided = append(r.decided, nc.Name)
+		}
 	} else if d == nil && cl.disruption != "" && nc.DeletionTimestamp == nil {
 		// The disruption was abandoned before the NodeClaim went.
 		r.add(r.withClaim(Event{Time: now, Kind: KindDisruptionFinished, Object: obj, Reason: cl.disruption, Message: "abandoned"}, nc.Name))
@@ -286,7 +300,7 @@ func (r *Recorder) InstanceTerminated(id string, now time.Time, reason string) {
 	}
 	r.InstanceEnds(id, now)
 	in.logged = true
-	r.add(r.withClaim(Event{Time: now, Kind: KindInstanceTerminated, Object: "Instance/" + id, Reason: reason}, in.nodeClaim))
+	r.add(r.withClaim(Event{Time: now, Kind: KindInstanceTerminated, Object: "Instance/" + id, Reason: reason, InstanceID: id}, in.nodeClaim))
 }
 
 func (r *Recorder) pod(now time.Time, c apiserver.Change) {
@@ -424,6 +438,8 @@ func (r *Recorder) Sample(now time.Time, api *apiserver.Server) {
 		}
 	}
 	s.CostPerHour = money(s.CostPerHour)
+	s.PodDisruptionBudgets = pdbStatuses(api)
+	s.DisruptionBudgets = budgetUses(now, api, false)
 	r.doc.Samples = append(r.doc.Samples, s)
 }
 
@@ -432,7 +448,7 @@ func (r *Recorder) Sample(now time.Time, api *apiserver.Server) {
 // instance's termination two minutes after its interruption notice, take
 // their place).
 func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
-	f := Final{Nodes: []Node{}, Unschedulable: []Unschedulable{}, Disruptions: map[string]int{}}
+	f := Final{Nodes: []Node{}, Unschedulable: []Unschedulable{}, NotRunning: []PodState{}, Disruptions: map[string]int{}}
 	claimsByProvider := map[string]*karpv1.NodeClaim{}
 	for _, o := range api.Objects(nodeClaimGVK) {
 		nc := o.(*karpv1.NodeClaim)
@@ -447,6 +463,9 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 			continue
 		}
 		f.Pods.Total++
+		if p.Status.Phase != corev1.PodRunning {
+			f.NotRunning = append(f.NotRunning, PodState{Pod: p.Namespace + "/" + p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil})
+		}
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			f.Pods.Running++
@@ -525,6 +544,8 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 		}
 		f.NodePools = append(f.NodePools, p)
 	}
+	f.NodeClaims = finalNodeClaims(api)
+	f.Instances = r.finalInstances()
 	r.doc.Final = f
 	if len(r.events) > 0 {
 		r.doc.Events, r.events = slices.Concat(r.events...), nil

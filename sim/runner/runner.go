@@ -172,7 +172,7 @@ func New(opts Options) (*Runner, error) {
 	}
 	r.ctx = log.IntoContext(context.Background(), opts.Log)
 	var err error
-	if r.api, err = apiserver.New(apiserver.Options{Scheme: opts.Scheme, Clock: r.clock, Seed: run.Seed}); err != nil {
+	if r.api, err = apiserver.New(apiserver.Options{Scheme: opts.Scheme, Clock: r.clock, Seed: run.Seed, LogEvictions: true}); err != nil {
 		return nil, err
 	}
 	addIndexes(r.api)
@@ -182,6 +182,7 @@ func New(opts Options) (*Runner, error) {
 	r.aws = r.world.aws
 	r.world.onTerminate = r.instancesTerminated
 	r.rec = report.NewRecorder(run.Name, run.Seed, run.Start, r.end, r.aws)
+	r.world.onLaunch = r.rec.InstancesLaunched
 
 	r.kubelets = kubelet.New(kubelet.Options{
 		API: r.api, AWS: r.aws, Clock: r.clock, ClusterName: run.ClusterName,
@@ -380,6 +381,11 @@ func (r *Runner) dispatch() {
 			r.rec.Event(now, e)
 		}
 	}
+	now := r.clock.Now()
+	for _, e := range r.api.DrainEvictions() {
+		r.rec.Eviction(now, e)
+	}
+	r.rec.Flush(now, r.api)
 }
 
 // wake queues the requests a change maps to, for every controller.

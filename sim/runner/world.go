@@ -22,6 +22,9 @@ type world struct {
 	cluster fake.Cluster
 	// onTerminate is told of instances that TerminateInstances stopped.
 	onTerminate func(ids []string)
+	// onLaunch is told of instances that CreateFleet or RunInstances
+	// launched.
+	onLaunch func(ids []string)
 }
 
 // buildWorld creates the account the scenario describes (account.BuildAWS,
@@ -72,9 +75,10 @@ func copyProducts(out *pricing.GetProductsOutput) *pricing.GetProductsOutput {
 	return &c
 }
 
-// observedEC2 tells the runner when instances are terminated, so that their
-// kubelets stop and their billing ends at that moment. Everything else goes
-// straight to the in-memory EC2.
+// observedEC2 tells the runner when instances are launched (for the
+// report's inventory) and terminated, so that their kubelets stop and their
+// billing ends at that moment. Everything else goes straight to the
+// in-memory EC2.
 type observedEC2 struct {
 	sdk.EC2
 	w *world
@@ -84,6 +88,30 @@ func (o observedEC2) TerminateInstances(ctx context.Context, in *ec2.TerminateIn
 	out, err := o.EC2.TerminateInstances(ctx, in, optFns...)
 	if err == nil && o.w.onTerminate != nil {
 		o.w.onTerminate(in.InstanceIds)
+	}
+	return out, err
+}
+
+func (o observedEC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	out, err := o.EC2.CreateFleet(ctx, in, optFns...)
+	if err == nil && o.w.onLaunch != nil {
+		for _, fi := range out.Instances {
+			o.w.onLaunch(fi.InstanceIds)
+		}
+	}
+	return out, err
+}
+
+func (o observedEC2) RunInstances(ctx context.Context, in *ec2.RunInstancesInput, optFns ...func(*ec2.Options)) (*ec2.RunInstancesOutput, error) {
+	out, err := o.EC2.RunInstances(ctx, in, optFns...)
+	if err == nil && o.w.onLaunch != nil {
+		ids := make([]string, 0, len(out.Instances))
+		for _, i := range out.Instances {
+			if i.InstanceId != nil {
+				ids = append(ids, *i.InstanceId)
+			}
+		}
+		o.w.onLaunch(ids)
 	}
 	return out, err
 }

@@ -73,6 +73,8 @@ type Run struct {
 	// Skipped are documents of kinds the simulator does not know, as
 	// Kind/name.
 	Skipped []string
+	// Annotations are the Scenario's metadata.annotations.
+	Annotations map[string]string
 }
 
 // AWSConfig is the simulated account with its defaults resolved.
@@ -463,7 +465,7 @@ func (l *loader) resolve(sc *Scenario, objects []Object, v *validation.Validator
 		sc = &Scenario{}
 	}
 	s := sc.Spec
-	run := &Run{Name: sc.Metadata.Name, Source: l.scSource, Seed: DefaultSeed, Start: simclock.DefaultStart}
+	run := &Run{Name: sc.Metadata.Name, Source: l.scSource, Seed: DefaultSeed, Start: simclock.DefaultStart, Annotations: sc.Metadata.Annotations}
 	if run.Name == "" {
 		run.Name = "scenario"
 	}

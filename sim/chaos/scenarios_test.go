@@ -1,0 +1,75 @@
+package chaos_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/chaos"
+	"github.com/stevedore-autoscaler/stevedore/sim/internal/simtest"
+	"github.com/stevedore-autoscaler/stevedore/sim/report"
+	"github.com/stevedore-autoscaler/stevedore/sim/runner"
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
+)
+
+// scenarios are the chaos scenarios shipped under examples/chaos.
+var scenarios = []string{"consolidation", "drift", "spot-heavy", "repair", "limits"}
+
+// seeds is how many seeds of each scenario the test runs (hack/chaos.sh
+// runs 100).
+const seeds = 20
+
+// Each shipped chaos scenario, under the faults of 20 seeds, each run twice,
+// keeps every invariant and gives the same report twice.
+func TestChaosScenariosKeepTheInvariants(t *testing.T) {
+	scheme := simtest.Scheme(t)
+	for _, name := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "examples", "chaos", name)
+			cfg := chaos.Config{
+				Load: func() (*scenario.Run, error) {
+					run, _, err := scenario.Load([]string{dir}, scheme)
+					return run, err
+				},
+				Simulate: func(run *scenario.Run) (*report.Document, error) {
+					r, err := runner.New(runner.Options{Run: run, Scheme: scheme})
+					if err != nil {
+						return nil, err
+					}
+					return r.Run()
+				},
+				Twice: true,
+			}
+			var sum chaos.Summary
+			var out bytes.Buffer
+			for seed := uint64(1); seed <= seeds; seed++ {
+				res, err := cfg.RunSeed(seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum.Add(res)
+				if len(res.Faults) == 0 {
+					t.Errorf("seed %d injected no fault", seed)
+				}
+				if err := chaos.WriteLine(&out, name, res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sum.Violations > 0 {
+				t.Errorf("%s\n%s", out.String(), sum)
+			}
+			fmt.Fprint(testWriter{t}, out.String())
+		})
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	if testing.Verbose() {
+		w.t.Log(string(p))
+	}
+	return len(p), nil
+}
