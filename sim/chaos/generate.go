@@ -2,7 +2,8 @@
 // stevedore keeps its safety promises through them.
 //
 // Inject adds to a loaded scenario events drawn from a seed: controller
-// restarts, capacity shortages, spot interruptions and node failures,
+// restarts, capacity shortages, spot interruptions, node failures and
+// failing AWS calls (throttling, 5xx answers, permission errors),
 // spread over the run, with a quiet tail at the end in which the cluster
 // settles. Check then looks at the run's report (package sim/report) for
 // violations of the invariants: no instance leaked, no PodDisruptionBudget
@@ -43,9 +44,7 @@ type Fault struct {
 }
 
 // Faults are the kinds of faults Inject draws from. A new kind is one entry
-// here (an AWS API fault, once the Scenario has an awsFault event, would
-// build scenario.Event{AWSFault: ...} with its operations, error and
-// duration drawn like insufficientCapacity's).
+// here.
 var Faults = []Fault{
 	{Kind: "restartController", Weight: 3, Event: func(*rand.Rand, World, time.Duration) scenario.Event {
 		return scenario.Event{RestartController: &struct{}{}}
@@ -71,6 +70,37 @@ var Faults = []Fault{
 		ice.For = scenario.Duration(d.String())
 		return scenario.Event{InsufficientCapacity: ice}
 	}},
+	{Kind: "awsFault", Weight: 3, Event: func(rng *rand.Rand, w World, at time.Duration) scenario.Event {
+		f := &scenario.AWSFault{
+			Operations: []string{pick(rng, faultOperations)},
+			Error:      pick(rng, faultErrors),
+		}
+		if rng.IntN(2) == 0 {
+			f.Times = 1 + rng.IntN(5)
+		} else {
+			// 1 to 15 minutes, over by the end of the window.
+			d := time.Duration(1+rng.IntN(15)) * time.Minute
+			d = max(min(d, w.Window-at), time.Minute)
+			f.For = scenario.Duration(d.String())
+		}
+		return scenario.Event{AWSFault: f}
+	}},
+}
+
+// faultOperations are the AWS calls an awsFault fault breaks: the ones a
+// launch, a termination, a garbage collection, an interruption and a
+// NodeClass's readiness depend on.
+var faultOperations = []string{
+	"CreateFleet", "CreateFleet", "DescribeInstances", "TerminateInstances",
+	"CreateLaunchTemplate", "DescribeSubnets", "DescribeImages", "ReceiveMessage",
+	"DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory",
+}
+
+// faultErrors are the failures it draws from: the service's throttling, its
+// 500 and 503 answers, and a permission error.
+var faultErrors = []string{
+	scenario.FaultThrottling, scenario.FaultThrottling, scenario.FaultServerError,
+	scenario.FaultUnavailable, "UnauthorizedOperation",
 }
 
 func pick(rng *rand.Rand, s []string) string { return s[rng.IntN(len(s))] }
@@ -134,8 +164,11 @@ func Generate(seed uint64, duration time.Duration, w World, first int, opts Opti
 		ev := f.Event(rng, w, at)
 		ev.At = scenario.Duration(at.String())
 		te := scenario.TimedEvent{At: at, Index: first + i, Kind: f.Kind, Event: ev}
-		if ev.InsufficientCapacity != nil {
+		switch {
+		case ev.InsufficientCapacity != nil:
 			te.For, _ = time.ParseDuration(string(ev.InsufficientCapacity.For))
+		case ev.AWSFault != nil && ev.AWSFault.For != "":
+			te.For, _ = time.ParseDuration(string(ev.AWSFault.For))
 		}
 		out = append(out, te)
 	}

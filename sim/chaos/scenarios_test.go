@@ -2,9 +2,12 @@ package chaos_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/chaos"
 	"github.com/stevedore-autoscaler/stevedore/sim/internal/simtest"
@@ -72,4 +75,49 @@ func (w testWriter) Write(p []byte) (int, error) {
 		w.t.Log(string(p))
 	}
 	return len(p), nil
+}
+
+// The faults drawn for many seeds, written into a Scenario as a user would
+// write them, pass the loader's checks: every operation an awsFault names is
+// one the simulated AWS serves, every zone and type one the account has.
+func TestDrawnFaultsAreValidEvents(t *testing.T) {
+	scheme := simtest.Scheme(t)
+	w := chaos.World{Zones: []string{"us-east-1a", "us-east-1b"}, InstanceTypes: []string{"m6i.large", "c6i.large"}}
+	var events []scenario.Event
+	kinds := map[string]int{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		for _, e := range chaos.Generate(seed, 3*time.Hour, w, 0, chaos.Options{}) {
+			events = append(events, e.Event)
+			kinds[e.Kind]++
+		}
+	}
+	if kinds["awsFault"] == 0 {
+		t.Fatalf("no awsFault among %d faults drawn", len(events))
+	}
+	doc := scenario.Scenario{APIVersion: scenario.APIVersion, Kind: scenario.Kind, Metadata: scenario.Metadata{Name: "drawn"},
+		Spec: scenario.Spec{Duration: "3h", AWS: scenario.AWS{Zones: w.Zones, InstanceTypes: w.InstanceTypes}, Events: events}}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "scenario.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, problems, err := scenario.Load([]string{path}, scheme)
+	if err != nil {
+		for _, p := range problems {
+			t.Error(p.String())
+		}
+		t.Fatal(err)
+	}
+	faults := 0
+	for _, e := range run.Events {
+		if e.Kind == "awsFault" {
+			faults++
+		}
+	}
+	if faults != kinds["awsFault"] {
+		t.Errorf("the loaded run has %d awsFault events, want %d", faults, kinds["awsFault"])
+	}
 }
