@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -15,14 +16,14 @@ import (
 )
 
 // runChaos runs the scenario once per seed with random faults drawn from
-// the seed, twice each, and checks the safety invariants of every run
+// the seed, twice each (stdin is what "-" among the paths reads), and checks the safety invariants of every run
 // (--check). It prints a line per seed and a summary, and fails when any
 // invariant is violated.
-func runChaos(cmd *cobra.Command, paths []string, scheme *runtime.Scheme, seeds []uint64, logger logr.Logger) error {
+func runChaos(cmd *cobra.Command, paths []string, stdin []byte, scheme *runtime.Scheme, seeds []uint64, logger logr.Logger) error {
 	name := ""
 	cfg := chaos.Config{
 		Load: func() (*scenario.Run, error) {
-			run, _, err := scenario.Load(paths, scheme)
+			run, _, err := scenario.LoadFrom(paths, bytes.NewReader(stdin), scheme)
 			if run != nil {
 				name = run.Name
 			}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,7 +75,15 @@ which opens offline in any browser.`,
 			if err != nil {
 				return err
 			}
-			run, problems, err := scenario.LoadFrom(paths, cmd.InOrStdin(), scheme)
+			// --check loads the scenario again for every run, so standard
+			// input is read once and each load reads its own copy.
+			var stdin []byte
+			if slices.Contains(paths, "-") {
+				if stdin, err = io.ReadAll(cmd.InOrStdin()); err != nil {
+					return fmt.Errorf("reading standard input: %w", err)
+				}
+			}
+			run, problems, err := scenario.LoadFrom(paths, bytes.NewReader(stdin), scheme)
 			if errors.Is(err, scenario.ErrInvalid) {
 				printProblems(cmd, problems)
 				return errSilentFailure
@@ -103,7 +113,7 @@ which opens offline in any browser.`,
 						return fmt.Errorf("--seeds: %w", err)
 					}
 				}
-				return runChaos(cmd, paths, scheme, seeds, logger)
+				return runChaos(cmd, paths, stdin, scheme, seeds, logger)
 			}
 			opts := runner.Options{Run: run, Scheme: scheme, Log: logger}
 			// Progress goes to a terminal only, so that what is written

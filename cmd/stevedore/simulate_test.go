@@ -186,6 +186,24 @@ func TestSimulateCheckSeeds(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The same scenario from standard input: every run reads it, not only
+	// the first, and the seed's report is the same.
+	var stdin strings.Builder
+	for _, f := range []string{"manifests.yaml", "scenario.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../examples/chaos/drift", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdin.Write(data)
+		stdin.WriteString("\n---\n")
+	}
+	fromStdin, _, err := run(t, stdin.String(), "simulate", "-", "--check", "--seeds", "3")
+	if err != nil {
+		t.Fatalf("from standard input: %v\n%s", err, fromStdin)
+	}
+	if first := strings.SplitN(out, "\n", 2)[0]; !strings.Contains(fromStdin, first) {
+		t.Errorf("from standard input:\n%s\nwant the line %q", fromStdin, first)
+	}
 	if _, _, err := run(t, "", "simulate", "../../examples/chaos/drift", "--seeds", "1-2"); err == nil || !strings.Contains(err.Error(), "--check") {
 		t.Errorf("--seeds without --check: %v", err)
 	}
