@@ -150,7 +150,7 @@ func (e *BudgetError) Unwrap() error { return e.Err }
 // Compute returns np's allowances at now. nodes may hold the whole cluster:
 // only np's are looked at.
 func Compute(np *karpv1.NodePool, nodes []*state.StateNode, now time.Time) Allowances {
-	count, disrupting := countNodes(np.Name, nodes)
+	count, disrupting := CountNodes(np.Name, nodes)
 	budgets := Budgets(np)
 	out := Allowances{NodePool: np.Name, Time: now, Budgets: budgets}
 
@@ -183,9 +183,9 @@ func Compute(np *karpv1.NodePool, nodes []*state.StateNode, now time.Time) Allow
 	return out
 }
 
-// countNodes counts the nodes of pool that budgets count, and how many of
+// CountNodes counts the nodes of pool that budgets count, and how many of
 // them are disrupting already.
-func countNodes(pool string, nodes []*state.StateNode) (count, disrupting int) {
+func CountNodes(pool string, nodes []*state.StateNode) (count, disrupting int) {
 	for _, n := range nodes {
 		if !n.Managed() || !n.Initialized() || n.NodePool() != pool {
 			continue

@@ -89,30 +89,31 @@ func budgetUses(now time.Time, api *apiserver.Server, all bool) []BudgetUse {
 		nodes[o.GetName()] = o.(*corev1.Node)
 	}
 	var sns []*state.StateNode
+	// The nodes disrupted for each reason, to count them as the budgets
+	// count nodes.
+	byReason := map[string][]*state.StateNode{}
 	for _, o := range api.Objects(nodeClaimGVK) {
 		nc := o.(*karpv1.NodeClaim)
 		n := nodes[nc.Status.NodeName]
 		if n == nil {
 			continue
 		}
-		sns = append(sns, &state.StateNode{Node: n, NodeClaim: nc, MarkedForDeletion: disruptionOf(nc) != "" ||
-			slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == wellknown.TaintKeyDisrupted })})
+		reason := disruptionOf(nc)
+		sn := &state.StateNode{Node: n, NodeClaim: nc, MarkedForDeletion: reason != "" ||
+			slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == wellknown.TaintKeyDisrupted })}
+		sns = append(sns, sn)
+		if reason != "" {
+			byReason[reason] = append(byReason[reason], sn)
+		}
 	}
 	var out []BudgetUse
 	for _, o := range pools {
 		np := o.(*karpv1.NodePool)
 		a := budget.Compute(np, sns, now)
 		for _, al := range a.ByReason {
-			// The nodes disrupted for this reason, counted as the budgets
-			// count nodes.
-			var mine []*state.StateNode
-			for _, sn := range sns {
-				if disruptionOf(sn.NodeClaim) == string(al.Reason) {
-					mine = append(mine, sn)
-				}
-			}
+			_, disrupting := budget.CountNodes(np.Name, byReason[string(al.Reason)])
 			u := BudgetUse{NodePool: np.Name, Reason: string(al.Reason), Nodes: al.Nodes, Allowed: al.Allowed,
-				Disrupting: budget.Compute(np, mine, now).For(al.Reason).Disrupting, DisruptingAll: al.Disrupting}
+				Disrupting: disrupting, DisruptingAll: al.Disrupting}
 			if all || u.Nodes > 0 || u.DisruptingAll > 0 {
 				out = append(out, u)
 			}
