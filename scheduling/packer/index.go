@@ -582,14 +582,17 @@ func (c *candSet) frontier() []int32 {
 	return front
 }
 
-// quickFits checks the scalar resources only, against an upper bound. The
-// sums saturate: a request of resources.Infinite fits nowhere.
+// quickFits checks the scalar resources only, against an upper bound. It
+// compares each request with what is left (avail minus used, both never
+// negative, so no overflow) rather than adding: a request of
+// resources.Infinite fits nowhere, and the check stays small enough to
+// inline.
 func quickFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
 	r := &sh.req
-	return (r.CPU <= 0 || resources.AddSaturating(used.CPU, r.CPU) <= avail.CPU) &&
-		(r.Memory <= 0 || resources.AddSaturating(used.Memory, r.Memory) <= avail.Memory) &&
-		(r.EphemeralStorage <= 0 || resources.AddSaturating(used.EphemeralStorage, r.EphemeralStorage) <= avail.EphemeralStorage) &&
-		(r.Pods <= 0 || resources.AddSaturating(used.Pods, r.Pods) <= avail.Pods)
+	return (r.CPU <= 0 || r.CPU <= avail.CPU-used.CPU) &&
+		(r.Memory <= 0 || r.Memory <= avail.Memory-used.Memory) &&
+		(r.EphemeralStorage <= 0 || r.EphemeralStorage <= avail.EphemeralStorage-used.EphemeralStorage) &&
+		(r.Pods <= 0 || r.Pods <= avail.Pods-used.Pods)
 }
 
 // sumFits reports whether sh's requests fit on a node with avail allocatable
@@ -600,7 +603,7 @@ func sumFits(used resources.Vector, sh *shape, avail resources.Vector) bool {
 		return false
 	}
 	for _, e := range sh.ext {
-		if e.value > 0 && resources.AddSaturating(used.Get(e.name), e.value) > avail.Get(e.name) {
+		if e.value > 0 && e.value > avail.Get(e.name)-used.Get(e.name) {
 			return false
 		}
 	}
@@ -614,7 +617,7 @@ func (p *poolIdx) growthAllowed(from, to int) bool {
 		return true
 	}
 	for _, name := range p.limited {
-		if d := resources.SubSaturating(p.cap[to].Get(name), p.cap[from].Get(name)); d > 0 && d > p.rem.Get(name) {
+		if d := p.cap[to].Get(name) - p.cap[from].Get(name); d > 0 && d > p.rem.Get(name) {
 			return false
 		}
 	}
@@ -638,7 +641,7 @@ func (p *poolIdx) limitAllows(delta resources.Vector, newNode bool) (corev1.Reso
 
 func (p *poolIdx) charge(delta resources.Vector, newNode bool) {
 	if newNode && p.nodeLimit {
-		p.limNodes = resources.SubSaturating(p.limNodes, 1)
+		p.limNodes--
 	}
 	if len(p.limited) > 0 {
 		p.rem.Sub(delta)

@@ -57,8 +57,6 @@ func TestQuantitiesTooLargeToCount(t *testing.T) {
 			nodes: 1, unschedulable: []string{"huge"}, code: packer.CodeNoInstanceTypeFits, contains: []string{"memory: requests 1e30"}},
 		{name: "1e30 of an extended resource", pods: []*corev1.Pod{small(), pod("huge", "1", "1Gi", withRequest("example.com/widget", "1e30"))}, pool: pool("p", 10),
 			nodes: 1, unschedulable: []string{"huge"}, code: packer.CodeNoInstanceTypeFits, contains: []string{"example.com/widget: requests 1e30"}},
-		{name: "a pod of 1e30 cpu and one of none do not share a shape", pods: []*corev1.Pod{pod("none", "0", "1Gi"), pod("huge", "1e30", "1Gi")}, pool: pool("p", 10),
-			nodes: 1, unschedulable: []string{"huge"}, code: packer.CodeNoInstanceTypeFits},
 		{name: "a cpu limit of 1e16 cores", pods: []*corev1.Pod{small()}, pool: pool("p", 10, withLimits([]string{"cpu", "100"}, "cpu", "1e16")), nodes: 1},
 		{name: "a cpu limit of 1e30 cores", pods: []*corev1.Pod{small()}, pool: pool("p", 10, withLimits([]string{"cpu", "100"}, "cpu", "1e30")), nodes: 1},
 		{name: "a cpu limit of 2^63-1 cores", pods: []*corev1.Pod{small()}, pool: pool("p", 10, withLimits(nil, "cpu", "9223372036854775807")), nodes: 1},
@@ -103,5 +101,22 @@ func TestQuantitiesTooLargeToCount(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Pods whose requests are too large to count in an int64 differ by the
+// amounts they ask for: a pod of 1e30 and one of 1e31 cores are not grouped
+// as one shape, so each verdict names its own amount.
+func TestUncountableRequestsKeepTheirOwnShape(t *testing.T) {
+	in := packer.Input{Pods: []*corev1.Pod{pod("a", "1e30", "1Gi"), pod("b", "1e31", "1Gi")}, NodePools: []packer.NodePool{pool("p", 10)}}
+	r := checkConsistent(t, in)
+	want := map[string]string{"a": "cpu: requests 1e30,", "b": "cpu: requests 10e30,"}
+	if len(r.Unschedulable) != len(want) {
+		t.Fatalf("%d pods unschedulable, want %d: %+v", len(r.Unschedulable), len(want), r.Unschedulable)
+	}
+	for _, u := range r.Unschedulable {
+		if !strings.Contains(u.Reason, want[u.Pod.Name]) {
+			t.Errorf("pod %s: reason %q lacks %q", u.Pod.Name, u.Reason, want[u.Pod.Name])
+		}
 	}
 }
