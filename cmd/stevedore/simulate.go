@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/sim/chaos"
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
@@ -229,20 +230,7 @@ func progressLine(w io.Writer, run *scenario.Run, wall func() time.Time) func(ti
 		}
 		last = t
 		done := now.Sub(run.Start)
-		line := fmt.Sprintf("simulated %s of %s (%d%%)", shortDuration(done), shortDuration(run.Duration), int(100*done/max(run.Duration, 1)))
+		line := fmt.Sprintf("simulated %s of %s (%d%%)", karpv1.FormatDuration(done.Round(time.Second)), karpv1.FormatDuration(run.Duration.Round(time.Second)), int(100*done/max(run.Duration, 1)))
 		fmt.Fprintf(w, "\r%-72s", line)
 	}
-}
-
-// shortDuration writes a duration to the second without zero units at its
-// end: 3h10m, 24h, 90s.
-func shortDuration(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

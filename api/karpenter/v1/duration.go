@@ -45,13 +45,13 @@ func (d NillableDuration) String() string {
 	if d.Duration == nil {
 		return Never
 	}
-	return formatDuration(*d.Duration)
+	return FormatDuration(*d.Duration)
 }
 
-// formatDuration writes whole durations in the shortest h/m/s form, which is
+// FormatDuration writes whole durations in the shortest h/m/s form, which is
 // what users write and what the API pattern accepts. A duration with a
 // fractional second falls back to time.Duration's own form.
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}
