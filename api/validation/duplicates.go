@@ -59,9 +59,9 @@ var clusterScoped = map[schema.GroupKind]bool{
 // object names none, as stevedore plan and simulate take it) and name. The
 // version does not count: apps/v1 and apps/v1beta2 Deployment web are the
 // same object. ok is false for a document that names no object.
-func (v *Validator) objectKey(d *docResult) (key string, where string, ok bool) {
-	if d.name == "" || d.gvk.Kind == "" || !d.typed || isToolKind(d.gvk) {
-		return "", "", false
+func (v *Validator) objectKey(d *docResult) (key objectKey, where string, ok bool) {
+	if d.name == "" || !d.typed || isToolKind(d.gvk) {
+		return objectKey{}, "", false
 	}
 	gk := d.gvk.GroupKind()
 	namespaced := !clusterScoped[gk]
@@ -76,7 +76,13 @@ func (v *Validator) objectKey(d *docResult) (key string, where string, ok bool) 
 		}
 		where = " in namespace " + ns
 	}
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s", gk.Group, gk.Kind, ns, d.name), where, true
+	return objectKey{gk: gk, namespace: ns, name: d.name}, where, true
+}
+
+// objectKey is an object's identity in the API server's storage.
+type objectKey struct {
+	gk              schema.GroupKind
+	namespace, name string
 }
 
 // duplicates reports every object that an earlier document of the batch
@@ -94,7 +100,7 @@ func (b *batch) duplicates() {
 		d    *docResult
 		root string
 	}
-	first := map[string][]seen{}
+	first := map[objectKey][]seen{}
 	for _, d := range b.docs {
 		key, where, ok := b.v.objectKey(d)
 		if !ok {

@@ -75,18 +75,12 @@ func (in *Input) Read(p string) ([]Source, error) {
 	return sources, nil
 }
 
-// ManifestFiles returns p itself when it is a regular file, or the manifests
-// under it when it is a directory: *.yaml, *.yml and *.json regular files,
-// recursively, in lexical order, skipping hidden directories and anything
-// that is not a regular file. Every command that reads manifests finds them
-// this way (see Input).
-func ManifestFiles(p string) ([]string, error) {
-	files, _, err := manifestFiles(p)
-	return files, err
-}
-
-// manifestFiles is ManifestFiles, with a warning for each directory entry
-// with a manifest's name that is not a regular file.
+// manifestFiles returns p itself when it is a regular file, or the
+// manifests under it when it is a directory: *.yaml, *.yml and *.json
+// regular files, recursively, in lexical order, skipping hidden directories.
+// Every command that reads manifests finds them this way (see Input). A
+// directory entry with a manifest's name that is not a regular file is
+// skipped with a warning.
 func manifestFiles(p string) ([]string, []Problem, error) {
 	info, err := os.Stat(p)
 	if err != nil {

@@ -34,7 +34,6 @@ var toolKinds = []schema.GroupVersionKind{
 
 // apiGroup is what the validator knows about one API group.
 type apiGroup struct {
-	name string
 	// versions are the group's versions, the most stable and newest first
 	// (v2, v1, v1beta2, v1beta1, v1alpha1).
 	versions []string
@@ -73,7 +72,7 @@ var knownGroups = sync.OnceValue(func() map[string]*apiGroup {
 		}
 		g := groups[gvk.Group]
 		if g == nil {
-			g = &apiGroup{name: gvk.Group, kinds: map[string][]string{}}
+			g = &apiGroup{kinds: map[string][]string{}}
 			groups[gvk.Group] = g
 		}
 		if _, ok := g.kinds[gvk.Version]; !ok {
@@ -188,7 +187,11 @@ func (v *Validator) unknownKind(d *docResult, obj map[string]interface{}, gvk sc
 	} else if len(candidates) <= 12 {
 		p.Fix = fmt.Sprintf("use one of the kinds of %s: %s", where, strings.Join(candidates, ", "))
 	} else {
-		p.Fix = fmt.Sprintf("check the spelling of the kind; `kubectl api-resources --api-group=%s` lists the kinds of the group", shellWord(gvk.Group))
+		group := gvk.Group
+		if group == "" {
+			group = "''" // the core group, as a shell word
+		}
+		p.Fix = fmt.Sprintf("check the spelling of the kind; `kubectl api-resources --api-group=%s` lists the kinds of the group", group)
 	}
 	if !versionExists {
 		p.Message += fmt.Sprintf(" (and no version %s; its versions are %s)", gvk.Version, strings.Join(g.versions, ", "))
@@ -269,12 +272,4 @@ func (v *Validator) groupTypo(gvk schema.GroupVersionKind) (Problem, bool) {
 		}
 	}
 	return p, true
-}
-
-// shellWord quotes s for a shell command line when it needs it.
-func shellWord(s string) string {
-	if s == "" {
-		return "''"
-	}
-	return s
 }

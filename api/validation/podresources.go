@@ -87,7 +87,7 @@ func checkPodResources(gvk schema.GroupVersionKind, obj map[string]interface{}) 
 func checkResourceRequirements(path string, r corev1.ResourceRequirements) []Problem {
 	out := checkNonNegative(path+".limits", r.Limits, "set a limit of zero or more, or remove it for no limit")
 	out = append(out, checkNonNegative(path+".requests", r.Requests, "request zero or more, or remove the request to ask for nothing")...)
-	for _, name := range sortedNames(r.Requests) {
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
 		req := r.Requests[name]
 		if req.Sign() < 0 {
 			continue // reported above
@@ -124,7 +124,7 @@ func checkResourceRequirements(path string, r corev1.ResourceRequirements) []Pro
 		path string
 		list corev1.ResourceList
 	}{{path + ".limits", r.Limits}, {path + ".requests", r.Requests}} {
-		for _, name := range sortedNames(side.list) {
+		for _, name := range slices.Sorted(maps.Keys(side.list)) {
 			q := side.list[name]
 			if !extendedResource(name) || q.Sign() < 0 {
 				continue
@@ -145,7 +145,7 @@ func checkResourceRequirements(path string, r corev1.ResourceRequirements) []Pro
 // checkNonNegative reports the negative quantities of list, at path.
 func checkNonNegative(path string, list corev1.ResourceList, fix string) []Problem {
 	var out []Problem
-	for _, name := range sortedNames(list) {
+	for _, name := range slices.Sorted(maps.Keys(list)) {
 		if q := list[name]; q.Sign() < 0 {
 			out = append(out, Problem{
 				Field:    quantityPath(path, name),
@@ -195,15 +195,6 @@ func checkNegativeQuantities(path string, obj map[string]interface{}, message, f
 		})
 	}
 	return out
-}
-
-func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(list))
-	for name := range list {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // quantityPath is the field path of resource name in the list at path, as
