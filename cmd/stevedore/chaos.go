@@ -36,7 +36,6 @@ func runChaos(cmd *cobra.Command, paths []string, stdin []byte, scheme *runtime.
 			}
 			return r.Run()
 		},
-		Twice: true,
 	}
 	var sum chaos.Summary
 	started := time.Now()

@@ -105,41 +105,22 @@ var faultErrors = []string{
 
 func pick(rng *rand.Rand, s []string) string { return s[rng.IntN(len(s))] }
 
-// Options shape the faults.
-type Options struct {
-	// Events is how many faults to inject; default one per 15 minutes of
-	// the window, at least 4.
-	Events int
-	// Tail is the quiet end of the run, without faults, for the cluster to
-	// settle; default 45 minutes or a third of the run, whichever is
-	// shorter.
-	Tail time.Duration
-	// Faults to draw from; default Faults.
-	Faults []Fault
-}
-
 // Generate returns the faults for a run of the given duration from seed,
 // as timed events in time order, indexed after the scenario's own first
-// events (first).
-func Generate(seed uint64, duration time.Duration, w World, first int, opts Options) []scenario.TimedEvent {
-	faults := opts.Faults
-	if faults == nil {
-		faults = Faults
-	}
-	tail := opts.Tail
-	if tail <= 0 {
-		tail = min(45*time.Minute, duration/3)
-	}
+// events (first): one per 15 minutes of the window (at least four), drawn
+// from Faults by weight, none in the first five minutes and none in the
+// quiet tail (45 minutes, or a third of a shorter run) in which the
+// cluster settles.
+func Generate(seed uint64, duration time.Duration, w World, first int) []scenario.TimedEvent {
+	faults := Faults
+	tail := min(45*time.Minute, duration/3)
 	// Nothing happens in the first five minutes: the cluster comes up.
 	start := min(5*time.Minute, duration/10)
 	w.Window = duration - tail
 	if w.Window <= start {
 		return nil
 	}
-	n := opts.Events
-	if n <= 0 {
-		n = max(4, int((w.Window-start)/(15*time.Minute)))
-	}
+	n := max(4, int((w.Window-start)/(15*time.Minute)))
 	total := 0
 	for _, f := range faults {
 		total += f.Weight
@@ -178,10 +159,10 @@ func Generate(seed uint64, duration time.Duration, w World, first int, opts Opti
 
 // Inject adds the faults drawn from seed to run, which it also sets to run
 // with that seed, and returns them.
-func Inject(run *scenario.Run, seed uint64, opts Options) []scenario.TimedEvent {
+func Inject(run *scenario.Run, seed uint64) []scenario.TimedEvent {
 	run.Seed = seed
 	w := World{Zones: run.AWS.Zones, InstanceTypes: run.AWS.InstanceTypes}
-	faults := Generate(seed, run.Duration, w, len(run.Events), opts)
+	faults := Generate(seed, run.Duration, w, len(run.Events))
 	run.Events = append(run.Events, faults...)
 	sort.SliceStable(run.Events, func(a, b int) bool { return run.Events[a].At < run.Events[b].At })
 	return faults

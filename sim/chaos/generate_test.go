@@ -31,9 +31,9 @@ func TestParseSeeds(t *testing.T) {
 // the quiet tail, and a capacity shortage ends before the tail.
 func TestGenerateIsSeededAndLeavesATail(t *testing.T) {
 	w := World{Zones: []string{"us-east-1a", "us-east-1b"}, InstanceTypes: []string{"m6i.large", "c6i.large"}}
-	a := Generate(7, 2*time.Hour, w, 3, Options{})
-	b := Generate(7, 2*time.Hour, w, 3, Options{})
-	c := Generate(8, 2*time.Hour, w, 3, Options{})
+	a := Generate(7, 2*time.Hour, w, 3)
+	b := Generate(7, 2*time.Hour, w, 3)
+	c := Generate(8, 2*time.Hour, w, 3)
 	if len(a) < 4 || !reflect.DeepEqual(a, b) {
 		t.Fatalf("seed 7 gave %d and %d events, or different ones", len(a), len(b))
 	}
@@ -51,7 +51,7 @@ func TestGenerateIsSeededAndLeavesATail(t *testing.T) {
 			t.Errorf("event %d is before event %d", i, i-1)
 		}
 	}
-	many := Generate(1, 24*time.Hour, w, 0, Options{})
+	many := Generate(1, 24*time.Hour, w, 0)
 	for _, e := range many {
 		kinds[e.Kind] = true
 	}

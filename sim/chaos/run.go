@@ -27,22 +27,15 @@ type Config struct {
 	Load func() (*scenario.Run, error)
 	// Simulate runs a scenario to its end.
 	Simulate func(*scenario.Run) (*report.Document, error)
-	Options  Options
-	// Twice runs each seed a second time and compares the reports' bytes.
-	Twice bool
 }
 
-// RunSeed runs the scenario with seed's faults (twice with c.Twice) and
-// checks the report.
+// RunSeed runs the scenario with seed's faults twice, compares the two
+// reports' bytes and checks the first.
 func (c Config) RunSeed(seed uint64) (Result, error) {
 	res := Result{Seed: seed}
 	var expect CheckOptions
 	var first *report.Document
-	runs := 1
-	if c.Twice {
-		runs = 2
-	}
-	for i := range runs {
+	for i := range 2 {
 		run, err := c.Load()
 		if err != nil {
 			return res, err
@@ -50,7 +43,7 @@ func (c Config) RunSeed(seed uint64) (Result, error) {
 		if expect.ExpectedPending, err = ExpectedPending(run.Annotations); err != nil {
 			return res, err
 		}
-		faults := Inject(run, seed, c.Options)
+		faults := Inject(run, seed)
 		doc, err := c.Simulate(run)
 		if err != nil {
 			return res, fmt.Errorf("seed %d: %w", seed, err)

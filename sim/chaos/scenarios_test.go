@@ -42,7 +42,6 @@ func TestChaosScenariosKeepTheInvariants(t *testing.T) {
 					}
 					return r.Run()
 				},
-				Twice: true,
 			}
 			var sum chaos.Summary
 			var out bytes.Buffer
@@ -86,7 +85,7 @@ func TestDrawnFaultsAreValidEvents(t *testing.T) {
 	var events []scenario.Event
 	kinds := map[string]int{}
 	for seed := uint64(1); seed <= 40; seed++ {
-		for _, e := range chaos.Generate(seed, 3*time.Hour, w, 0, chaos.Options{}) {
+		for _, e := range chaos.Generate(seed, 3*time.Hour, w, 0) {
 			events = append(events, e.Event)
 			kinds[e.Kind]++
 		}
