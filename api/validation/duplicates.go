@@ -8,51 +8,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
-
-// clusterScoped are the kinds without a namespace: those built into
-// Kubernetes, and Karpenter's older kinds. (The served kinds say for
-// themselves, from their CRDs.) Any other kind is taken to be namespaced.
-var clusterScoped = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:        true,
-	{Group: "", Kind: "Node"}:             true,
-	{Group: "", Kind: "PersistentVolume"}: true,
-	{Group: "", Kind: "ComponentStatus"}:  true,
-
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}:          true,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}:   true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 true,
-	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             true,
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:                 true,
-	{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:                        true,
-	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                       true,
-	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
-	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:                      true,
-	{Group: "networking.k8s.io", Kind: "IngressClass"}:                                true,
-	{Group: "networking.k8s.io", Kind: "IPAddress"}:                                   true,
-	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                                 true,
-	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                      true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                  true,
-	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                                   true,
-	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                               true,
-	{Group: "resource.k8s.io", Kind: "ResourceSlice"}:                                 true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                               true,
-	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                                      true,
-	{Group: "storage.k8s.io", Kind: "CSINode"}:                                        true,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                   true,
-	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                               true,
-	{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}:                          true,
-	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:               true,
-
-	{Group: groupCore, Kind: "Provisioner"}:    true,
-	{Group: groupCore, Kind: "Machine"}:        true,
-	{Group: groupAWS, Kind: "AWSNodeTemplate"}: true,
-}
 
 // objectKey identifies an object the way the API server stores it: group,
 // kind, namespace (none for cluster-scoped kinds, "default" when a namespaced
@@ -64,7 +22,7 @@ func (v *Validator) objectKey(d *docResult) (key objectKey, where string, ok boo
 		return objectKey{}, "", false
 	}
 	gk := d.gvk.GroupKind()
-	namespaced := !clusterScoped[gk]
+	namespaced := !wellknown.ClusterScoped(gk)
 	if vs := v.versions[gk]; len(vs) > 0 {
 		namespaced = v.served[gk.WithVersion(vs[0])].namespaced
 	}

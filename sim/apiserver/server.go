@@ -54,6 +54,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
 // ChangeType says what happened to an object.
@@ -625,17 +627,8 @@ func assign(dst, src runtime.Object) error {
 	return nil
 }
 
-// clusterScoped are the kinds without a namespace that the simulator may
-// store; every other kind is namespaced.
-var clusterScoped = map[string]bool{
-	"Node": true, "Namespace": true, "PersistentVolume": true, "PriorityClass": true, "StorageClass": true,
-	"VolumeAttachment": true, "CSINode": true, "CSIDriver": true, "RuntimeClass": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "IngressClass": true,
-	"NodePool": true, "NodeClaim": true, "EC2NodeClass": true,
-}
-
 // Namespaced reports whether objects of kind gvk live in a namespace.
-func Namespaced(gvk schema.GroupVersionKind) bool { return !clusterScoped[gvk.Kind] }
+func Namespaced(gvk schema.GroupVersionKind) bool { return !wellknown.ClusterScoped(gvk.GroupKind()) }
 
 func newRESTMapper(scheme *runtime.Scheme) meta.RESTMapper {
 	var gvs []schema.GroupVersion
@@ -658,7 +651,7 @@ func newRESTMapper(scheme *runtime.Scheme) meta.RESTMapper {
 			continue
 		}
 		scope := meta.RESTScopeNamespace
-		if clusterScoped[gvk.Kind] {
+		if !Namespaced(gvk) {
 			scope = meta.RESTScopeRoot
 		}
 		m.Add(gvk, scope)
