@@ -20,15 +20,16 @@ const (
 	gateSpotToSpot = "SpotToSpotConsolidation"
 )
 
-// defaultFeatureGates is the default value of --feature-gates.
-const defaultFeatureGates = gateNodeRepair + "=false," + gateSpotToSpot + "=false"
+// defaultFeatureGates is the default value of --feature-gates: Karpenter's
+// own default, so that the value means the same in both.
+const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 
 // knownGates are the gates and their defaults. Gates Karpenter has and
 // stevedore always behaves as if on are accepted and ignored, so that a
 // copied FEATURE_GATES value does not stop the controller.
 var knownGates = map[string]bool{gateNodeRepair: false, gateSpotToSpot: false}
 
-var acceptedGates = map[string]bool{"ReservedCapacity": true, "StaticCapacity": true}
+var acceptedGates = map[string]bool{"ReservedCapacity": true, "StaticCapacity": true, "NodeOverlay": true, "CapacityBuffer": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))

@@ -75,6 +75,11 @@ type Options struct {
 	// node class hash. It must be the one the cloud provider stamps
 	// NodeClaims with, or every NodeClaim drifts.
 	CABundle string
+	// RefreshInterval, when positive, is how soon a Ready node class is
+	// resolved again (its images, subnets and security groups), in place of
+	// ReadyRequeue: the smaller of the AMI and subnet refresh intervals
+	// (AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL).
+	RefreshInterval time.Duration
 }
 
 // Reconciler is the EC2NodeClass controller. Create it with New.
@@ -156,6 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeReady) {
 		return reconcile.Result{RequeueAfter: NotReadyRequeue}, nil
+	}
+	if r.opts.RefreshInterval > 0 {
+		return reconcile.Result{RequeueAfter: r.opts.RefreshInterval}, nil
 	}
 	return reconcile.Result{RequeueAfter: ReadyRequeue}, nil
 }
