@@ -1,0 +1,27 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stevedore-autoscaler/stevedore/sim/report"
+)
+
+// The scenarios of this file check that disruption behaves as Karpenter
+// v1.14 does where stevedore once differed. Each runs one of the scenarios
+// under testdata/parity.
+
+// TestParityEmptyBudgets: budgets: [] is no limit at all, not the 10%
+// default, which only an absent field gets.
+func TestParityEmptyBudgets(t *testing.T) {
+	doc := story(t, "testdata/parity/empty-budgets")
+	if s := sampleAt(t, doc, 9*time.Minute); s.Nodes != 12 || s.RunningPods != 12 {
+		t.Fatalf("before the scale-down: %+v, want 12 nodes with a pod each", s)
+	}
+	if got := maxInFlight(doc, report.ReasonEmpty); got != 12 {
+		t.Errorf("at most %d empty nodes disrupted at once, want all 12 (budgets: [] limits nothing)", got)
+	}
+	if n := len(doc.Final.Nodes); n != 0 {
+		t.Errorf("%d nodes left at the end, want none", n)
+	}
+}
