@@ -239,6 +239,10 @@ type Options struct {
 	maxCandidates int
 }
 
+// MessageSpotToSpotDisabled is why a spot node is not replaced by another
+// spot node, in Karpenter's words (its Unconsolidatable event).
+const MessageSpotToSpotDisabled = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+
 // MinSpotToSpotOptions is how many strictly cheaper instance types a
 // single-node spot-to-spot replacement needs, and how many it keeps: fewer
 // would let a node walk down the price list one interruption-prone step at

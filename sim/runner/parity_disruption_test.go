@@ -25,3 +25,21 @@ func TestParityEmptyBudgets(t *testing.T) {
 		t.Errorf("%d nodes left at the end, want none", n)
 	}
 }
+
+// TestParitySpotToSpotOff: with SpotToSpotConsolidation off, a spot node
+// whose pods would fit on a cheaper node is not replaced at all; stevedore
+// once replaced it by on-demand, and that node later by spot again.
+func TestParitySpotToSpotOff(t *testing.T) {
+	doc := story(t, "testdata/parity/spot-to-spot-off")
+	launched := eventsOf(doc, report.KindNodeClaimLaunched)
+	if len(launched) != 1 || launched[0].CapacityType != "spot" {
+		t.Fatalf("launches %+v, want the one spot node", launched)
+	}
+	for _, e := range eventsOf(doc, report.KindDisruptionStarted) {
+		t.Errorf("%s disruption of %s at %s, want none: spot-to-spot consolidation is off", e.Reason, e.NodeClaim, since(doc, e.Time))
+	}
+	if n := doc.Final.Nodes; len(n) != 1 || n[0].CapacityType != "spot" {
+		t.Errorf("final nodes %+v, want the original spot node", n)
+	}
+	allRunning(t, doc, 1)
+}
