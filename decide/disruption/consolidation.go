@@ -40,9 +40,11 @@ func consolidationEligible(c *Candidate) *Blocked {
 	return nil
 }
 
-// byValue orders consolidation candidates: the most expensive per unit of
-// disruption first, so that the search tries the moves that save most and
-// hurt least before the others; ties by name.
+// byValue orders consolidation candidates as Karpenter v1.14 does: by
+// price per unit of rescheduling disruption (Price over
+// RescheduleDisruptionCost), highest first, so that the search tries the
+// moves that save most and hurt least before the others. Karpenter leaves
+// ties in no particular order; stevedore breaks them by node name.
 func byValue(a, b *Candidate) int {
 	va, vb := value(a), value(b)
 	if va != vb {
@@ -52,10 +54,34 @@ func byValue(a, b *Candidate) int {
 }
 
 func value(c *Candidate) float64 {
-	if c.DisruptionCost <= 0 {
-		return math.Inf(1)
+	return c.Price / max(c.RescheduleDisruptionCost, 1)
+}
+
+// interleaveByPool orders single-node consolidation's candidates as
+// Karpenter does: round-robin over the NodePools, each pool's candidates in
+// the order given, so that one pool's many candidates do not all come
+// before another's. Karpenter takes the pools in no particular order;
+// stevedore takes them by name.
+func interleaveByPool(cands []*Candidate) []*Candidate {
+	byPool := map[string][]*Candidate{}
+	var pools []string
+	for _, c := range cands {
+		name := c.NodePool.Name
+		if _, ok := byPool[name]; !ok {
+			pools = append(pools, name)
+		}
+		byPool[name] = append(byPool[name], c)
 	}
-	return c.Price / c.DisruptionCost
+	slices.Sort(pools)
+	out := make([]*Candidate, 0, len(cands))
+	for i := 0; len(out) < len(cands); i++ {
+		for _, p := range pools {
+			if i < len(byPool[p]) {
+				out = append(out, byPool[p][i])
+			}
+		}
+	}
+	return out
 }
 
 // command turns a simulation outcome for cands into a consolidation
@@ -306,6 +332,9 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 		return nil, nil
 	}
 	w.room() // built before the goroutines share the world
+	// Single-node consolidation takes the candidates round-robin by
+	// NodePool; multi-node takes prefixes of the order given.
+	single := interleaveByPool(cands)
 	type result struct {
 		cmd  *Command
 		why  *Blocked
@@ -330,7 +359,7 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 			if i == 0 {
 				r.cmd = wk.multiNode(cands)
 			} else {
-				r.cmd, r.why = wk.command(cands[i-1:i], true)
+				r.cmd, r.why = wk.command(single[i-1:i], true)
 			}
 			close(r.done)
 		}

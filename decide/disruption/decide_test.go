@@ -92,7 +92,26 @@ func TestCandidates(t *testing.T) {
 		}, []string{}},
 		{"daemon set pods only: empty", func(f *fixture) string {
 			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon)
+			return n
+		}, nil},
+		{"daemon set pod do-not-disrupt blocks its node, as in Karpenter", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
 			f.pod("ds", n, "100m", "100Mi", daemon, annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+			return n
+		}, []string{CodeDoNotDisruptPod}},
+		{"daemon set pod behind a blocking PDB blocks its node", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon)
+			f.pdb("agents", "web", 0, nil)
+			return n
+		}, []string{CodePDBBlocked}},
+		{"daemon set pod tolerating the disrupted taint: its PDB does not count", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon, func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			})
+			f.pdb("agents", "web", 0, nil)
 			return n
 		}, nil},
 		{"pod with very negative deletion cost: empty", func(f *fixture) string {
