@@ -43,3 +43,18 @@ func TestParitySpotToSpotOff(t *testing.T) {
 	}
 	allRunning(t, doc, 1)
 }
+
+// TestParityDaemonSetTimer: a DaemonSet pod landing on a node is not a pod
+// event; it does not restart the node's consolidateAfter window.
+func TestParityDaemonSetTimer(t *testing.T) {
+	doc := story(t, "testdata/parity/daemonset-timer")
+	started := eventsOf(doc, report.KindDisruptionStarted)
+	if len(started) != 1 || started[0].Reason != report.ReasonEmpty {
+		t.Fatalf("disruptions %+v, want the one empty node", started)
+	}
+	// Its pod left at 2m; consolidateAfter is 10m. The agent came at 10m.
+	if at := since(doc, started[0].Time); at < 12*time.Minute || at > 14*time.Minute {
+		t.Errorf("empty node disrupted at %s, want soon after 12m (the DaemonSet pod at 10m must not restart its window)", at)
+	}
+	allRunning(t, doc, 2)
+}
