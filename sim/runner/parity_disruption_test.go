@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +60,58 @@ func TestParityDaemonSetTimer(t *testing.T) {
 		t.Errorf("empty node disrupted at %s, want soon after 12m (the DaemonSet pod at 10m must not restart its window)", at)
 	}
 	allRunning(t, doc, 2)
+}
+
+// TestParityCandidateOrder: consolidation tries its candidates by price
+// over (1 + the pods to reschedule), as Karpenter does. Of a m6i.2xlarge
+// left with five web pods and a m6i.large left with one api pod, both
+// consolidatable at once under a budget of one node, the 2xlarge goes
+// first (0.384/6 > 0.096/2); by price per pod (0.384/5 < 0.096/1)
+// stevedore once took the large node.
+func TestParityCandidateOrder(t *testing.T) {
+	doc := story(t, "testdata/parity/candidate-order")
+	// Each NodeClaim's instance type and Node, from the events that name
+	// them.
+	itype, node := map[string]string{}, map[string]string{}
+	for _, e := range doc.Events {
+		if e.NodeClaim == "" {
+			continue
+		}
+		if e.InstanceType != "" {
+			itype[e.NodeClaim] = e.InstanceType
+		}
+		if e.Node != "" {
+			node[e.NodeClaim] = e.Node
+		}
+	}
+	var first *report.Decision
+	for i := range doc.Decisions {
+		if d := &doc.Decisions[i]; d.Reason == report.ReasonUnderutilized {
+			first = d
+			break
+		}
+	}
+	if first == nil {
+		t.Fatalf("no Underutilized decision; decisions %+v", doc.Decisions)
+	}
+	if at := since(doc, first.Time); at < 10*time.Minute {
+		t.Fatalf("first consolidation at %s, want after the scale-down at 10m", at)
+	}
+	if got := itype[first.NodeClaim]; got != "m6i.2xlarge" {
+		t.Errorf("first consolidated %s (%s), want the m6i.2xlarge: it has the higher price per rescheduling cost", first.NodeClaim, got)
+	}
+	if first.Allowed != 1 || first.Disrupting != 1 {
+		t.Errorf("budget at the decision %+v, want 1 of 1 allowed", first.BudgetUse)
+	}
+	pods := podsOn(doc, node[first.NodeClaim], first.Time)
+	web := 0
+	for p := range pods {
+		if strings.HasPrefix(p, "Pod/shop/web-") {
+			web++
+		}
+	}
+	if len(pods) != 5 || web != 5 {
+		t.Errorf("pods on the first node consolidated %v, want the five web pods", slices.Sorted(maps.Keys(pods)))
+	}
+	allRunning(t, doc, 6)
 }
