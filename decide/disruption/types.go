@@ -102,9 +102,14 @@ type Candidate struct {
 	// Pods are the pods that must move elsewhere if the node goes: bound,
 	// active, neither DaemonSet nor static pods.
 	Pods []*podRef
-	// DisruptionCost weighs how much moving those pods hurts (see
-	// EvictionCost); candidates that are cheap to disrupt go first.
+	// DisruptionCost is Karpenter's disruption cost: the EvictionCost of
+	// every pod on the node, scaled by the fraction of the NodeClaim's
+	// lifetime (expireAfter) left.
 	DisruptionCost float64
+	// RescheduleDisruptionCost is 1 (for the node) plus the positive
+	// EvictionCosts of Pods. Consolidation tries candidates by Price over
+	// it, highest first, as Karpenter does; it is never below 1.
+	RescheduleDisruptionCost float64
 	// Consolidatable is the NodeClaim's Consolidatable condition.
 	Consolidatable bool
 	// Drifted is the NodeClaim's Drifted condition, with its reason and
@@ -238,6 +243,10 @@ type Options struct {
 	// benchmarks set it, to compare.
 	maxCandidates int
 }
+
+// MessageSpotToSpotDisabled is why a spot node is not replaced by another
+// spot node, in Karpenter's words (its Unconsolidatable event).
+const MessageSpotToSpotDisabled = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 
 // MinSpotToSpotOptions is how many strictly cheaper instance types a
 // single-node spot-to-spot replacement needs, and how many it keeps: fewer

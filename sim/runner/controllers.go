@@ -423,9 +423,6 @@ func nodeClaimsOfNodePool(api *apiserver.Server, o client.Object) []reconcile.Re
 // NodeClaims of the node, as the NodeClaim pod-events controller's handler
 // does. Creations do not count.
 func podEvents(api *apiserver.Server) func(apiserver.Change) []reconcile.Request {
-	terminal := func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	}
 	on := func(node string) []reconcile.Request {
 		var out []reconcile.Request
 		for _, c := range api.Select(nodeClaimGVK, nodeClaimNodeNameIndex, node) {
@@ -433,19 +430,16 @@ func podEvents(api *apiserver.Server) func(apiserver.Change) []reconcile.Request
 		}
 		return out
 	}
+	// The controller's own predicates decide which changes count.
 	return func(c apiserver.Change) []reconcile.Request {
 		cur := c.Object.(*corev1.Pod)
 		switch c.Type {
 		case apiserver.Modified:
-			prev := c.Old.(*corev1.Pod)
-			if cur.Spec.NodeName == "" {
-				return nil
-			}
-			if prev.Spec.NodeName == "" || (!terminal(prev) && terminal(cur)) || (prev.DeletionTimestamp.IsZero() && !cur.DeletionTimestamp.IsZero()) {
+			if nodeclaimdisruption.PodEvent(c.Old.(*corev1.Pod), cur) {
 				return on(cur.Spec.NodeName)
 			}
 		case apiserver.Deleted:
-			if cur.Spec.NodeName != "" && !terminal(cur) && cur.DeletionTimestamp.IsZero() {
+			if nodeclaimdisruption.PodGoneEvent(cur) {
 				return on(cur.Spec.NodeName)
 			}
 		}
