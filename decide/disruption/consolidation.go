@@ -80,7 +80,7 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	}
 	switch len(out.replacements) {
 	case 0:
-		return &Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price}, nil
+		return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price})
 	case 1:
 	default:
 		return reject(CodeWouldNeedMany, fmt.Sprintf("its pods would need %d new nodes; consolidation never replaces one node with several", len(out.replacements)))
@@ -89,8 +89,8 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	if code != "" {
 		return reject(code, why)
 	}
-	return &Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
-		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)}, nil
+	return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
+		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)})
 }
 
 // cheaper narrows a replacement to the instance types whose worst-case

@@ -48,6 +48,7 @@ func newDecider(in *Input) *decider {
 func (d *decider) sim() *world {
 	if d.w == nil {
 		d.w = newWorld(d.in)
+		d.w.totals = balancedTotals(d.cands)
 	}
 	return d.w
 }

@@ -30,6 +30,8 @@ type world struct {
 	drifted  []bool         // about to be replaced: may not take pods moved by drift
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
+	// totals are the Balanced NodePools' cost and disruption (see Score).
+	totals map[string]poolTotals
 }
 
 func newWorld(in *Input) *world {

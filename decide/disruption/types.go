@@ -78,6 +78,9 @@ type Blocked struct {
 	Reason  Reason
 	Code    string
 	Message string
+	// Score is the Balanced score of a consolidation move that was
+	// rejected for it (CodeBalancedScore); nil otherwise.
+	Score *Score
 }
 
 func (b Blocked) String() string {
@@ -148,6 +151,9 @@ type Command struct {
 	// SavingsPerHour is the candidates' price minus the replacements'
 	// worst-case price (consolidation only).
 	SavingsPerHour float64
+	// Score is the move's Balanced score when a candidate's NodePool has
+	// consolidationPolicy: Balanced (consolidation only); nil otherwise.
+	Score *Score
 }
 
 // Pods is the number of pods that move.
@@ -181,6 +187,9 @@ func (c Command) String() string {
 		b.WriteString(describeReplacement(r))
 	}
 	fmt.Fprintf(&b, ", reason %s", strings.ToLower(string(c.Reason)))
+	if c.Score != nil {
+		fmt.Fprintf(&b, ", balanced %s", c.Score)
+	}
 	return b.String()
 }
 
