@@ -434,6 +434,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		c.memo = newConsolidationMemo(relaxations, pools, in, dec, now)
 	}
 	c.lastFingerprint, c.lastFull = fp, now
+	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command
 	if cmd == nil {
@@ -569,4 +570,20 @@ func describeNodeClaim(nc *karpv1.NodeClaim) string {
 		return fmt.Sprintf("%s (node %s)", nc.Name, nc.Status.NodeName)
 	}
 	return nc.Name
+}
+
+// scoredMoves records the consolidation moves this decision scored for a
+// Balanced NodePool: the command's, approved, and each single-node
+// rejection. Verdicts carried over from an earlier decision (SkipConsolidation)
+// are not in dec.Verdicts, so no move is counted twice.
+func (c *Controller) scoredMoves(dec decide.Decision) {
+	for _, v := range dec.Verdicts {
+		if s := v.Score; s != nil {
+			c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+		}
+	}
+	if dec.Command != nil && dec.Command.Score != nil {
+		s := dec.Command.Score
+		c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+	}
 }
