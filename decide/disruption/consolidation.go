@@ -23,6 +23,10 @@ func consolidationEligible(c *Candidate) *Blocked {
 		return &Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonUnderutilized, Code: code, Message: msg}
 	}
 	d := c.NodePool.Spec.Disruption
+	if IsStatic(c.NodePool) {
+		s := staticBlocked(c, ReasonUnderutilized)
+		return &s
+	}
 	switch {
 	case nodePoolPolicy(c.NodePool) == karpv1.ConsolidationPolicyWhenEmpty:
 		return b(CodePolicy, fmt.Sprintf("NodePool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool.Name))

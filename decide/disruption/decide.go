@@ -14,7 +14,7 @@ func Decide(in Input) Decision {
 	d := newDecider(&in)
 	var dec Decision
 	dec.Blocked = append(dec.Blocked, d.blocked...)
-	for _, method := range []func() (*Command, []Blocked){d.emptiness, d.drift, d.consolidation} {
+	for _, method := range []func() (*Command, []Blocked){d.emptiness, d.staticDrift, d.drift, d.consolidation} {
 		cmd, blocked := method()
 		dec.Blocked = append(dec.Blocked, blocked...)
 		if cmd != nil {
@@ -62,6 +62,10 @@ func (d *decider) emptiness() (*Command, []Blocked) {
 		if !c.Empty() {
 			continue
 		}
+		if IsStatic(c.NodePool) {
+			blocked = append(blocked, staticBlocked(c, ReasonEmpty))
+			continue
+		}
 		ca := c.NodePool.Spec.Disruption.ConsolidateAfter
 		switch {
 		case ca != nil && ca.IsNever():
@@ -100,7 +104,8 @@ func (d *decider) drift() (*Command, []Blocked) {
 	var drifted []*Candidate
 	var blocked []Blocked
 	for _, c := range d.cands {
-		if !c.Drifted {
+		if !c.Drifted || IsStatic(c.NodePool) {
+			// Static NodePools' drifted nodes are staticDrift's.
 			continue
 		}
 		// With a terminationGracePeriod the drain ends by itself, so

@@ -37,7 +37,9 @@ type world struct {
 func newWorld(in *Input) *world {
 	snap := in.Snapshot
 	w := &world{in: in, index: map[string]int{}, poolByNm: map[string]*packer.NodePool{}}
-	w.base = snap.PackerInput(nil, in.Pools, in.Options.PreferencePolicy)
+	// Static NodePools launch only to keep their replica count: moved pods
+	// may land on their nodes but never on a new node of theirs.
+	w.base = snap.PackerInput(nil, dynamicPools(snap, in.Pools), in.Options.PreferencePolicy)
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
 	// Every simulation of this decision packs onto the same pools: their
 	// instance-type tables are built once.

@@ -219,6 +219,11 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
 	SpotToSpot bool
+	// StaticCapacity turns on the replacement of drifted nodes of static
+	// NodePools (spec.replicas), as Karpenter's StaticCapacity feature gate
+	// does (off by default). Static NodePools' nodes are never consolidated
+	// and never replaced by plain drift, whatever it says.
+	StaticCapacity bool
 	// PreferencePolicy is passed to the packer.
 	PreferencePolicy packer.PreferencePolicy
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the
