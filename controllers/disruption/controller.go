@@ -191,6 +191,9 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate).
 	SpotToSpot bool
+	// StaticCapacity replaces drifted nodes of static NodePools (Karpenter's
+	// StaticCapacity feature gate); the static controller then also runs.
+	StaticCapacity bool
 	// PreferencePolicy says how preferred scheduling terms shape
 	// replacements; default packer.PreferenceScore, as for the provisioner.
 	PreferencePolicy packer.PreferencePolicy
@@ -499,6 +502,7 @@ func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining m
 		Remaining: remaining,
 		Options: decide.Options{
 			SpotToSpot:       c.opts.SpotToSpot,
+			StaticCapacity:   c.opts.StaticCapacity,
 			PreferencePolicy: c.opts.PreferencePolicy,
 			MaxInstanceTypes: c.opts.MaxInstanceTypes,
 			Cache:            c.packingCache(snap),

@@ -230,3 +230,68 @@ func dynamicPools(snap state.Snapshot, pools []packer.NodePool) []packer.NodePoo
 	}
 	return out
 }
+
+// StaticSurplus picks the n NodeClaims of static NodePool np to remove when
+// it has more than its replicas, least disruptive first, as Karpenter does:
+// NodeClaims that have not launched yet, then empty nodes (only DaemonSet or
+// static pods, none protected by do-not-disrupt), then nodes without
+// do-not-disrupt pods before those with, each by their pods' eviction cost
+// scaled by the lifetime left; ties by name. NodeClaims already deleting or
+// held by a disruption command are not picked.
+func StaticSurplus(snap state.Snapshot, np *karpv1.NodePool, n int) []*state.StateNode {
+	type ranked struct {
+		node         *state.StateNode
+		tier         int
+		doNotDisrupt bool
+		cost         float64
+	}
+	var all []ranked
+	for _, sn := range snap.Nodes {
+		if sn.NodeClaim == nil || sn.NodePool() != np.Name || sn.Deleting() || sn.MarkedForDeletion || disrupting(sn.NodeClaim) {
+			continue
+		}
+		r := ranked{node: sn}
+		switch {
+		case sn.InFlight():
+			r.tier = 0
+		default:
+			cost := 0.0
+			pods := 0
+			for _, p := range sn.Pods {
+				if active, _ := DoNotDisruptActive(p, snap.Time); active {
+					r.doNotDisrupt = true
+				}
+				if Reschedulable(p) {
+					pods++
+					cost += EvictionCost(p)
+				}
+			}
+			r.tier = 2
+			if pods == 0 && !r.doNotDisrupt {
+				r.tier = 1
+			}
+			r.cost = cost * lifetimeRemaining(sn.NodeClaim, snap.Time)
+		}
+		all = append(all, r)
+	}
+	slices.SortStableFunc(all, func(a, b ranked) int {
+		if a.tier != b.tier {
+			return cmp.Compare(a.tier, b.tier)
+		}
+		if a.doNotDisrupt != b.doNotDisrupt {
+			if a.doNotDisrupt {
+				return 1
+			}
+			return -1
+		}
+		if a.cost != b.cost {
+			return cmp.Compare(a.cost, b.cost)
+		}
+		return cmp.Compare(a.node.NodeClaim.Name, b.node.NodeClaim.Name)
+	})
+	out := make([]*state.StateNode, 0, n)
+	for i := 0; i < len(all) && i < n; i++ {
+		out = append(out, all[i].node)
+	}
+	return out
+}
