@@ -765,6 +765,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			ValidationDelay:    opts.validationDelay,
 			ReplacementTimeout: opts.replacementTimeout,
 			SpotToSpot:         gates[gateSpotToSpot],
+			StaticCapacity:     gates[gateStaticCapacity],
 		},
 		NodeRepair:     health.Options{Enabled: gates[gateNodeRepair], MaxUnhealthyPercent: opts.maxUnhealthy},
 		ActOnRebalance: opts.actOnRebalance,

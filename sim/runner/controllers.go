@@ -32,6 +32,7 @@ import (
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
@@ -133,7 +134,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
-			SpotToSpot: run.Controller.SpotToSpot, PreferencePolicy: run.Controller.PreferencePolicy,
+			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		ActOnRebalance: run.Controller.ActOnRebalance,
@@ -268,6 +269,13 @@ func Production(d *Deps) ([]watch.Controller, error) {
 				}
 				return []reconcile.Request{watch.Key(c.Object)}
 			}}},
+		})
+	}
+	if d.Disruption.StaticCapacity {
+		out = append(out, watch.Controller{
+			Name:       static.Name,
+			Reconciler: static.New(kube, d.State, d.Cloud, d.Clock, d.Metrics, d.Disruption.MaxInstanceTypes),
+			Start:      []reconcile.Request{static.Request()},
 		})
 	}
 	out = append(out,

@@ -114,8 +114,9 @@ type ControllerConfig struct {
 	PreferencePolicy packer.PreferencePolicy
 	// Feature gates (controller setting feature-gates, as Karpenter's
 	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
-	NodeRepair bool
-	SpotToSpot bool
+	NodeRepair     bool
+	SpotToSpot     bool
+	StaticCapacity bool
 	// The disruption, repair and interruption settings.
 	ValidationDelay     time.Duration
 	ReplacementTimeout  time.Duration
@@ -127,8 +128,8 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeRepair", "SpotToSpotConsolidation"}
-	ignoredGates = []string{"ReservedCapacity", "StaticCapacity"}
+	featureGates = []string{"NodeRepair", "SpotToSpotConsolidation", "StaticCapacity"}
+	ignoredGates = []string{"ReservedCapacity"}
 )
 
 // Object is a manifest.
@@ -746,6 +747,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.NodeRepair = on
 		case k == "SpotToSpotConsolidation":
 			c.SpotToSpot = on
+		case k == "StaticCapacity":
+			c.StaticCapacity = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}

@@ -189,7 +189,8 @@ type Event struct {
 	Apply map[string]any `json:"apply,omitempty"`
 	// Delete deletes an object.
 	Delete *ObjectRef `json:"delete,omitempty"`
-	// Scale sets the replicas of a Deployment, ReplicaSet or StatefulSet.
+	// Scale sets the replicas of a Deployment, ReplicaSet, StatefulSet or
+	// static NodePool, as kubectl scale does.
 	Scale *Scale `json:"scale,omitempty"`
 	// Patch patches an object.
 	Patch *Patch `json:"patch,omitempty"`
