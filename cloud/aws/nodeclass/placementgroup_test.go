@@ -32,9 +32,13 @@ func TestResolvePlacementGroup(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: ConditionTypePlacementGroupReady, wantReady: metav1.ConditionTrue},
 		{name: "unknown name", sel: func(string, string) *awsv1.PlacementGroupSelector { return &awsv1.PlacementGroupSelector{Name: "nope"} },
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPlacementGroupNotFound, wantMsg: `"nope" not found`, wantReady: metav1.ConditionFalse},
-		{name: "unknown id", sel: func(string, string) *awsv1.PlacementGroupSelector { return &awsv1.PlacementGroupSelector{ID: "pg-0000"} },
+		{name: "unknown id", sel: func(string, string) *awsv1.PlacementGroupSelector {
+			return &awsv1.PlacementGroupSelector{ID: "pg-0000"}
+		},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPlacementGroupNotFound, wantReady: metav1.ConditionFalse},
-		{name: "not available", sel: func(string, string) *awsv1.PlacementGroupSelector { return &awsv1.PlacementGroupSelector{Name: "pending"} },
+		{name: "not available", sel: func(string, string) *awsv1.PlacementGroupSelector {
+			return &awsv1.PlacementGroupSelector{Name: "pending"}
+		},
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPlacementGroupNotAvailable, wantMsg: `state "pending"`, wantReady: metav1.ConditionFalse},
 		{name: "API error", sel: func(n, _ string) *awsv1.PlacementGroupSelector { return &awsv1.PlacementGroupSelector{Name: n} }, inject: "InternalError",
 			wantStatus: metav1.ConditionFalse, wantReason: ReasonPlacementGroupResolutionFailed, wantReady: metav1.ConditionFalse, wantErr: true},
