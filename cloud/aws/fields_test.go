@@ -186,3 +186,35 @@ func TestLaunchWithNodeClassFields(t *testing.T) {
 		t.Errorf("IsDrifted after the change = %q, %v; want %s", r, err, drift.PlacementGroupDrift)
 	}
 }
+
+// TestTypeCacheFollowsNodeClassFields: the type cache rebuilds when a field
+// that decides compatibility changes, and when the placement group's
+// strategy does.
+func TestTypeCacheFollowsNodeClassFields(t *testing.T) {
+	e := newEnvWithTypes(t, fieldTypes)
+	count := func() int {
+		t.Helper()
+		types, _, err := e.p.resolve(e.ctx, e.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(types)
+	}
+	if n := count(); n != len(fieldTypes) {
+		t.Fatalf("%d types, want %d", n, len(fieldTypes))
+	}
+	e.nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptrTo("enabled")}
+	if n := count(); n != 2 {
+		t.Errorf("after cpuOptions: %d types, want 2", n)
+	}
+	e.nc.Spec.CPUOptions = nil
+	e.nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptrTo(int32(30))}
+	if n := count(); n != 4 {
+		t.Errorf("after connectionTracking: %d types, want 4", n)
+	}
+	e.nc.Spec.ConnectionTracking = nil
+	e.nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}, {NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+	if n := count(); n != 2 {
+		t.Errorf("after networkInterfaces: %d types, want 2", n)
+	}
+}
