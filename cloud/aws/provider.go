@@ -87,6 +87,7 @@ type Provider struct {
 	ice       *launch.ICECache
 	templates *launch.Templates
 	typeCache typeCache
+	pgs       placementGroups
 
 	mu     sync.Mutex
 	region string

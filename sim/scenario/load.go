@@ -94,6 +94,7 @@ type AWSConfig struct {
 	BootTime          time.Duration
 	ReadyTime         time.Duration
 	SpotPriceFraction float64
+	PlacementGroups   []PlacementGroup
 }
 
 // ImageConfig is an image to register.
@@ -573,7 +574,13 @@ func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 	c := AWSConfig{
 		Region: a.Region, Zones: slices.Clone(a.Zones), Subnets: a.Subnets, SecurityGroups: a.SecurityGroups,
 		PassRole: a.PassRole, AccessEntries: a.AccessEntries, InterruptionQueue: a.InterruptionQueue,
-		InstanceTypes: a.InstanceTypes,
+		InstanceTypes: a.InstanceTypes, PlacementGroups: slices.Clone(a.PlacementGroups),
+	}
+	for i, g := range c.PlacementGroups {
+		if !slices.Contains([]string{"cluster", "partition", "spread"}, g.Strategy) {
+			l.scenarioError(fmt.Sprintf("spec.aws.placementGroups[%d].strategy", i), fmt.Sprintf("strategy %q is not an EC2 placement strategy", g.Strategy),
+				"use cluster, partition or spread")
+		}
 	}
 	if c.Region == "" {
 		c.Region = fake.DefaultRegion

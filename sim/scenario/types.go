@@ -148,6 +148,20 @@ type AWS struct {
 	// SpotPriceFraction prices spot at this fraction of on-demand, before the
 	// in-memory AWS's small per-zone variation (default 0.35).
 	SpotPriceFraction *float64 `json:"spotPriceFraction,omitempty"`
+	// PlacementGroups are EC2 placement groups of the account, for
+	// EC2NodeClasses' placementGroupSelector (default: none).
+	PlacementGroups []PlacementGroup `json:"placementGroups,omitempty"`
+}
+
+// PlacementGroup is an EC2 placement group of the simulated account.
+type PlacementGroup struct {
+	// ID is generated (pg-...) when empty.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	// Strategy is cluster, partition or spread.
+	Strategy string `json:"strategy"`
+	// Partitions is a partition group's partition count (default 2).
+	Partitions int32 `json:"partitions,omitempty"`
 }
 
 // Subnet is a subnet of the simulated VPC.

@@ -52,6 +52,8 @@ type TemplateParams struct {
 	// kubelet; they must be the same for every instance type of the group.
 	Labels map[string]string
 	Taints []corev1.Taint
+	// Placement is the node class's resolved placement group, if any.
+	Placement Placement
 }
 
 // Template is a resolved launch template, ready to be created.
@@ -160,15 +162,13 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: toTags(tags)},
 		},
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              ptr(int32(0)),
-			AssociatePublicIpAddress: ptr(*nc.Spec.AssociatePublicIPAddress),
-			Groups:                   sgs,
-		}}
-	} else {
+	// Security groups go on the interfaces when the template lists any;
+	// EC2 rejects them in both places.
+	if data.NetworkInterfaces = networkInterfaces(&nc.Spec, sgs, ipv6Cluster(p.ClusterDNS)); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = sgs
 	}
+	data.CpuOptions = cpuOptions(nc.Spec.CPUOptions)
+	data.Placement = placement(p.Placement)
 	return &Template{Name: templateName(p.ClusterName, data, tags), ImageID: p.ImageID, Data: data, Tags: tags}, nil
 }
 
