@@ -81,6 +81,15 @@ spec:
 		{name: "nodeClassRef name change", kind: "NodePool", old: `{spec: {template: {spec: {nodeClassRef: {name: old}}}}}`, patch: `{spec: {template: {spec: {nodeClassRef: {name: new}}}}}`},
 		{name: "nodeClassRef group change", kind: "NodePool", old: `{}`, patch: `{spec: {template: {spec: {nodeClassRef: {group: example.com}}}}}`, want: "nodeClassRef.group cannot change"},
 		{name: "nodeClassRef kind change", kind: "NodePool", old: `{}`, patch: `{spec: {template: {spec: {nodeClassRef: {kind: OtherNodeClass}}}}}`, want: "nodeClassRef.kind cannot change"},
+		// Static NodePools (upstream's rules on spec).
+		{name: "static", kind: "NodePool", patch: `{spec: {replicas: 2, limits: {nodes: "4"}}}`},
+		{name: "static scaled", kind: "NodePool", old: `{spec: {replicas: 2}}`, patch: `{spec: {replicas: 5}}`},
+		{name: "dynamic to static", kind: "NodePool", old: `{}`, patch: `{spec: {replicas: 2}}`, want: "a NodePool cannot switch between static (replicas set) and dynamic (replicas unset)"},
+		{name: "static to dynamic", kind: "NodePool", old: `{spec: {replicas: 2}}`, patch: `{spec: {replicas: null}}`, want: "a NodePool cannot switch between static (replicas set) and dynamic (replicas unset)"},
+		{name: "static with weight", kind: "NodePool", patch: `{spec: {replicas: 2, weight: 10}}`, want: "a static NodePool (replicas set) cannot have a weight"},
+		{name: "static with a memory limit", kind: "NodePool", patch: `{spec: {replicas: 2, limits: {memory: 10Gi, nodes: "3"}}}`, want: "a static NodePool (replicas set) supports only limits.nodes"},
+		{name: "Balanced", kind: "NodePool", patch: `{spec: {disruption: {consolidationPolicy: Balanced, consolidateAfter: 1m}}}`},
+		{name: "Gte and Lte", kind: "NodePool", patch: `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}, {key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ["64"]}]}}}}`},
 
 		{name: "taint effect", kind: "NodePool", patch: `{spec: {template: {spec: {taints: [{key: a, effect: NoScheduel}]}}}}`, want: "Unsupported value"},
 		{name: "taint key malformed", kind: "NodePool", patch: `{spec: {template: {spec: {taints: [{key: "a b", effect: NoSchedule}]}}}}`, want: "should match"},

@@ -295,3 +295,52 @@ func problemList(problems []validation.Problem) string {
 	}
 	return b.String()
 }
+
+// TestStaticNodePoolUpdates checks, on the API server, what a create cannot
+// show: a NodePool cannot switch between static and dynamic, and a static
+// NodePool scales through the scale subresource (kubectl scale), which sets
+// spec.replicas and reads status.nodes.
+func TestStaticNodePoolUpdates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	deleteServedObjects(ctx, t)
+	obj := conformanceObject(t, np("static pool", `{metadata: {name: static-updates}, spec: {replicas: 2, limits: {nodes: "4"}}}`, accept))
+	ri, err := resourceFor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+	if err != nil {
+		t.Fatalf("creating a static NodePool: %v", err)
+	}
+
+	scale, err := ri.Get(ctx, created.GetName(), metav1.GetOptions{}, "scale")
+	if err != nil {
+		t.Fatalf("reading the scale subresource: %v", err)
+	}
+	if n, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas"); n != 2 {
+		t.Errorf("scale spec.replicas = %d, want 2", n)
+	}
+	if err := unstructured.SetNestedField(scale.Object, int64(3), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ri.Update(ctx, scale, metav1.UpdateOptions{}, "scale"); err != nil {
+		t.Fatalf("scaling the NodePool: %v", err)
+	}
+	got, err := ri.Get(ctx, created.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); n != 3 {
+		t.Errorf("after scaling, spec.replicas = %d, want 3", n)
+	}
+
+	unstructured.RemoveNestedField(got.Object, "spec", "replicas")
+	_, err = ri.Update(ctx, got, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil {
+		t.Fatal("the API server let a static NodePool become dynamic")
+	}
+	if fields := serverFields(err); !slices.Contains(fields, "spec") {
+		t.Errorf("switching to dynamic rejected at %v, want spec (%v)", fields, err)
+	}
+}
