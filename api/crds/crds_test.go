@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stevedore-autoscaler/stevedore/api/crds"
+	"github.com/stevedore-autoscaler/stevedore/api/crds/crdfinish"
 )
 
 // moduleRoot returns the directory holding go.mod.
@@ -41,6 +42,16 @@ func TestCommittedCRDsAreCurrent(t *testing.T) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generating CRDs failed: %v\n%s", err, out)
+	}
+
+	generatedFiles, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range generatedFiles {
+		if err := crdfinish.File(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	committed, err := filepath.Glob(filepath.Join(root, "api", "crds", "*.yaml"))
