@@ -64,7 +64,8 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 		case "spotInterruption":
 			l.selection(e.SpotInterruption, field+".spotInterruption")
 		case "nodeFailure":
-			l.selection(e.NodeFailure, field+".nodeFailure")
+			l.selection(&e.NodeFailure.Selection, field+".nodeFailure")
+			l.failedCondition(e.NodeFailure.Condition, field+".nodeFailure.condition")
 		case "insufficientCapacity":
 			ice := e.InsufficientCapacity
 			switch ice.CapacityType {
@@ -215,6 +216,21 @@ func (l *loader) selection(s *Selection, field string) {
 	}
 	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
 		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
+	}
+}
+
+// conditionType is the shape of a node condition type: Ready, StorageReady.
+var conditionType = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// failedCondition checks the condition a nodeFailure turns False.
+func (l *loader) failedCondition(c, field string) {
+	switch {
+	case c == "":
+	case c == "Ready":
+		l.scenarioError(field, "Ready is the kubelet's condition", "leave condition out to stop the kubelet, which turns Ready Unknown")
+	case !conditionType.MatchString(c):
+		l.scenarioError(field, fmt.Sprintf("%q is not a node condition type", c),
+			"use a condition type such as StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady or AcceleratedHardwareReady")
 	}
 }
 

@@ -120,7 +120,7 @@ func (l *loader) eventTargets(events []TimedEvent, aws AWSConfig, objects []Obje
 		case "spotInterruption", "nodeFailure":
 			sel := e.Event.SpotInterruption
 			if sel == nil {
-				sel = e.Event.NodeFailure
+				sel = &e.Event.NodeFailure.Selection
 			}
 			field := e.Field() + "." + e.Kind + ".nodeSelector."
 			for _, k := range typeLabels {

@@ -201,8 +201,9 @@ type Event struct {
 	SpotInterruption *Selection `json:"spotInterruption,omitempty"`
 	// InsufficientCapacity makes launches into matching pools fail.
 	InsufficientCapacity *InsufficientCapacity `json:"insufficientCapacity,omitempty"`
-	// NodeFailure stops the kubelets of nodes (the instances keep running).
-	NodeFailure *Selection `json:"nodeFailure,omitempty"`
+	// NodeFailure stops the kubelets of nodes (the instances keep running),
+	// or, with a condition, reports a failed subsystem on them.
+	NodeFailure *NodeFailure `json:"nodeFailure,omitempty"`
 	// RestartController drops all of the controller's in-memory state and
 	// rebuilds it from the API, as a restart does.
 	RestartController *struct{} `json:"restartController,omitempty"`
@@ -255,6 +256,19 @@ type Selection struct {
 	Count        int               `json:"count,omitempty"`
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Nodes        []string          `json:"nodes,omitempty"`
+}
+
+// NodeFailure picks nodes and fails them. Without Condition their kubelets
+// stop, so the node lifecycle controller turns Ready Unknown. With Condition
+// the kubelets keep running and the node's condition of that type turns
+// False, as the EKS node monitoring agent reports a failed subsystem
+// (StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady,
+// AcceleratedHardwareReady).
+type NodeFailure struct {
+	Selection `json:",inline"`
+	// Condition is the node condition type that turns False; empty stops the
+	// kubelet instead.
+	Condition string `json:"condition,omitempty"`
 }
 
 // InsufficientCapacity makes pools answer InsufficientInstanceCapacity.
