@@ -68,6 +68,7 @@ const (
 	flagBatchIdleDuration   = "batch-idle-duration"
 	flagBatchMaxDuration    = "batch-max-duration"
 	flagPreferencePolicy    = "preference-policy"
+	flagEqualWeightOrder    = "nodepool-equal-weight-order"
 	flagLogLevel            = "log-level"
 	flagKubeClientQPS       = "kube-client-qps"
 	flagKubeClientBurst     = "kube-client-burst"
@@ -104,6 +105,7 @@ type controllerOptions struct {
 	batchIdle          time.Duration
 	batchMax           time.Duration
 	preferencePolicy   string
+	equalWeightOrder   string
 	logLevel           string
 	kubeClientQPS      float32
 	kubeClientBurst    int
@@ -158,6 +160,8 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"a batch of pending pods closes this long after it opened"+env(flagBatchMaxDuration))
 	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceScore),
 		"how preferred scheduling terms shape new nodes: Score, Respect or Ignore"+env(flagPreferencePolicy))
+	fs.StringVar(&o.equalWeightOrder, flagEqualWeightOrder, string(packer.EqualWeightName),
+		"which of several NodePools of the same weight launches a new node: Name (Karpenter's order: the first that can, by name descending) or Price (the cheapest)"+env(flagEqualWeightOrder))
 	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
 	fs.Float32Var(&o.kubeClientQPS, flagKubeClientQPS, 200, "queries per second to the API server"+env(flagKubeClientQPS))
 	fs.IntVar(&o.kubeClientBurst, flagKubeClientBurst, 300, "burst of queries to the API server"+env(flagKubeClientBurst))
@@ -179,7 +183,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	// The AWS settings read their variables in AddFlags; the others here.
 	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
 		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
-		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
+		flagEqualWeightOrder, flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
 		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount} {
 		v := getenv(settings.EnvVar(name))
 		if v == "" {
@@ -245,6 +249,11 @@ func (o *controllerOptions) validate() error {
 	case packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore:
 	default:
 		errs = append(errs, fmt.Errorf("--%s %q: use Score, Respect or Ignore", flagPreferencePolicy, o.preferencePolicy))
+	}
+	switch packer.EqualWeightOrder(o.equalWeightOrder) {
+	case packer.EqualWeightName, packer.EqualWeightPrice:
+	default:
+		errs = append(errs, fmt.Errorf("--%s %q: use Name (Karpenter's order) or Price", flagEqualWeightOrder, o.equalWeightOrder))
 	}
 	if _, err := zapLevel(o.logLevel); err != nil {
 		errs = append(errs, err)
@@ -580,6 +589,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			BatchIdle:        opts.batchIdle,
 			BatchMax:         opts.batchMax,
 			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
+			EqualWeightOrder: packer.EqualWeightOrder(opts.equalWeightOrder),
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay:    opts.validationDelay,

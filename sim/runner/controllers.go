@@ -130,6 +130,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: run.KubernetesVersion, CABundle: info.CABundle},
 		Provisioning: provisioning.Options{
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
+			EqualWeightOrder: run.Controller.EqualWeightOrder,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,

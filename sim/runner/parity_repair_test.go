@@ -56,3 +56,30 @@ func TestParityRepairTolerations(t *testing.T) {
 		})
 	}
 }
+
+func TestParityEqualWeightNodePools(t *testing.T) {
+	tests := []struct {
+		scenario string
+		want     string
+	}{
+		// Karpenter's order: weight, then the name later in the alphabet.
+		{"equal-weight.yaml", "premium"},
+		// nodepool-equal-weight-order: Price.
+		{"equal-weight-price.yaml", "economy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			doc := decode(t, simulate(t, parityRepair+"equal-weight-cluster.yaml", parityRepair+tt.scenario))
+			created := eventsOf(doc, report.KindNodeClaimCreated)
+			if len(created) == 0 {
+				t.Fatal("no NodeClaim was created")
+			}
+			for _, e := range created {
+				if e.NodePool != tt.want {
+					t.Errorf("NodeClaim %s of NodePool %s, want %s", e.NodeClaim, e.NodePool, tt.want)
+				}
+			}
+			allRunning(t, doc, 6)
+		})
+	}
+}
