@@ -76,6 +76,8 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return r.spotInterruption(ev.SpotInterruption)
 	case "nodeFailure":
 		return r.nodeFailure(ev.NodeFailure)
+	case "instanceStatusFailure":
+		return r.instanceStatusFailure(ev.InstanceStatusFailure)
 	case "insufficientCapacity":
 		ice := ev.InsufficientCapacity
 		until := r.clock.Now().Add(e.For)
@@ -381,6 +383,32 @@ func (r *Runner) nodeFailure(f *scenario.NodeFailure) (string, string, error) {
 		r.kubelets.Fail(n.Name)
 	}
 	return "", fmt.Sprintf("the kubelet stopped on %d node(s): %s", len(nodes), names(nodes)), nil
+}
+
+// instanceStatusFailure fails a status check of the chosen nodes' running
+// instances; the instance status poller finds them on its next polls.
+func (r *Runner) instanceStatusFailure(f *scenario.InstanceStatusFailure) (string, string, error) {
+	check := f.Check
+	if check == "" {
+		check = fake.StatusCheckInstance
+	}
+	nodes := r.pick(&f.Selection, func(n *corev1.Node) bool {
+		id := kubelet.InstanceID(n.Spec.ProviderID)
+		if id == "" {
+			return false
+		}
+		info, ok := r.aws.Instance(id)
+		return ok && info.State == fake.StateRunning
+	})
+	if len(nodes) == 0 {
+		return "", "", fmt.Errorf("no node of a running instance matches")
+	}
+	for _, n := range nodes {
+		if err := r.aws.ImpairInstanceStatus(kubelet.InstanceID(n.Spec.ProviderID), check); err != nil {
+			return "", "", err
+		}
+	}
+	return "", fmt.Sprintf("the %s status check failed on %d node(s): %s", check, len(nodes), names(nodes)), nil
 }
 
 // conditionFailure turns the condition typ False on the nodes chosen, as the

@@ -83,3 +83,30 @@ func TestParityEqualWeightNodePools(t *testing.T) {
 		})
 	}
 }
+
+func TestParityInstanceStatusCheck(t *testing.T) {
+	doc := decode(t, simulate(t, parityRepair+"cluster.yaml", parityRepair+"status-check.yaml"))
+	got := eventsOf(doc, report.KindInterruptionReceived)
+	if len(got) != 1 || got[0].Reason != "InstanceUnhealthy" || !strings.Contains(got[0].Message, "system status check") {
+		t.Fatalf("interruptions %+v, want one InstanceUnhealthy for the system status check", got)
+	}
+	// The check failed at 10m; the poller, every minute, acts once it has
+	// failed for two.
+	if at := got[0].Time.Sub(doc.Start); at < 12*time.Minute || at > 13*time.Minute {
+		t.Errorf("acted at %s, want between 12m and 13m", at)
+	}
+	victim := got[0].NodeClaim
+	deleted := false
+	for _, e := range eventsOf(doc, report.KindNodeClaimDeleted) {
+		if e.NodeClaim == victim {
+			deleted = true
+			if e.Time.Sub(got[0].Time) > time.Minute {
+				t.Errorf("NodeClaim %s deleted %s after the interruption, want a forceful termination", victim, e.Time.Sub(got[0].Time))
+			}
+		}
+	}
+	if !deleted {
+		t.Errorf("NodeClaim %s was not deleted", victim)
+	}
+	allRunning(t, doc, 6)
+}

@@ -66,6 +66,14 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 		case "nodeFailure":
 			l.selection(&e.NodeFailure.Selection, field+".nodeFailure")
 			l.failedCondition(e.NodeFailure.Condition, field+".nodeFailure.condition")
+		case "instanceStatusFailure":
+			l.selection(&e.InstanceStatusFailure.Selection, field+".instanceStatusFailure")
+			switch e.InstanceStatusFailure.Check {
+			case "", fake.StatusCheckInstance, fake.StatusCheckSystem:
+			default:
+				l.scenarioError(field+".instanceStatusFailure.check", fmt.Sprintf("%q is not a status check", e.InstanceStatusFailure.Check),
+					"use instance (the default) or system")
+			}
 		case "insufficientCapacity":
 			ice := e.InsufficientCapacity
 			switch ice.CapacityType {

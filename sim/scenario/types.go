@@ -204,6 +204,9 @@ type Event struct {
 	// NodeFailure stops the kubelets of nodes (the instances keep running),
 	// or, with a condition, reports a failed subsystem on them.
 	NodeFailure *NodeFailure `json:"nodeFailure,omitempty"`
+	// InstanceStatusFailure fails an EC2 status check of the nodes'
+	// instances; the instances keep running.
+	InstanceStatusFailure *InstanceStatusFailure `json:"instanceStatusFailure,omitempty"`
 	// RestartController drops all of the controller's in-memory state and
 	// rebuilds it from the API, as a restart does.
 	RestartController *struct{} `json:"restartController,omitempty"`
@@ -271,6 +274,17 @@ type NodeFailure struct {
 	Condition string `json:"condition,omitempty"`
 }
 
+// InstanceStatusFailure picks nodes and fails an EC2 status check of their
+// instances, as DescribeInstanceStatus then reports: impaired, with the
+// reachability check failed since the event. The instances and their
+// kubelets keep running.
+type InstanceStatusFailure struct {
+	Selection `json:",inline"`
+	// Check is instance (default: the instance's own software) or system
+	// (the AWS host under it).
+	Check string `json:"check,omitempty"`
+}
+
 // InsufficientCapacity makes pools answer InsufficientInstanceCapacity.
 type InsufficientCapacity struct {
 	// InstanceTypes and Zones match all when empty.
@@ -335,10 +349,11 @@ func (e *Event) kinds() []string {
 	add(e.SpotInterruption != nil, "spotInterruption")
 	add(e.InsufficientCapacity != nil, "insufficientCapacity")
 	add(e.NodeFailure != nil, "nodeFailure")
+	add(e.InstanceStatusFailure != nil, "instanceStatusFailure")
 	add(e.RestartController != nil, "restartController")
 	add(e.AWSFault != nil, "awsFault")
 	return out
 }
 
 // EventKinds are the names of the kinds of events, as a Scenario writes them.
-var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController", "awsFault"}
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "instanceStatusFailure", "restartController", "awsFault"}

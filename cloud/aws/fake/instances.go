@@ -44,8 +44,11 @@ type instance struct {
 	goneAt                       time.Time
 	stateReasonCode, stateReason string
 	transitionReason             string
-	pool                         poolKey
-	poolLimited                  bool
+	// impaired holds, by status check (StatusCheckInstance,
+	// StatusCheckSystem), when the check started failing.
+	impaired    map[string]time.Time
+	pool        poolKey
+	poolLimited bool
 }
 
 type stateEvent struct {
