@@ -269,7 +269,7 @@ func TestRepairAfterToleration(t *testing.T) {
 karpenter_nodeclaims_disrupted_total{capacity_type="on-demand",nodepool="repair-pool",reason="unhealthy"} 1
 # HELP karpenter_nodeclaims_unhealthy_disrupted_total Number of unhealthy nodeclaims replaced by node repair. Labeled by the node condition that made them unhealthy, the owning nodepool, capacity type and image ID.
 # TYPE karpenter_nodeclaims_unhealthy_disrupted_total counter
-karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",condition="Ready",image_id="ami-0123",nodepool="repair-pool"} 1
+karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",condition="ready",image_id="ami-0123",nodepool="repair-pool"} 1
 `
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodeClaimsDisrupted, metrics.NameNodeClaimsUnhealthyDisrupted); err != nil {
 		t.Error(err)
@@ -559,5 +559,16 @@ func TestConditionsChangedPredicate(t *testing.T) {
 	}
 	if !p.Create(event.CreateEvent{Object: ready}) || p.Delete(event.DeleteEvent{Object: ready}) {
 		t.Error("creations must pass and deletions must not")
+	}
+}
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ready": "ready", "AcceleratedHardwareReady": "accelerated_hardware_ready", "StorageReady": "storage_ready",
+		"ContainerRuntimeReady": "container_runtime_ready", "": "",
+	} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
