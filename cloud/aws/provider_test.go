@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -520,9 +521,19 @@ func TestRepairPoliciesAndName(t *testing.T) {
 	if e.p.Name() != "aws" {
 		t.Errorf("Name = %q", e.p.Name())
 	}
-	rp := e.p.RepairPolicies()
-	if len(rp) != 2 || rp[0].TolerationDuration != 10*time.Minute || rp[1].ConditionStatus != corev1.ConditionUnknown {
-		t.Errorf("RepairPolicies = %+v", rp)
+	// Karpenter's AWS policies: the kubelet's Ready, and the EKS node
+	// monitoring agent's conditions.
+	want := []cloud.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "AcceleratedHardwareReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
+		{ConditionType: "StorageReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "NetworkingReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "KernelReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "ContainerRuntimeReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+	}
+	if rp := e.p.RepairPolicies(); !reflect.DeepEqual(rp, want) {
+		t.Errorf("RepairPolicies = %+v\nwant %+v", rp, want)
 	}
 	if g := e.p.GetSupportedNodeClasses(); len(g) != 1 || g[0].Kind != "EC2NodeClass" {
 		t.Errorf("GetSupportedNodeClasses = %v", g)

@@ -113,6 +113,10 @@ type Options struct {
 	// PreferencePolicy says how preferred scheduling terms shape new
 	// NodeClaims; default packer.PreferenceScore.
 	PreferencePolicy packer.PreferencePolicy
+	// EqualWeightOrder says which of several NodePools of the same weight
+	// launches a new NodeClaim; default packer.EqualWeightName, Karpenter's
+	// order.
+	EqualWeightOrder packer.EqualWeightOrder
 	// MaxInstanceTypes caps the instance types listed on a NodeClaim;
 	// 0 means packer.DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
@@ -245,6 +249,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	pools, skipped := p.nodePools(ctx, snap)
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
+	in.EqualWeightOrder = p.opts.EqualWeightOrder
 	res := packer.Solve(in)
 
 	byKey := make(map[types.NamespacedName]*corev1.Pod, len(pods))

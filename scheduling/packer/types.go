@@ -59,7 +59,9 @@ type Offering struct {
 // how much more it may launch.
 type NodePool struct {
 	Name string
-	// Weight orders NodePools: higher weights are tried first; ties by name.
+	// Weight orders NodePools: higher weights are tried first; among equal
+	// weights, the name later in the alphabet first, as Karpenter orders
+	// them (see Input.EqualWeightOrder).
 	Weight int32
 	// Requirements are the template's requirements with its labels added as
 	// `In [value]`, and karpenter.sh/nodepool In [Name].
@@ -113,6 +115,23 @@ type Node struct {
 	Unschedulable bool
 }
 
+// EqualWeightOrder says how a new NodeClaim's NodePool is chosen among
+// NodePools of the same weight, all of which could launch it.
+type EqualWeightOrder string
+
+const (
+	// EqualWeightName takes the first NodePool that can launch the claim in
+	// Karpenter's order: weight descending, then name descending (the name
+	// later in the alphabet first). It is Karpenter's behaviour and the
+	// default.
+	EqualWeightName EqualWeightOrder = "Name"
+	// EqualWeightPrice takes, among the NodePools of the highest weight that
+	// can launch the claim, the one whose cheapest instance type for it
+	// costs least (ties in the order of EqualWeightName). A higher weight
+	// still beats any price.
+	EqualWeightPrice EqualWeightOrder = "Price"
+)
+
 // PreferencePolicy says how preferred scheduling terms (preferred node
 // affinity, preferred pod affinity and anti-affinity, ScheduleAnyway spread)
 // shape new NodeClaims.
@@ -147,6 +166,9 @@ type Input struct {
 	NamespaceLabels map[string]map[string]string
 	// PreferencePolicy defaults to PreferenceScore.
 	PreferencePolicy PreferencePolicy
+	// EqualWeightOrder says which of several NodePools of the same weight
+	// launches a new NodeClaim; it defaults to EqualWeightName.
+	EqualWeightOrder EqualWeightOrder
 	// MaxInstanceTypes caps the instance types listed on a new NodeClaim
 	// (cheapest first); 0 means 600.
 	MaxInstanceTypes int

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,6 +132,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: run.KubernetesVersion, CABundle: info.CABundle},
 		Provisioning: provisioning.Options{
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
+			EqualWeightOrder: run.Controller.EqualWeightOrder,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
@@ -290,12 +292,26 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Start:      []reconcile.Request{watch.Named(controllers.NameGarbageCollection)},
 		},
 	)
+	status, err := interruptionqueue.NewStatusPoller(interruptionqueue.StatusConfig{
+		EC2:          d.Clients.EC2,
+		NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
+		Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+		Clock:        d.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, watch.Controller{
+		Name:       controllers.NameInstanceStatus,
+		Reconciler: &statusPoller{poller: status},
+		Start:      []reconcile.Request{watch.Named(controllers.NameInstanceStatus)},
+	})
 	if d.Settings.InterruptionQueue != "" {
 		consumer, err := interruptionqueue.New(interruptionqueue.Config{
 			QueueName:    d.Settings.InterruptionQueue,
 			SQS:          d.Clients.SQS,
 			NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance),
+			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
 			Clock:        d.Clock,
 		})
 		if err != nil {
@@ -344,6 +360,22 @@ func (p *poller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		}
 	}
 	return reconcile.Result{RequeueAfter: pollInterval}, nil
+}
+
+// statusPoller is the instance status poller that controllers.Register runs
+// as a ticker loop, as a periodic singleton reconciler.
+type statusPoller struct {
+	poller *interruptionqueue.StatusPoller
+}
+
+func (p *statusPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if _, err := p.poller.Poll(ctx); err != nil {
+		if errors.Is(err, interruptionqueue.ErrStatusDenied) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, err
+	}
+	return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, nil
 }
 
 // nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the

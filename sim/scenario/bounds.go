@@ -28,8 +28,8 @@ const (
 	// MaxPods is the most pods the manifests and events may ask for
 	// together: each workload's largest replicas, summed.
 	MaxPods = 200_000
-	// MaxNodeCount is the largest count of a spotInterruption or
-	// nodeFailure event.
+	// MaxNodeCount is the largest count of a spotInterruption, nodeFailure
+	// or instanceStatusFailure event.
 	MaxNodeCount = 100_000
 	// MaxFreeIPs is the most free addresses of a subnet (a /16, the largest
 	// subnet a VPC has, holds 65,536).

@@ -64,7 +64,16 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 		case "spotInterruption":
 			l.selection(e.SpotInterruption, field+".spotInterruption")
 		case "nodeFailure":
-			l.selection(e.NodeFailure, field+".nodeFailure")
+			l.selection(&e.NodeFailure.Selection, field+".nodeFailure")
+			l.failedCondition(e.NodeFailure.Condition, field+".nodeFailure.condition")
+		case "instanceStatusFailure":
+			l.selection(&e.InstanceStatusFailure.Selection, field+".instanceStatusFailure")
+			switch e.InstanceStatusFailure.Check {
+			case "", fake.StatusCheckInstance, fake.StatusCheckSystem:
+			default:
+				l.scenarioError(field+".instanceStatusFailure.check", fmt.Sprintf("%q is not a status check", e.InstanceStatusFailure.Check),
+					"use instance (the default) or system")
+			}
 		case "insufficientCapacity":
 			ice := e.InsufficientCapacity
 			switch ice.CapacityType {
@@ -232,6 +241,21 @@ func (l *loader) selection(s *Selection, field string) {
 	}
 	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
 		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
+	}
+}
+
+// conditionType is the shape of a node condition type: Ready, StorageReady.
+var conditionType = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// failedCondition checks the condition a nodeFailure turns False.
+func (l *loader) failedCondition(c, field string) {
+	switch {
+	case c == "":
+	case c == "Ready":
+		l.scenarioError(field, "Ready is the kubelet's condition", "leave condition out to stop the kubelet, which turns Ready Unknown")
+	case !conditionType.MatchString(c):
+		l.scenarioError(field, fmt.Sprintf("%q is not a node condition type", c),
+			"use a condition type such as StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady or AcceleratedHardwareReady")
 	}
 }
 

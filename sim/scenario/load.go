@@ -113,6 +113,10 @@ type ControllerConfig struct {
 	BatchIdle        time.Duration
 	BatchMax         time.Duration
 	PreferencePolicy packer.PreferencePolicy
+	// EqualWeightOrder (controller setting nodepool-equal-weight-order)
+	// says which of several NodePools of the same weight launches a new
+	// node; default packer.EqualWeightName, Karpenter's order.
+	EqualWeightOrder packer.EqualWeightOrder
 	// Feature gates (controller setting feature-gates, as Karpenter's
 	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
 	NodeRepair     bool
@@ -705,6 +709,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	fs.DurationVar(&c.BatchMax, "batch-max-duration", provisioning.DefaultBatchMax, "")
 	policy := string(packer.PreferenceScore)
 	fs.StringVar(&policy, "preference-policy", policy, "")
+	order := string(packer.EqualWeightName)
+	fs.StringVar(&order, "nodepool-equal-weight-order", order, "")
 	gates := ""
 	fs.StringVar(&gates, "feature-gates", "", "")
 	fs.DurationVar(&c.ValidationDelay, "disruption-validation-delay", disruptionctl.DefaultValidationDelay, "")
@@ -739,6 +745,7 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	c.Settings.ClusterName = run.ClusterName
 	c.Settings.InterruptionQueue = run.AWS.InterruptionQueue
 	c.PreferencePolicy = packer.PreferencePolicy(policy)
+	c.EqualWeightOrder = packer.EqualWeightOrder(order)
 	for _, kv := range strings.Split(gates, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
@@ -764,6 +771,11 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	case packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore:
 	default:
 		l.scenarioError("spec.controller.preference-policy", fmt.Sprintf("%q is not a policy", policy), "use Score, Respect or Ignore")
+	}
+	switch c.EqualWeightOrder {
+	case packer.EqualWeightName, packer.EqualWeightPrice:
+	default:
+		l.scenarioError("spec.controller.nodepool-equal-weight-order", fmt.Sprintf("%q is not an order", order), "use Name (Karpenter's order) or Price")
 	}
 	if c.ValidationDelay <= 0 || c.ReplacementTimeout <= 0 {
 		l.scenarioError("spec.controller", "disruption-validation-delay and disruption-replacement-timeout must be positive",

@@ -208,6 +208,8 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"JSON patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, type: json, patch: [{op: replace, path: /spec/replicas, value: 150000}]}}]\n", "spec.events[0].patch.patch[0].value", "more than one workload"},
 		{"too many pods together", "  events:\n    - {at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 100000}}\n    - {at: 1m, scale: {kind: StatefulSet, namespace: shop, name: db, replicas: 100000}}\n    - {at: 2m, scale: {kind: Deployment, name: web, replicas: 10}}\n", "spec.events[0].scale.replicas", "200010 pods together"},
 		{"too many nodes picked", "  events: [{at: 1m, nodeFailure: {count: 1000000}}]\n", "spec.events[0].nodeFailure.count", "more than an event picks"},
+		{"failure of Ready", "  events: [{at: 1m, nodeFailure: {count: 1, condition: Ready}}]\n", "spec.events[0].nodeFailure.condition", "leave condition out"},
+		{"failure of a bad condition", "  events: [{at: 1m, nodeFailure: {count: 1, condition: storage-ready}}]\n", "spec.events[0].nodeFailure.condition", "not a node condition type"},
 		{"negative event time", "  events: [{at: -5m, restartController: {}}]\n", "spec.events[0].at", "positive"},
 		{"too many free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: 10000000}]}\n", "spec.aws.subnets[0].freeIPs", "/16"},
 		{"negative free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: -1}]}\n", "spec.aws.subnets[0].freeIPs", "outside 0"},

@@ -216,8 +216,12 @@ type Event struct {
 	SpotInterruption *Selection `json:"spotInterruption,omitempty"`
 	// InsufficientCapacity makes launches into matching pools fail.
 	InsufficientCapacity *InsufficientCapacity `json:"insufficientCapacity,omitempty"`
-	// NodeFailure stops the kubelets of nodes (the instances keep running).
-	NodeFailure *Selection `json:"nodeFailure,omitempty"`
+	// NodeFailure stops the kubelets of nodes (the instances keep running),
+	// or, with a condition, reports a failed subsystem on them.
+	NodeFailure *NodeFailure `json:"nodeFailure,omitempty"`
+	// InstanceStatusFailure fails an EC2 status check of the nodes'
+	// instances; the instances keep running.
+	InstanceStatusFailure *InstanceStatusFailure `json:"instanceStatusFailure,omitempty"`
 	// RestartController drops all of the controller's in-memory state and
 	// rebuilds it from the API, as a restart does.
 	RestartController *struct{} `json:"restartController,omitempty"`
@@ -270,6 +274,30 @@ type Selection struct {
 	Count        int               `json:"count,omitempty"`
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Nodes        []string          `json:"nodes,omitempty"`
+}
+
+// NodeFailure picks nodes and fails them. Without Condition their kubelets
+// stop, so the node lifecycle controller turns Ready Unknown. With Condition
+// the kubelets keep running and the node's condition of that type turns
+// False, as the EKS node monitoring agent reports a failed subsystem
+// (StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady,
+// AcceleratedHardwareReady).
+type NodeFailure struct {
+	Selection `json:",inline"`
+	// Condition is the node condition type that turns False; empty stops the
+	// kubelet instead.
+	Condition string `json:"condition,omitempty"`
+}
+
+// InstanceStatusFailure picks nodes and fails an EC2 status check of their
+// instances, as DescribeInstanceStatus then reports: impaired, with the
+// reachability check failed since the event. The instances and their
+// kubelets keep running.
+type InstanceStatusFailure struct {
+	Selection `json:",inline"`
+	// Check is instance (default: the instance's own software) or system
+	// (the AWS host under it).
+	Check string `json:"check,omitempty"`
 }
 
 // InsufficientCapacity makes pools answer InsufficientInstanceCapacity.
@@ -336,10 +364,11 @@ func (e *Event) kinds() []string {
 	add(e.SpotInterruption != nil, "spotInterruption")
 	add(e.InsufficientCapacity != nil, "insufficientCapacity")
 	add(e.NodeFailure != nil, "nodeFailure")
+	add(e.InstanceStatusFailure != nil, "instanceStatusFailure")
 	add(e.RestartController != nil, "restartController")
 	add(e.AWSFault != nil, "awsFault")
 	return out
 }
 
 // EventKinds are the names of the kinds of events, as a Scenario writes them.
-var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController", "awsFault"}
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "instanceStatusFailure", "restartController", "awsFault"}

@@ -50,6 +50,9 @@ type instance struct {
 	// was launched into (from its launch template), if any.
 	placementGroupID string
 	partition        int32
+	// impaired holds, by status check (StatusCheckInstance,
+	// StatusCheckSystem), when the check started failing.
+	impaired map[string]time.Time
 }
 
 type stateEvent struct {
