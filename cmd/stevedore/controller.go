@@ -539,6 +539,10 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		return err
 	}
 
+	gates, err := parseFeatureGates(opts.featureGates)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
+	}
 	kube := mgr.GetClient()
 	provider, err := aws.New(aws.Options{
 		Clients:  clients,
@@ -553,6 +557,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		},
 		Cluster: cluster,
 		Region:  region,
+
+		DisableReservedCapacity: !gates[gateReservedCapacity],
 	})
 	if err != nil {
 		return err
@@ -560,10 +566,6 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	reg := opts.registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
-	}
-	gates, err := parseFeatureGates(opts.featureGates)
-	if err != nil {
-		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
 	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Cloud:    provider,
@@ -573,6 +575,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			ClusterName:   st.ClusterName,
 			Region:        region,
 			DisableDryRun: st.DisableDryRun,
+
+			DisableCapacityReservations: !gates[gateReservedCapacity],
 		}),
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle},
 		State:     state.NewCluster(),

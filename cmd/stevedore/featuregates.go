@@ -18,17 +18,20 @@ const (
 	// gateSpotToSpot lets consolidation replace spot nodes with cheaper
 	// spot nodes (off by default: it trades interruptions for savings).
 	gateSpotToSpot = "SpotToSpotConsolidation"
+	// gateReservedCapacity launches into the capacity reservations that
+	// EC2NodeClasses select (on by default, as in Karpenter).
+	gateReservedCapacity = "ReservedCapacity"
 )
 
 // defaultFeatureGates is the default value of --feature-gates.
-const defaultFeatureGates = gateNodeRepair + "=false," + gateSpotToSpot + "=false"
+const defaultFeatureGates = gateNodeRepair + "=false," + gateReservedCapacity + "=true," + gateSpotToSpot + "=false"
 
 // knownGates are the gates and their defaults. Gates Karpenter has and
 // stevedore always behaves as if on are accepted and ignored, so that a
 // copied FEATURE_GATES value does not stop the controller.
-var knownGates = map[string]bool{gateNodeRepair: false, gateSpotToSpot: false}
+var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false}
 
-var acceptedGates = map[string]bool{"ReservedCapacity": true, "StaticCapacity": true}
+var acceptedGates = map[string]bool{"StaticCapacity": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))
