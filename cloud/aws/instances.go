@@ -234,6 +234,10 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	for _, g := range inst.SecurityGroups {
 		sgs = append(sgs, deref(g.GroupId))
 	}
+	reservation, reserved := reservedIn(inst)
+	if !reserved || !p.reservedCapacity() {
+		reservation = ""
+	}
 	snap, err := p.refresh(ctx)
 	if err != nil {
 		return cloud.NoDrift, err
@@ -247,6 +251,7 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 		NodeClass: nc,
 		Instance: drift.Instance{
 			ImageID: deref(inst.ImageId), SubnetID: deref(inst.SubnetId), SecurityGroupIDs: sgs,
+			CapacityReservationID: reservation,
 		},
 		InstanceTypeLabels: typeLabels,
 	})

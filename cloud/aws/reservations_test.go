@@ -12,6 +12,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -258,5 +259,29 @@ func TestReservationCountsSync(t *testing.T) {
 	offs := e.reservedOfferings("m6i.large")
 	if len(offs) != 2 || !offs[0].Available || offs[0].ReservationCapacity != 3 || offs[1].Available {
 		t.Errorf("offerings %+v, want the existing reservation available with 3 and the gone one not", offs)
+	}
+}
+
+func TestIsDriftedCapacityReservation(t *testing.T) {
+	e := newEnv(t)
+	e.reserve(1)
+	reserved := e.create(claim("a", anyCapacity...))
+	spot := e.create(claim("b", anyCapacity...))
+	for _, nc := range []*karpv1.NodeClaim{reserved, spot} {
+		if r, err := e.p.IsDrifted(e.ctx, nc); err != nil || r != cloud.NoDrift {
+			t.Fatalf("%s: IsDrifted = %q, %v; want no drift", nc.Name, r, err)
+		}
+	}
+	// The node class stops selecting the reservation.
+	e.nc.Status.CapacityReservations = nil
+	if r, err := e.p.IsDrifted(e.ctx, reserved); err != nil || r != drift.CapacityReservationDrift {
+		t.Errorf("reserved: IsDrifted = %q, %v; want CapacityReservationDrift", r, err)
+	}
+	if r, err := e.p.IsDrifted(e.ctx, spot); err != nil || r != cloud.NoDrift {
+		t.Errorf("spot: IsDrifted = %q, %v; want no drift", r, err)
+	}
+	e.p.disableReserved = true
+	if r, err := e.p.IsDrifted(e.ctx, reserved); err != nil || r != cloud.NoDrift {
+		t.Errorf("ReservedCapacity off: IsDrifted = %q, %v; want no drift", r, err)
 	}
 }
