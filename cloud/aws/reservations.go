@@ -108,6 +108,15 @@ func (r *reservationCounts) MarkUnavailable(id string) {
 	}
 }
 
+// ReservationAvailable returns how many more instances the provider
+// believes the capacity reservation takes.
+func (p *Provider) ReservationAvailable(id string) int { return p.reservations.Available(id) }
+
+// MarkReservationUnavailable stops launches into the capacity reservation
+// until it is described again: EC2 is reclaiming its capacity (a capacity
+// reservation interruption), so a replacement must go elsewhere.
+func (p *Provider) MarkReservationUnavailable(id string) { p.reservations.MarkUnavailable(id) }
+
 // reservedCapacity reports whether the ReservedCapacity feature gate is on.
 func (p *Provider) reservedCapacity() bool { return !p.disableReserved }
 
