@@ -41,6 +41,7 @@ import (
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/state"
@@ -225,6 +226,12 @@ func Register(mgr manager.Manager, deps Deps) error {
 	disr := disruptionctl.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
+	}
+	if disrOpts.StaticCapacity {
+		st := static.New(kube, deps.State, deps.Cloud, deps.Clock, deps.Metrics, disrOpts.MaxInstanceTypes)
+		if err := st.Register(mgr); err != nil {
+			return fmt.Errorf("%s: %w", static.Name, err)
+		}
 	}
 	if err := mgr.Add(&leaderRunnable{run: gcLoop(mgr.GetAPIReader(), deps)}); err != nil {
 		return fmt.Errorf("%s: %w", NameGarbageCollection, err)

@@ -81,7 +81,11 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 			nc.Name, nodeClaim.Name, len(cands)))
 	}
 
-	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName)
+	placement, err := p.launchPlacement(ctx, nc, nodeClaim)
+	if err != nil {
+		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not resolve the placement group")
+	}
+	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName, placement)
 	if err != nil {
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not build the launch template")
 	}
@@ -133,7 +137,11 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if launched.Reservation != nil {
 		p.reservations.MarkLaunched(launched.Reservation.ID)
 	}
-	return p.launchedNodeClaim(nodeClaim, nc, t, launched, snap.region), nil
+	out := p.launchedNodeClaim(nodeClaim, nc, t, launched, snap.region)
+	for k, v := range placementLabels(placement) {
+		out.Labels[k] = v
+	}
+	return out, nil
 }
 
 // nodeClaimRequirements returns the NodeClaim's requirements.
@@ -175,7 +183,7 @@ func (p *Provider) subnets(ctx context.Context, nc *awsv1.EC2NodeClass) []launch
 
 // templatesFor resolves one launch template per (image, max pods) group of
 // the selected instance types and fills in the overrides' templates.
-func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, sel launch.Selection, byName map[string]*resolvedType) ([]*launch.Template, error) {
+func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, sel launch.Selection, byName map[string]*resolvedType, placement launch.Placement) ([]*launch.Template, error) {
 	type group struct {
 		image       string
 		maxPods     int32
@@ -198,7 +206,7 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, o.Reservation, p.reservedCapacity())
+			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity())
 			if err != nil {
 				return nil, err
 			}
@@ -211,13 +219,13 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, reservation *launch.Reservation, reservedCapacity bool) (*launch.Template, error) {
+func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
 	return launch.BuildTemplate(launch.TemplateParams{
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
-		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints,
+		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints, Placement: placement,
 		Reservation: reservation, OptOutOfReservations: reservedCapacity && reservation == nil,
 	})
 }

@@ -246,9 +246,18 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	p.mu.Lock()
 	typeLabels := p.typeLabelsLocked(string(inst.InstanceType), p.typeOptions(nc, snap.region))
 	p.mu.Unlock()
+	pg, err := p.placementGroup(ctx, nc)
+	if err != nil {
+		return cloud.NoDrift, err
+	}
+	var pgID string
+	if pg != nil {
+		pgID = pg.ID
+	}
 	return drift.Check(drift.Input{
-		NodeClaim: nodeClaim,
-		NodeClass: nc,
+		PlacementGroupID: pgID,
+		NodeClaim:        nodeClaim,
+		NodeClass:        nc,
 		Instance: drift.Instance{
 			ImageID: deref(inst.ImageId), SubnetID: deref(inst.SubnetId), SecurityGroupIDs: sgs,
 			CapacityReservationID: reservation,

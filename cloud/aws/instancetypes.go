@@ -366,6 +366,7 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 	// and settings.Default() supplies the usual 0.075.
 	opts.VMMemoryOverheadPercent = p.settings.VMMemoryOverheadPercent
 	opts.ReservedENIs = p.settings.ReservedENIs
+	opts.NetworkInterfaces = nc.Spec.NetworkInterfaces
 	opts.Region = region
 	return opts
 }
@@ -383,6 +384,10 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 	if err != nil {
 		return nil, snap, err
 	}
+	// The placement group's strategy decides which types are compatible.
+	if _, err := p.placementGroup(ctx, nc); err != nil {
+		return nil, snap, err
+	}
 	// Reserved offerings are added past the cache: their availability
 	// moves with every launch into a reservation.
 	p.syncReservations(ctx, nc)
@@ -393,8 +398,12 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 // type: labels, resources and image. Offerings are left out.
 func (p *Provider) baseTypes(nc *awsv1.EC2NodeClass, snap snapshot) []baseType {
 	opts := p.typeOptions(nc, snap.region)
+	strategy := p.placementStrategy(nc)
 	var out []baseType
 	for _, info := range snap.types {
+		if _, ok := instancetype.Compatible(info, &nc.Spec, strategy); !ok {
+			continue
+		}
 		it, err := instancetype.New(info, opts)
 		if err != nil {
 			continue // a type EC2 describes incompletely cannot be modelled

@@ -92,6 +92,7 @@ type Provider struct {
 	ice       *launch.ICECache
 	templates *launch.Templates
 	typeCache typeCache
+	pgs       placementGroups
 	// reservations are the instance counts left in capacity reservations.
 	reservations    *reservationCounts
 	disableReserved bool

@@ -37,8 +37,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWithTypes(t, testTypes)
+}
+
+// newEnvWithTypes is newEnv with the fake describing only these types.
+func newEnvWithTypes(t *testing.T, types []string) *env {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: testTypes})
+	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: types})
 	w, err := f.StandardCluster("test", "1.33")
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	gozap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,7 +82,41 @@ const (
 	flagCloud               = "cloud"
 	flagSimulatedAccount    = "simulated-account"
 	defaultLeaderElectionNS = "kube-system"
+
+	// Karpenter's names for the same settings, so that its environment
+	// (METRICS_PORT, DISABLE_LEADER_ELECTION, ...) carries over.
+	flagMetricsPort           = "metrics-port"
+	flagHealthProbePort       = "health-probe-port"
+	flagDisableLeaderElection = "disable-leader-election"
+	flagLeaderElectionName    = "leader-election-name"
+	flagMinValuesPolicy       = "min-values-policy"
+	flagLogOutputPaths        = "log-output-paths"
+	flagLogErrorOutputPaths   = "log-error-output-paths"
+	flagMemoryLimit           = "memory-limit"
+	flagEnableProfiling       = "enable-profiling"
+
+	// Karpenter settings stevedore accepts and ignores (see
+	// docs/operations.md for why each has no meaning here).
+	flagCPURequests                      = "cpu-requests"
+	flagIgnoreDRARequests                = "ignore-dra-requests"
+	flagDisableClusterStateObservability = "disable-cluster-state-observability"
+	flagKarpenterService                 = "karpenter-service"
+	flagDisableWebhook                   = "disable-webhook"
+	flagWebhookPort                      = "webhook-port"
+	flagWebhookMetricsPort               = "webhook-metrics-port"
+	flagAWSFeatureGates                  = "aws-feature-gates"
 )
+
+// The values of --min-values-policy, as Karpenter names them.
+const (
+	minValuesStrict     = "Strict"
+	minValuesBestEffort = "BestEffort"
+)
+
+// softMemoryShare is the part of the container's memory limit
+// (--memory-limit) the Go runtime keeps its heap under, as Karpenter does:
+// the rest is left to stacks and other memory the runtime does not count.
+const softMemoryShare = 0.9
 
 // The values of --cloud.
 const (
@@ -114,6 +151,22 @@ type controllerOptions struct {
 	actOnRebalance     bool
 	cloud              string
 	simulatedAccount   string
+	metricsPort        int
+	healthProbePort    int
+	disableLeaderElect bool
+	leaderElectionName string
+	minValuesPolicy    string
+	logOutputPaths     string
+	logErrorPaths      string
+	memoryLimit        int64
+	enableProfiling    bool
+	// ignored holds the Karpenter settings that are accepted and ignored;
+	// they are parsed (so a malformed value is still reported) and unread.
+	ignored struct {
+		cpuRequests, webhookPort, webhookMetricsPort int
+		ignoreDRA, disableObservability, noWebhook   bool
+		karpenterService, awsFeatureGates            string
+	}
 	envErr             error
 	registerer         prometheus.Registerer // default: controller-runtime's registry, served on the metrics address
 	logOutput          io.Writer             // default: standard error
@@ -146,9 +199,13 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	}
 	env := func(name string) string { return " (env " + settings.EnvVar(name) + ")" }
 	fs.StringVar(&o.kubeconfig, flagKubeconfig, "", "path to a kubeconfig; empty means the in-cluster configuration of the pod"+env(flagKubeconfig))
-	fs.StringVar(&o.metricsAddr, flagMetricsBindAddress, ":8080", "address the Prometheus metrics are served on; 0 turns them off"+env(flagMetricsBindAddress))
-	fs.StringVar(&o.probeAddr, flagHealthProbeAddress, ":8081", "address of the /healthz and /readyz probes; 0 turns them off"+env(flagHealthProbeAddress))
+	fs.StringVar(&o.metricsAddr, flagMetricsBindAddress, "", "address the Prometheus metrics are served on; 0 turns them off; empty means every interface on the metrics port"+env(flagMetricsBindAddress))
+	fs.StringVar(&o.probeAddr, flagHealthProbeAddress, "", "address of the /healthz and /readyz probes; 0 turns them off; empty means every interface on the health probe port"+env(flagHealthProbeAddress))
+	fs.IntVar(&o.metricsPort, flagMetricsPort, 8080, "port the metrics are served on, on every interface, unless a metrics bind address is set"+env(flagMetricsPort))
+	fs.IntVar(&o.healthProbePort, flagHealthProbePort, 8081, "port of the health probes, on every interface, unless a health probe bind address is set"+env(flagHealthProbePort))
 	fs.BoolVar(&o.leaderElect, flagLeaderElect, true, "elect a leader through a Lease so that only one replica acts"+env(flagLeaderElect))
+	fs.BoolVar(&o.disableLeaderElect, flagDisableLeaderElection, false, "turn leader election off (Karpenter's name; the opposite of --"+flagLeaderElect+", and wins over it)"+env(flagDisableLeaderElection))
+	fs.StringVar(&o.leaderElectionName, flagLeaderElectionName, "", "name of the leader-election Lease (Karpenter's name for --"+flagLeaderElectionID+", and wins over it)"+env(flagLeaderElectionName))
 	fs.StringVar(&o.leaderElectionNS, flagLeaderElectionNS, defaultLeaderElectionNamespace(),
 		"namespace of the leader-election Lease; default the pod's namespace, else "+defaultLeaderElectionNS+env(flagLeaderElectionNS))
 	fs.StringVar(&o.leaderElectionID, flagLeaderElectionID, "stevedore-leader-election", "name of the leader-election Lease"+env(flagLeaderElectionID))
@@ -156,9 +213,24 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"a batch of pending pods closes after this long without a new one"+env(flagBatchIdleDuration))
 	fs.DurationVar(&o.batchMax, flagBatchMaxDuration, 10*time.Second,
 		"a batch of pending pods closes this long after it opened"+env(flagBatchMaxDuration))
-	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceScore),
-		"how preferred scheduling terms shape new nodes: Score, Respect or Ignore"+env(flagPreferencePolicy))
+	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceRespect),
+		"how preferred scheduling terms shape new nodes: Respect (as Karpenter), Score or Ignore"+env(flagPreferencePolicy))
+	fs.StringVar(&o.minValuesPolicy, flagMinValuesPolicy, minValuesStrict,
+		"how NodePool minValues are held: Strict; BestEffort is accepted and treated as Strict"+env(flagMinValuesPolicy))
 	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
+	fs.StringVar(&o.logOutputPaths, flagLogOutputPaths, "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths"+env(flagLogOutputPaths))
+	fs.StringVar(&o.logErrorPaths, flagLogErrorOutputPaths, "stderr", "comma-separated destinations of the logger's own errors"+env(flagLogErrorOutputPaths))
+	fs.Int64Var(&o.memoryLimit, flagMemoryLimit, -1, "memory limit of the container in bytes; the Go heap is kept under 90% of it unless GOMEMLIMIT is set; -1 means no limit"+env(flagMemoryLimit))
+	fs.BoolVar(&o.enableProfiling, flagEnableProfiling, false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address"+env(flagEnableProfiling))
+	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
+	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
+	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, ignoredFlag("stevedore does not schedule DRA resource claims")+env(flagIgnoreDRARequests))
+	fs.BoolVar(&o.ignored.disableObservability, flagDisableClusterStateObservability, false, ignoredFlag("stevedore's cluster-state metrics are always served")+env(flagDisableClusterStateObservability))
+	fs.StringVar(&o.ignored.karpenterService, flagKarpenterService, "", ignoredFlag("stevedore serves no webhooks")+env(flagKarpenterService))
+	fs.BoolVar(&o.ignored.noWebhook, flagDisableWebhook, true, ignoredFlag("stevedore serves no webhooks")+env(flagDisableWebhook))
+	fs.IntVar(&o.ignored.webhookPort, flagWebhookPort, 8443, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookPort))
+	fs.IntVar(&o.ignored.webhookMetricsPort, flagWebhookMetricsPort, 8001, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookMetricsPort))
+	fs.StringVar(&o.ignored.awsFeatureGates, flagAWSFeatureGates, "", ignoredFlag("none of Karpenter's AWS-specific gates is implemented")+env(flagAWSFeatureGates))
 	fs.Float32Var(&o.kubeClientQPS, flagKubeClientQPS, 200, "queries per second to the API server"+env(flagKubeClientQPS))
 	fs.IntVar(&o.kubeClientBurst, flagKubeClientBurst, 300, "burst of queries to the API server"+env(flagKubeClientBurst))
 	fs.StringVar(&o.featureGates, flagFeatureGates, defaultFeatureGates,
@@ -180,7 +252,11 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
 		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
 		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
-		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount} {
+		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount,
+		flagMetricsPort, flagHealthProbePort, flagDisableLeaderElection, flagLeaderElectionName, flagMinValuesPolicy,
+		flagLogOutputPaths, flagLogErrorOutputPaths, flagMemoryLimit, flagEnableProfiling,
+		flagCPURequests, flagIgnoreDRARequests, flagDisableClusterStateObservability, flagKarpenterService,
+		flagDisableWebhook, flagWebhookPort, flagWebhookMetricsPort, flagAWSFeatureGates} {
 		v := getenv(settings.EnvVar(name))
 		if v == "" {
 			continue
@@ -195,7 +271,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	// pflag leaves zero defaults out of --help; say them, so that every
 	// setting's default is documented.
 	fs.VisitAll(func(f *pflag.Flag) {
-		if t := f.Value.Type(); (t == "bool" && f.DefValue == "false") || (t == "int" && f.DefValue == "0") {
+		if t := f.Value.Type(); (t == "bool" && f.DefValue == "false") || ((t == "int" || t == "int64") && f.DefValue == "0") {
 			f.Usage += " (default " + f.DefValue + ")"
 		}
 	})
@@ -246,8 +322,26 @@ func (o *controllerOptions) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--%s %q: use Score, Respect or Ignore", flagPreferencePolicy, o.preferencePolicy))
 	}
+	switch o.minValuesPolicy {
+	case minValuesStrict, minValuesBestEffort:
+	default:
+		errs = append(errs, fmt.Errorf("--%s %q: use %s (or %s, which stevedore treats as %s)", flagMinValuesPolicy, o.minValuesPolicy, minValuesStrict, minValuesBestEffort, minValuesStrict))
+	}
 	if _, err := zapLevel(o.logLevel); err != nil {
 		errs = append(errs, err)
+	}
+	for _, p := range []struct{ flag, v string }{{flagLogOutputPaths, o.logOutputPaths}, {flagLogErrorOutputPaths, o.logErrorPaths}} {
+		if len(splitPaths(p.v)) == 0 {
+			errs = append(errs, fmt.Errorf("--%s must name at least one destination, for example stdout", p.flag))
+		}
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{flagMetricsPort, o.metricsPort}, {flagHealthProbePort, o.healthProbePort}} {
+		if p.port < 1 || p.port > 65535 {
+			errs = append(errs, fmt.Errorf("--%s %d must be a port between 1 and 65535", p.flag, p.port))
+		}
 	}
 	if o.kubeClientQPS <= 0 {
 		errs = append(errs, fmt.Errorf("--%s %v must be positive", flagKubeClientQPS, o.kubeClientQPS))
@@ -255,10 +349,65 @@ func (o *controllerOptions) validate() error {
 	if o.kubeClientBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--%s %d must be positive", flagKubeClientBurst, o.kubeClientBurst))
 	}
-	if o.leaderElect && (o.leaderElectionNS == "" || o.leaderElectionID == "") {
+	if o.leaderElection() && (o.leaderElectionNS == "" || o.leaseName() == "") {
 		errs = append(errs, fmt.Errorf("--%s and --%s must not be empty while --%s is on", flagLeaderElectionNS, flagLeaderElectionID, flagLeaderElect))
 	}
 	return errors.Join(errs...)
+}
+
+// metricsBindAddress is --metrics-bind-address, or every interface on
+// --metrics-port (Karpenter's METRICS_PORT) when it is not set.
+func (o *controllerOptions) metricsBindAddress() string {
+	if o.metricsAddr != "" {
+		return o.metricsAddr
+	}
+	return fmt.Sprintf(":%d", o.metricsPort)
+}
+
+// probeBindAddress is --health-probe-bind-address, or every interface on
+// --health-probe-port (HEALTH_PROBE_PORT) when it is not set.
+func (o *controllerOptions) probeBindAddress() string {
+	if o.probeAddr != "" {
+		return o.probeAddr
+	}
+	return fmt.Sprintf(":%d", o.healthProbePort)
+}
+
+// leaderElection reports whether replicas elect a leader: --leader-elect,
+// unless Karpenter's --disable-leader-election turns it off.
+func (o *controllerOptions) leaderElection() bool {
+	return o.leaderElect && !o.disableLeaderElect
+}
+
+// leaseName is the leader-election Lease: Karpenter's
+// --leader-election-name when set, else --leader-election-id.
+func (o *controllerOptions) leaseName() string {
+	if o.leaderElectionName != "" {
+		return o.leaderElectionName
+	}
+	return o.leaderElectionID
+}
+
+// splitPaths reads a comma-separated list of log destinations.
+func splitPaths(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// softMemoryLimit is the Go runtime's soft memory limit for a container
+// limited to memoryLimit bytes: 90% of it, as Karpenter sets. ok is false
+// when there is no limit (memoryLimit <= 0) or the operator set GOMEMLIMIT,
+// which then stands.
+func softMemoryLimit(memoryLimit int64, gomemlimitSet bool) (limit int64, ok bool) {
+	if memoryLimit <= 0 || gomemlimitSet {
+		return 0, false
+	}
+	return int64(float64(memoryLimit) * softMemoryShare), true
 }
 
 func zapLevel(s string) (zapcore.Level, error) {
@@ -303,6 +452,9 @@ kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(); err != nil {
 				return fmt.Errorf("invalid settings:\n%w", err)
+			}
+			if limit, ok := softMemoryLimit(opts.memoryLimit, os.Getenv("GOMEMLIMIT") != ""); ok {
+				debug.SetMemoryLimit(limit)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -377,16 +529,36 @@ func simulatedClients(ctx context.Context, opts *controllerOptions) (sdk.Clients
 	return clients, info.Region, nil
 }
 
-// newLogger returns the JSON logger all of the controller logs through.
-func newLogger(level string, w io.Writer) logr.Logger {
-	lvl, _ := zapLevel(level)
-	if w == nil {
-		w = os.Stderr
+// newLogger returns the JSON logger all of the controller logs through:
+// to w when set (tests), else to the destinations of --log-output-paths,
+// with the logger's own errors to --log-error-output-paths, as Karpenter's
+// LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS.
+func newLogger(opts *controllerOptions) (logr.Logger, func(), error) {
+	lvl, _ := zapLevel(opts.logLevel)
+	out, errOut := zapcore.WriteSyncer(nil), zapcore.WriteSyncer(nil)
+	closeAll := func() {}
+	if opts.logOutput != nil {
+		out = zapcore.AddSync(opts.logOutput)
+		errOut = out
+	} else {
+		o, closeOut, err := gozap.Open(splitPaths(opts.logOutputPaths)...)
+		if err != nil {
+			return logr.Logger{}, nil, fmt.Errorf("--%s %q: %w", flagLogOutputPaths, opts.logOutputPaths, err)
+		}
+		e, closeErr, err := gozap.Open(splitPaths(opts.logErrorPaths)...)
+		if err != nil {
+			closeOut()
+			return logr.Logger{}, nil, fmt.Errorf("--%s %q: %w", flagLogErrorOutputPaths, opts.logErrorPaths, err)
+		}
+		out, errOut = o, e
+		closeAll = func() { closeOut(); closeErr() }
 	}
-	return zap.New(zap.WriteTo(w), zap.Level(lvl), zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
-		c.TimeKey = "time"
-		c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	}))
+	logger := zap.New(zap.WriteTo(out), zap.Level(lvl), zap.RawZapOpts(gozap.ErrorOutput(errOut)),
+		zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
+			c.TimeKey = "time"
+			c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		}))
+	return logger, closeAll, nil
 }
 
 // restConfig returns the API server's client configuration: the kubeconfig
@@ -450,11 +622,18 @@ func newScheme() (*runtime.Scheme, error) {
 // clients in region. The command builds clients from the AWS configuration;
 // tests pass the in-memory AWS.
 func runController(ctx context.Context, opts *controllerOptions, clients sdk.Clients, region string) error {
-	logger := newLogger(opts.logLevel, opts.logOutput)
+	logger, closeLogs, err := newLogger(opts)
+	if err != nil {
+		return err
+	}
+	defer closeLogs()
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
 	ctx = ctrllog.IntoContext(ctx, logger)
 
+	if opts.minValuesPolicy == minValuesBestEffort {
+		logger.Info("--" + flagMinValuesPolicy + "=" + minValuesBestEffort + " is treated as " + minValuesStrict + ": stevedore does not relax minValues")
+	}
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return err
@@ -509,11 +688,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	mgrOpts := manager.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:        opts.probeAddr,
-		LeaderElection:                opts.leaderElect,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsBindAddress(), ExtraHandlers: profilingHandlers(opts.enableProfiling)},
+		HealthProbeBindAddress:        opts.probeBindAddress(),
+		LeaderElection:                opts.leaderElection(),
 		LeaderElectionNamespace:       opts.leaderElectionNS,
-		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionID:              opts.leaseName(),
 		LeaderElectionReleaseOnCancel: true,
 	}
 	if opts.sharedProcess {
@@ -578,8 +757,9 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 
 			DisableCapacityReservations: !gates[gateReservedCapacity],
 		}),
-		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle},
-		State:     state.NewCluster(),
+		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle,
+			RefreshInterval: min(st.AMIRefreshInterval, st.SubnetRefreshInterval)},
+		State: state.NewCluster(),
 		Provisioning: provisioning.Options{
 			BatchIdle:        opts.batchIdle,
 			BatchMax:         opts.batchMax,
@@ -589,6 +769,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			ValidationDelay:    opts.validationDelay,
 			ReplacementTimeout: opts.replacementTimeout,
 			SpotToSpot:         gates[gateSpotToSpot],
+			StaticCapacity:     gates[gateStaticCapacity],
 		},
 		NodeRepair:     health.Options{Enabled: gates[gateNodeRepair], MaxUnhealthyPercent: opts.maxUnhealthy},
 		ActOnRebalance: opts.actOnRebalance,
@@ -605,7 +786,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	}
 	logger.Info("starting controller", "version", version.Get().Version, "cluster", st.ClusterName,
 		"region", region, "kubernetesVersion", k8sVersion, "endpoint", cluster.Endpoint,
-		"leaderElection", opts.leaderElect, "interruptionQueue", st.InterruptionQueue)
+		"leaderElection", opts.leaderElection(), "interruptionQueue", st.InterruptionQueue)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
@@ -628,6 +809,21 @@ func kubeDNS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) stri
 		return ip
 	}
 	return ""
+}
+
+// profilingHandlers serves Go's pprof profiles on the metrics server when
+// --enable-profiling is on, as Karpenter's ENABLE_PROFILING does.
+func profilingHandlers(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // signalContext ends with ctx or at SIGINT or SIGTERM, so that the manager

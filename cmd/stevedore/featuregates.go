@@ -21,17 +21,22 @@ const (
 	// gateReservedCapacity launches into the capacity reservations that
 	// EC2NodeClasses select (on by default, as in Karpenter).
 	gateReservedCapacity = "ReservedCapacity"
+	// gateStaticCapacity makes static NodePools (spec.replicas) act: their
+	// node count is held at the replicas and their drifted nodes replaced
+	// (off by default, as in Karpenter, where it is alpha).
+	gateStaticCapacity = "StaticCapacity"
 )
 
-// defaultFeatureGates is the default value of --feature-gates.
-const defaultFeatureGates = gateNodeRepair + "=false," + gateReservedCapacity + "=true," + gateSpotToSpot + "=false"
+// defaultFeatureGates is the default value of --feature-gates: Karpenter's
+// own default, so that the value means the same in both.
+const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 
 // knownGates are the gates and their defaults. Gates Karpenter has and
 // stevedore always behaves as if on are accepted and ignored, so that a
 // copied FEATURE_GATES value does not stop the controller.
-var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false}
+var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false}
 
-var acceptedGates = map[string]bool{"StaticCapacity": true}
+var acceptedGates = map[string]bool{"NodeOverlay": true, "CapacityBuffer": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))

@@ -22,7 +22,7 @@ func TestParseFeatureGates(t *testing.T) {
 		{in: "StaticCapacity=true"},
 		{in: "NodeRepair", wantErr: "is not Name=true"},
 		{in: "NodeRepair=yes", wantErr: "must be true or false"},
-		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation`},
+		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

@@ -191,6 +191,9 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate).
 	SpotToSpot bool
+	// StaticCapacity replaces drifted nodes of static NodePools (Karpenter's
+	// StaticCapacity feature gate); the static controller then also runs.
+	StaticCapacity bool
 	// PreferencePolicy says how preferred scheduling terms shape
 	// replacements; default packer.PreferenceScore, as for the provisioner.
 	PreferencePolicy packer.PreferencePolicy
@@ -434,6 +437,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		c.memo = newConsolidationMemo(relaxations, pools, in, dec, now)
 	}
 	c.lastFingerprint, c.lastFull = fp, now
+	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command
 	if cmd == nil {
@@ -498,6 +502,7 @@ func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining m
 		Remaining: remaining,
 		Options: decide.Options{
 			SpotToSpot:       c.opts.SpotToSpot,
+			StaticCapacity:   c.opts.StaticCapacity,
 			PreferencePolicy: c.opts.PreferencePolicy,
 			MaxInstanceTypes: c.opts.MaxInstanceTypes,
 			Cache:            c.packingCache(snap),
@@ -569,4 +574,20 @@ func describeNodeClaim(nc *karpv1.NodeClaim) string {
 		return fmt.Sprintf("%s (node %s)", nc.Name, nc.Status.NodeName)
 	}
 	return nc.Name
+}
+
+// scoredMoves records the consolidation moves this decision scored for a
+// Balanced NodePool: the command's, approved, and each single-node
+// rejection. Verdicts carried over from an earlier decision (SkipConsolidation)
+// are not in dec.Verdicts, so no move is counted twice.
+func (c *Controller) scoredMoves(dec decide.Decision) {
+	for _, v := range dec.Verdicts {
+		if s := v.Score; s != nil {
+			c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+		}
+	}
+	if dec.Command != nil && dec.Command.Score != nil {
+		s := dec.Command.Score
+		c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+	}
 }

@@ -310,7 +310,20 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 // nodePools returns the packer NodePools that may launch now, in the
 // snapshot's order, and those left out, recording an event on each.
 func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]packer.NodePool, []Skip) {
-	pools, skipped := p.pools.LaunchablePools(ctx, p.cloud, snap)
+	all, skipped := p.pools.LaunchablePools(ctx, p.cloud, snap)
+	// Static NodePools launch only to keep their replica count (see
+	// controllers/nodepool/static): pending pods may land on their nodes,
+	// never on a new node of theirs.
+	static := map[string]bool{}
+	for _, np := range snap.NodePools {
+		static[np.Name] = np.Spec.Replicas != nil
+	}
+	pools := make([]packer.NodePool, 0, len(all))
+	for _, pool := range all {
+		if !static[pool.Name] {
+			pools = append(pools, pool)
+		}
+	}
 	for _, s := range skipped {
 		if s.Err != nil {
 			log.FromContext(ctx).Error(s.Err, "listing instance types", "nodepool", s.NodePool.Name)

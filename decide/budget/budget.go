@@ -19,8 +19,10 @@
 //   - For each reason, the smallest value among the applying budgets that
 //     list the reason, or list no reasons, is what is allowed. When no budget
 //     applies, the reason is unbounded (Unbounded).
-//   - A NodePool without budgets gets the CRD's default, a single budget of
-//     "10%".
+//   - A NodePool whose budgets field is absent gets the CRD's default, a
+//     single budget of "10%". An empty list (budgets: []) is not absent: no
+//     budget limits the NodePool, as in Karpenter, whose CRD default fires
+//     only on absence.
 //   - A budget that cannot be evaluated (a schedule that does not parse, a
 //     malformed nodes value) fails closed: nothing may be disrupted for any
 //     reason, since stevedore cannot tell what the user meant.
@@ -69,9 +71,11 @@ var Reasons = []karpv1.DisruptionReason{
 const DefaultNodes = "10%"
 
 // Budgets returns the budgets that apply to np: its own, or the CRD's
-// default when it lists none. Budget indexes in results refer to this list.
+// default when the field is absent (nil). An empty, non-nil list is the
+// user's "no budgets": nothing limits the NodePool. Budget indexes in
+// results refer to this list.
 func Budgets(np *karpv1.NodePool) []karpv1.Budget {
-	if len(np.Spec.Disruption.Budgets) == 0 {
+	if np.Spec.Disruption.Budgets == nil {
 		// The API server fills the default in; an object built in memory
 		// (a test, the simulator, plan) may not have had that done.
 		return []karpv1.Budget{{Nodes: DefaultNodes}}

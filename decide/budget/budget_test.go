@@ -436,6 +436,18 @@ func TestBudgets(t *testing.T) {
 	if got := Budgets(np); len(got) != 1 || got[0].Nodes != "0" {
 		t.Errorf("budgets = %+v, want the NodePool's own", got)
 	}
+	// budgets: [] is the user's "no limit"; only an absent field defaults.
+	none := nodePool()
+	none.Spec.Disruption.Budgets = []karpv1.Budget{}
+	if got := Budgets(none); len(got) != 0 {
+		t.Errorf("budgets of budgets: [] = %+v, want none", got)
+	}
+	a := Compute(none, nil, time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC))
+	for _, al := range a.ByReason {
+		if al.Allowed != Unbounded || al.Budget != NoBudget {
+			t.Errorf("budgets: [] allows %d %s disruptions (budget %d), want unbounded", al.Allowed, al.Reason, al.Budget)
+		}
+	}
 }
 
 func TestActive(t *testing.T) {

@@ -71,6 +71,39 @@ func Reschedulable(pod *corev1.Pod) bool {
 	return true
 }
 
+// activePod reports whether pod is neither finished nor terminating.
+func activePod(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp.IsZero() && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// evictable reports whether draining the node would evict pod through the
+// Eviction API, so that its PodDisruptionBudgets matter: it is active, not
+// a static pod (the kubelet owns those) and does not tolerate the
+// karpenter.sh/disrupted taint (such pods are left to run until the node
+// goes). DaemonSet pods are evictable.
+func evictable(pod *corev1.Pod) bool {
+	if !activePod(pod) {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "Node" && o.APIVersion == "v1" {
+			return false
+		}
+	}
+	for _, t := range pod.Spec.Tolerations {
+		if t.Effect != "" && t.Effect != wellknown.TaintEffectDisrupted {
+			continue
+		}
+		switch {
+		case t.Key == "" && t.Operator == corev1.TolerationOpExists:
+			return false
+		case t.Key == wellknown.TaintKeyDisrupted && (t.Operator == corev1.TolerationOpExists || t.Value == ""):
+			return false
+		}
+	}
+	return true
+}
+
 // DoNotDisruptActive reports whether a pod's karpenter.sh/do-not-disrupt
 // annotation protects it at now: "true", or a duration not yet elapsed since
 // the pod started. ok is false for a value that is neither (it is ignored).
@@ -324,27 +357,36 @@ func newCandidate(n *state.StateNode, np *karpv1.NodePool, now time.Time, pdbs p
 		Zone:         l[wellknown.LabelTopologyZone],
 	}
 	c.Price, c.PriceKnown = prices.price(np.Name, c.InstanceType, c.Zone, c.CapacityType)
-	total := 0.0
+	all := 0.0
+	c.RescheduleDisruptionCost = 1
 	for _, p := range n.Pods {
-		if !Reschedulable(p) {
+		all += EvictionCost(p)
+		if Reschedulable(p) {
+			ref := &podRef{pod: p, cost: EvictionCost(p)}
+			c.Pods = append(c.Pods, ref)
+			c.RescheduleDisruptionCost += math.Max(0, ref.cost)
+		}
+		if c.gracefulBlock != nil || !activePod(p) {
 			continue
 		}
-		ref := &podRef{pod: p, cost: EvictionCost(p)}
-		c.Pods = append(c.Pods, ref)
-		total += ref.cost
-		if c.gracefulBlock != nil {
-			continue
-		}
+		// Every active pod counts here, DaemonSet and static pods too, as
+		// in Karpenter: their do-not-disrupt annotation keeps the node.
 		if active, _ := DoNotDisruptActive(p, now); active {
 			c.gracefulBlock = &Blocked{Node: n.Name(), NodePool: np.Name, Code: CodeDoNotDisruptPod,
 				Message: fmt.Sprintf("pod %s/%s carries %s=%s", p.Namespace, p.Name, wellknown.AnnotationDoNotDisrupt, p.Annotations[wellknown.AnnotationDoNotDisrupt])}
+			continue
+		}
+		// PodDisruptionBudgets count for the pods that draining would
+		// evict: not static pods, nor pods that tolerate the disrupted
+		// taint; DaemonSet pods are evicted, so theirs count.
+		if !evictable(p) {
 			continue
 		}
 		if code, msg := pdbs.blocking(p); code != "" {
 			c.gracefulBlock = &Blocked{Node: n.Name(), NodePool: np.Name, Code: code, Message: msg}
 		}
 	}
-	c.DisruptionCost = total * lifetimeRemaining(n.NodeClaim, now)
+	c.DisruptionCost = all * lifetimeRemaining(n.NodeClaim, now)
 	conds := n.NodeClaim.Status.Conditions
 	if cond := meta.FindStatusCondition(conds, karpv1.ConditionTypeConsolidatable); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.Consolidatable = true

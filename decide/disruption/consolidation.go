@@ -23,6 +23,10 @@ func consolidationEligible(c *Candidate) *Blocked {
 		return &Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonUnderutilized, Code: code, Message: msg}
 	}
 	d := c.NodePool.Spec.Disruption
+	if IsStatic(c.NodePool) {
+		s := staticBlocked(c, ReasonUnderutilized)
+		return &s
+	}
 	switch {
 	case nodePoolPolicy(c.NodePool) == karpv1.ConsolidationPolicyWhenEmpty:
 		return b(CodePolicy, fmt.Sprintf("NodePool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool.Name))
@@ -40,9 +44,11 @@ func consolidationEligible(c *Candidate) *Blocked {
 	return nil
 }
 
-// byValue orders consolidation candidates: the most expensive per unit of
-// disruption first, so that the search tries the moves that save most and
-// hurt least before the others; ties by name.
+// byValue orders consolidation candidates as Karpenter v1.14 does: by
+// price per unit of rescheduling disruption (Price over
+// RescheduleDisruptionCost), highest first, so that the search tries the
+// moves that save most and hurt least before the others. Karpenter leaves
+// ties in no particular order; stevedore breaks them by node name.
 func byValue(a, b *Candidate) int {
 	va, vb := value(a), value(b)
 	if va != vb {
@@ -52,10 +58,34 @@ func byValue(a, b *Candidate) int {
 }
 
 func value(c *Candidate) float64 {
-	if c.DisruptionCost <= 0 {
-		return math.Inf(1)
+	return c.Price / max(c.RescheduleDisruptionCost, 1)
+}
+
+// interleaveByPool orders single-node consolidation's candidates as
+// Karpenter does: round-robin over the NodePools, each pool's candidates in
+// the order given, so that one pool's many candidates do not all come
+// before another's. Karpenter takes the pools in no particular order;
+// stevedore takes them by name.
+func interleaveByPool(cands []*Candidate) []*Candidate {
+	byPool := map[string][]*Candidate{}
+	var pools []string
+	for _, c := range cands {
+		name := c.NodePool.Name
+		if _, ok := byPool[name]; !ok {
+			pools = append(pools, name)
+		}
+		byPool[name] = append(byPool[name], c)
 	}
-	return c.Price / c.DisruptionCost
+	slices.Sort(pools)
+	out := make([]*Candidate, 0, len(cands))
+	for i := 0; len(out) < len(cands); i++ {
+		for _, p := range pools {
+			if i < len(byPool[p]) {
+				out = append(out, byPool[p][i])
+			}
+		}
+	}
+	return out
 }
 
 // command turns a simulation outcome for cands into a consolidation
@@ -80,7 +110,7 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	}
 	switch len(out.replacements) {
 	case 0:
-		return &Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price}, nil
+		return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price})
 	case 1:
 	default:
 		return reject(CodeWouldNeedMany, fmt.Sprintf("its pods would need %d new nodes; consolidation never replaces one node with several", len(out.replacements)))
@@ -89,20 +119,24 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	if code != "" {
 		return reject(code, why)
 	}
-	return &Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
-		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)}, nil
+	return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
+		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)})
 }
 
 // cheaper narrows a replacement to the instance types whose worst-case
 // price (the most expensive offering it could land on) is strictly below
-// what the candidates cost together, and applies the capacity-type rules:
+// what the candidates cost together, and applies Karpenter's capacity-type
+// rules:
 //
-//   - candidates that are all on-demand get a spot replacement when spot can
-//     hold the pods, so that a spot shortage cannot turn the replacement
+//   - when every candidate is spot and the replacement may be spot, it is
+//     spot-to-spot consolidation: without Options.SpotToSpot the candidates
+//     are not replaced at all (they may still be deleted); with it the
+//     replacement is pinned to spot and, in single-node consolidation, needs
+//     MinSpotToSpotOptions cheaper types and keeps only the cheapest
+//     max(MinSpotToSpotOptions, minValues) of them;
+//   - otherwise a replacement that may be spot or on-demand is pinned to
+//     spot, its types priced as spot, so that a spot shortage cannot turn it
 //     into a pricier on-demand node;
-//   - a spot candidate is replaced by spot only with Options.SpotToSpot, and
-//     a single-node replacement then needs MinSpotToSpotOptions cheaper
-//     types and keeps only the cheapest of them;
 //   - in multi-node consolidation, types costing as much as a candidate's
 //     own type are dropped: replacing three m5.large with one m5.large is
 //     really deleting two, which a smaller command does without a launch.
@@ -111,30 +145,21 @@ func (w *world) cheaper(r packer.NodeClaim, cands []*Candidate, price float64, s
 	if pool == nil {
 		return r, fmt.Sprintf("NodePool %s cannot launch now", r.NodePool), CodeNotCheaper
 	}
-	allOnDemand, anySpot := true, false
+	allSpot := true
 	for _, c := range cands {
-		if c.CapacityType == wellknown.CapacityTypeSpot {
-			anySpot = true
-			allOnDemand = false
-		} else if c.CapacityType != wellknown.CapacityTypeOnDemand {
-			allOnDemand = false
+		if c.CapacityType != wellknown.CapacityTypeSpot {
+			allSpot = false
 		}
 	}
-	if allOnDemand && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot) && len(r.CapacityTypes) > 1 {
+	spotToSpot := allSpot && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot)
+	if spotToSpot && !w.in.Options.SpotToSpot {
+		return r, MessageSpotToSpotDisabled, CodeSpotToSpot
+	}
+	if spotToSpot || (slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot) && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeOnDemand)) {
 		if pinned, ok := pinCapacityType(r, pool, wellknown.CapacityTypeSpot); ok {
 			r = pinned
-		}
-	}
-	if anySpot && slices.Contains(r.CapacityTypes, wellknown.CapacityTypeSpot) {
-		if !w.in.Options.SpotToSpot {
-			if len(r.CapacityTypes) == 1 {
-				return r, "replacing a spot node with a spot node is off (enable spot-to-spot consolidation)", CodeSpotToSpot
-			}
-			pinned, ok := pinCapacityType(r, pool, wellknown.CapacityTypeOnDemand)
-			if !ok {
-				return r, "replacing a spot node with a spot node is off (enable spot-to-spot consolidation)", CodeSpotToSpot
-			}
-			r = pinned
+		} else if spotToSpot {
+			return r, "no instance type that fits the pods is offered as spot", CodeNotCheaper
 		}
 	}
 	limit := price
@@ -176,12 +201,21 @@ func (w *world) cheaper(r packer.NodeClaim, cands []*Candidate, price float64, s
 	if len(kept) == 0 {
 		return r, fmt.Sprintf("no instance type that fits the pods costs less than the $%.4f/h the node(s) cost now (cheapest fitting: %s)", price, cheapestNote(r, byName)), CodeNotCheaper
 	}
-	spotOnly := len(r.CapacityTypes) == 1 && r.CapacityTypes[0] == wellknown.CapacityTypeSpot
-	if anySpot && spotOnly && single {
+	if spotToSpot && single {
 		if len(kept) < MinSpotToSpotOptions {
-			return r, fmt.Sprintf("only %d cheaper spot instance types fit, fewer than the %d that spot-to-spot consolidation needs", len(kept), MinSpotToSpotOptions), CodeTooFewSpotOption
+			return r, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
+				MinSpotToSpotOptions, len(kept)), CodeTooFewSpotOption
 		}
-		kept = kept[:MinSpotToSpotOptions]
+		// Launching only from the cheapest few means the instance that
+		// comes up is among them, so it is not itself replaced at once by
+		// one of the cheaper types it could have been.
+		keep := MinSpotToSpotOptions
+		if req, ok := r.Requirements.Get(wellknown.LabelInstanceType); ok {
+			if n, has := req.MinValues(); has {
+				keep = max(keep, n)
+			}
+		}
+		kept = kept[:min(keep, len(kept))]
 	}
 	r.InstanceTypes = make([]string, len(kept))
 	r.PricePerHour = math.Inf(1)
@@ -302,6 +336,9 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 		return nil, nil
 	}
 	w.room() // built before the goroutines share the world
+	// Single-node consolidation takes the candidates round-robin by
+	// NodePool; multi-node takes prefixes of the order given.
+	single := interleaveByPool(cands)
 	type result struct {
 		cmd  *Command
 		why  *Blocked
@@ -326,7 +363,7 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 			if i == 0 {
 				r.cmd = wk.multiNode(cands)
 			} else {
-				r.cmd, r.why = wk.command(cands[i-1:i], true)
+				r.cmd, r.why = wk.command(single[i-1:i], true)
 			}
 			close(r.done)
 		}

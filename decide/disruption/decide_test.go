@@ -92,7 +92,26 @@ func TestCandidates(t *testing.T) {
 		}, []string{}},
 		{"daemon set pods only: empty", func(f *fixture) string {
 			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon)
+			return n
+		}, nil},
+		{"daemon set pod do-not-disrupt blocks its node, as in Karpenter", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
 			f.pod("ds", n, "100m", "100Mi", daemon, annotate(wellknown.AnnotationDoNotDisrupt, "true"))
+			return n
+		}, []string{CodeDoNotDisruptPod}},
+		{"daemon set pod behind a blocking PDB blocks its node", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon)
+			f.pdb("agents", "web", 0, nil)
+			return n
+		}, []string{CodePDBBlocked}},
+		{"daemon set pod tolerating the disrupted taint: its PDB does not count", func(f *fixture) string {
+			n := f.node(nodeSpec{pool: "p", itype: xlarge})
+			f.pod("ds", n, "100m", "100Mi", daemon, func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			})
+			f.pdb("agents", "web", 0, nil)
 			return n
 		}, nil},
 		{"pod with very negative deletion cost: empty", func(f *fixture) string {
@@ -368,18 +387,49 @@ func TestConsolidation(t *testing.T) {
 }
 
 func TestSpotConsolidation(t *testing.T) {
-	t.Run("spot to spot off: replaced by cheaper on-demand when it exists", func(t *testing.T) {
+	t.Run("spot to spot off: a spot node is not replaced, not even by on-demand", func(t *testing.T) {
 		f := newFixture(t)
 		f.pool("p", family, nil)
 		n := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
 		f.pod("a", n, "1", "1Gi")
 		d := Decide(f.input())
-		c := d.Command
-		if c == nil || c.Method != MethodReplace {
-			t.Fatalf("command = %v (%v)", c, d.Blocked)
+		if d.Command != nil || !slices.Equal(codes(d, n), []string{CodeSpotToSpot}) {
+			t.Fatalf("command %v codes %v", d.Command, codes(d, n))
 		}
-		if got := c.Replacements[0].CapacityTypes; !slices.Equal(got, []string{wellknown.CapacityTypeOnDemand}) {
-			t.Errorf("capacity types = %v, want on-demand", got)
+		for _, b := range d.Blocked {
+			if b.Node == n && b.Message != "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node" {
+				t.Errorf("message %q, want Karpenter's", b.Message)
+			}
+		}
+	})
+	t.Run("spot to spot off, multi-node: spot nodes are deleted but not replaced", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", family, nil)
+		a := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		b := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		f.pod("a1", a, "1", "1Gi")
+		f.pod("b1", b, "1", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Method != MethodDelete || len(c.Candidates) != 1 {
+			t.Fatalf("command = %v (%v), want one spot node deleted, its pod moved to the other", c, d.Blocked)
+		}
+	})
+	t.Run("spot to spot on, multi-node: no 15-type rule", func(t *testing.T) {
+		f := newFixture(t)
+		f.opts.SpotToSpot = true
+		f.pool("p", family, []string{wellknown.CapacityTypeSpot})
+		a := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		b := f.node(nodeSpec{pool: "p", itype: x2, ct: wellknown.CapacityTypeSpot})
+		f.pod("a1", a, "1500m", "1Gi")
+		f.pod("b1", b, "1500m", "1Gi")
+		d := Decide(f.input())
+		c := d.Command
+		if c == nil || c.Method != MethodReplace || len(c.Candidates) != 2 {
+			t.Fatalf("command = %v (%v), want both spot nodes replaced by one", c, d.Blocked)
+		}
+		if got := c.Replacements[0].CapacityTypes; !slices.Equal(got, []string{wellknown.CapacityTypeSpot}) {
+			t.Errorf("capacity types = %v, want spot", got)
 		}
 	})
 	t.Run("spot to spot off, spot-only pool", func(t *testing.T) {

@@ -78,6 +78,9 @@ type Blocked struct {
 	Reason  Reason
 	Code    string
 	Message string
+	// Score is the Balanced score of a consolidation move that was
+	// rejected for it (CodeBalancedScore); nil otherwise.
+	Score *Score
 }
 
 func (b Blocked) String() string {
@@ -102,9 +105,14 @@ type Candidate struct {
 	// Pods are the pods that must move elsewhere if the node goes: bound,
 	// active, neither DaemonSet nor static pods.
 	Pods []*podRef
-	// DisruptionCost weighs how much moving those pods hurts (see
-	// EvictionCost); candidates that are cheap to disrupt go first.
+	// DisruptionCost is Karpenter's disruption cost: the EvictionCost of
+	// every pod on the node, scaled by the fraction of the NodeClaim's
+	// lifetime (expireAfter) left.
 	DisruptionCost float64
+	// RescheduleDisruptionCost is 1 (for the node) plus the positive
+	// EvictionCosts of Pods. Consolidation tries candidates by Price over
+	// it, highest first, as Karpenter does; it is never below 1.
+	RescheduleDisruptionCost float64
 	// Consolidatable is the NodeClaim's Consolidatable condition.
 	Consolidatable bool
 	// Drifted is the NodeClaim's Drifted condition, with its reason and
@@ -148,6 +156,9 @@ type Command struct {
 	// SavingsPerHour is the candidates' price minus the replacements'
 	// worst-case price (consolidation only).
 	SavingsPerHour float64
+	// Score is the move's Balanced score when a candidate's NodePool has
+	// consolidationPolicy: Balanced (consolidation only); nil otherwise.
+	Score *Score
 }
 
 // Pods is the number of pods that move.
@@ -181,6 +192,9 @@ func (c Command) String() string {
 		b.WriteString(describeReplacement(r))
 	}
 	fmt.Fprintf(&b, ", reason %s", strings.ToLower(string(c.Reason)))
+	if c.Score != nil {
+		fmt.Fprintf(&b, ", balanced %s", c.Score)
+	}
 	return b.String()
 }
 
@@ -210,6 +224,11 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
 	SpotToSpot bool
+	// StaticCapacity turns on the replacement of drifted nodes of static
+	// NodePools (spec.replicas), as Karpenter's StaticCapacity feature gate
+	// does (off by default). Static NodePools' nodes are never consolidated
+	// and never replaced by plain drift, whatever it says.
+	StaticCapacity bool
 	// PreferencePolicy is passed to the packer.
 	PreferencePolicy packer.PreferencePolicy
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the
@@ -238,6 +257,10 @@ type Options struct {
 	// benchmarks set it, to compare.
 	maxCandidates int
 }
+
+// MessageSpotToSpotDisabled is why a spot node is not replaced by another
+// spot node, in Karpenter's words (its Unconsolidatable event).
+const MessageSpotToSpotDisabled = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 
 // MinSpotToSpotOptions is how many strictly cheaper instance types a
 // single-node spot-to-spot replacement needs, and how many it keeps: fewer

@@ -49,8 +49,14 @@ func render(t *testing.T, values map[string]any) []object {
 }
 
 func renderChart(ch *chart.Chart, values map[string]any) ([]object, error) {
+	return renderChartCaps(ch, values, chartutil.DefaultCapabilities)
+}
+
+// renderChartCaps renders as on a cluster with the capabilities caps
+// (API versions, Kubernetes version).
+func renderChartCaps(ch *chart.Chart, values map[string]any, caps *chartutil.Capabilities) ([]object, error) {
 	opts := chartutil.ReleaseOptions{Name: "stevedore", Namespace: "stevedore", IsInstall: true, Revision: 1}
-	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(ch, values, opts, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +120,9 @@ func env(t *testing.T, spec map[string]any) map[string]string {
 	for _, e := range c["env"].([]any) {
 		m := e.(map[string]any)
 		v, _ := m["value"].(string)
-		out[m["name"].(string)] = v
+		if _, ok := out[m["name"].(string)]; !ok || v != "" {
+			out[m["name"].(string)] = v
+		}
 	}
 	return out
 }
@@ -174,7 +182,7 @@ func TestSettingsFlowIntoEnv(t *testing.T) {
 		"CLUSTER_NAME": "prod", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com",
 		"INTERRUPTION_QUEUE": "prod-queue", "ISOLATED_VPC": "true",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "1", "LOG_LEVEL": "debug",
-		"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s", "PREFERENCE_POLICY": "Score",
+		"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s", "PREFERENCE_POLICY": "Respect",
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
@@ -233,7 +241,7 @@ func TestServiceMonitorToggle(t *testing.T) {
 		t.Errorf("%d ServiceMonitors by default, want 0", n)
 	}
 	on := map[string]any{"settings": required["settings"], "serviceMonitor": map[string]any{"enabled": true}}
-	if n := len(find(render(t, on), "ServiceMonitor")); n != 1 {
+	if n := len(find(renderCaps(t, on, withMonitoring()), "ServiceMonitor")); n != 1 {
 		t.Errorf("%d ServiceMonitors when enabled, want 1", n)
 	}
 }

@@ -239,6 +239,11 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 	if a.PassRole != nil {
 		f.RestrictPassRole(a.PassRole...)
 	}
+	for i, g := range a.PlacementGroups {
+		if _, err := f.AddPlacementGroup(fake.PlacementGroup{ID: g.ID, Name: g.Name, Strategy: g.Strategy, PartitionCount: g.Partitions}); err != nil {
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.placementGroups[%d]: %w", i, err)
+		}
+	}
 	if a.InterruptionQueue != "" {
 		// The queue as the reference setup leaves it: a policy that lets
 		// EventBridge deliver, and the four rules that route interruption

@@ -234,6 +234,10 @@ func (c remoteEC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ..
 	return call[ec2.CreateTagsOutput](ctx, c.r, "EC2", "CreateTags", in)
 }
 
+func (c remoteEC2) DescribePlacementGroups(ctx context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
+	return call[ec2.DescribePlacementGroupsOutput](ctx, c.r, "EC2", "DescribePlacementGroups", in)
+}
+
 func (c remoteEC2) DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, _ ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {
 	return call[ec2.DescribeAvailabilityZonesOutput](ctx, c.r, "EC2", "DescribeAvailabilityZones", in)
 }

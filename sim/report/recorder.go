@@ -379,6 +379,8 @@ func (r *Recorder) Event(now time.Time, e apiserver.Event) {
 			ev.NodePool = reg.Name
 		}
 		r.add(ev)
+	case reg.Kind == "NodeClaim" && e.Reason == "Unconsolidatable":
+		r.add(r.withClaim(Event{Time: now, Kind: KindUnconsolidatable, Object: reg.String(), Message: e.Note}, reg.Name))
 	case reg.Kind == "NodeClaim" && isInterruption(e):
 		r.add(r.withClaim(Event{Time: now, Kind: KindInterruptionReceived, Object: reg.String(), Reason: e.Reason, Message: e.Note}, reg.Name))
 		if cl := r.claims[reg.Name]; cl != nil && cl.disruption == "" && interruptionReasons[e.Reason] {

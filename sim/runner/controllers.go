@@ -32,6 +32,7 @@ import (
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
@@ -136,7 +137,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
-			SpotToSpot: run.Controller.SpotToSpot, PreferencePolicy: run.Controller.PreferencePolicy,
+			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		ActOnRebalance: run.Controller.ActOnRebalance,
@@ -271,6 +272,13 @@ func Production(d *Deps) ([]watch.Controller, error) {
 				}
 				return []reconcile.Request{watch.Key(c.Object)}
 			}}},
+		})
+	}
+	if d.Disruption.StaticCapacity {
+		out = append(out, watch.Controller{
+			Name:       static.Name,
+			Reconciler: static.New(kube, d.State, d.Cloud, d.Clock, d.Metrics, d.Disruption.MaxInstanceTypes),
+			Start:      []reconcile.Request{static.Request()},
 		})
 	}
 	out = append(out,
@@ -426,9 +434,6 @@ func nodeClaimsOfNodePool(api *apiserver.Server, o client.Object) []reconcile.Re
 // NodeClaims of the node, as the NodeClaim pod-events controller's handler
 // does. Creations do not count.
 func podEvents(api *apiserver.Server) func(apiserver.Change) []reconcile.Request {
-	terminal := func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	}
 	on := func(node string) []reconcile.Request {
 		var out []reconcile.Request
 		for _, c := range api.Select(nodeClaimGVK, nodeClaimNodeNameIndex, node) {
@@ -436,19 +441,16 @@ func podEvents(api *apiserver.Server) func(apiserver.Change) []reconcile.Request
 		}
 		return out
 	}
+	// The controller's own predicates decide which changes count.
 	return func(c apiserver.Change) []reconcile.Request {
 		cur := c.Object.(*corev1.Pod)
 		switch c.Type {
 		case apiserver.Modified:
-			prev := c.Old.(*corev1.Pod)
-			if cur.Spec.NodeName == "" {
-				return nil
-			}
-			if prev.Spec.NodeName == "" || (!terminal(prev) && terminal(cur)) || (prev.DeletionTimestamp.IsZero() && !cur.DeletionTimestamp.IsZero()) {
+			if nodeclaimdisruption.PodEvent(c.Old.(*corev1.Pod), cur) {
 				return on(cur.Spec.NodeName)
 			}
 		case apiserver.Deleted:
-			if cur.Spec.NodeName != "" && !terminal(cur) && cur.DeletionTimestamp.IsZero() {
+			if nodeclaimdisruption.PodGoneEvent(cur) {
 				return on(cur.Spec.NodeName)
 			}
 		}

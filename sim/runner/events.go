@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
@@ -54,6 +56,11 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return r.deleteObject(e.GVK, ev.Delete.Namespace, ev.Delete.Name)
 	case "scale":
 		s := ev.Scale
+		if e.GVK.GroupKind() == (schema.GroupKind{Group: wellknown.GroupCore, Kind: "NodePool"}) {
+			if err := r.staticNodePool(s.Name); err != nil {
+				return "NodePool/" + s.Name, "", err
+			}
+		}
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, *s.Replicas)
 		object, _, err = r.patch(e.GVK, s.Namespace, s.Name, "merge", []byte(patch))
 		return object, fmt.Sprintf("scaled to %d replicas", *s.Replicas), err
@@ -91,6 +98,20 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return "", "the controller's in-memory state was dropped and rebuilt from the API", nil
 	}
 	return "", "", fmt.Errorf("unknown event kind %q", e.Kind)
+}
+
+// staticNodePool refuses to scale a dynamic NodePool, as the API server
+// does: setting spec.replicas through the scale subresource would turn it
+// static, which the NodePool's validation rules forbid.
+func (r *Runner) staticNodePool(name string) error {
+	np := &karpv1.NodePool{}
+	if err := r.api.Get(r.ctx, client.ObjectKey{Name: name}, np); err != nil {
+		return err
+	}
+	if np.Spec.Replicas == nil {
+		return fmt.Errorf("NodePool %s is dynamic (spec.replicas unset) and cannot be scaled: a NodePool cannot switch between static and dynamic; scale a static NodePool, or create one with spec.replicas", name)
+	}
+	return nil
 }
 
 func all(s []string, none string) string {
@@ -248,8 +269,11 @@ func (r *Runner) patch(gvk schema.GroupVersionKind, namespace, name, typ string,
 // validate runs the offline validator on a patched NodePool or
 // EC2NodeClass, as the API server runs the CRD's schema and rules.
 func (r *Runner) validate(gvk schema.GroupVersionKind, data []byte) error {
+	// Decoded as the API server decodes custom resources: whole numbers
+	// are int64, which the schema's integer fields (spec.replicas, read
+	// by the scale subresource's check) need.
 	m := map[string]any{}
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := utiljson.Unmarshal(data, &m); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: m}

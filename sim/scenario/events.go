@@ -50,8 +50,8 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 			te.GVK = l.objectRef(*e.Delete, field+".delete")
 		case "scale":
 			te.GVK = l.objectRef(e.Scale.ObjectRef, field+".scale")
-			if k := te.GVK.Kind; k != "" && k != "Deployment" && k != "ReplicaSet" && k != "StatefulSet" {
-				l.scenarioError(field+".scale.kind", fmt.Sprintf("%s cannot be scaled", k), "scale a Deployment, ReplicaSet or StatefulSet")
+			if !scalable(te.GVK) {
+				l.scenarioError(field+".scale.kind", fmt.Sprintf("%s cannot be scaled", te.GVK.Kind), "scale a Deployment, ReplicaSet, StatefulSet or static NodePool")
 			}
 			if e.Scale.Replicas == nil || *e.Scale.Replicas < 0 {
 				l.scenarioError(field+".scale.replicas", "replicas is missing or negative", "write the number of replicas, such as replicas: 10")
@@ -115,6 +115,23 @@ func (l *loader) applyEvent(te *TimedEvent, field string, v *validation.Validato
 	default:
 		te.Object, te.GVK = o, gvk
 	}
+}
+
+// scalable reports whether a kind has a scale subresource the simulator
+// serves: the workloads, and NodePools, whose spec.replicas (static
+// NodePools) kubectl scale sets. An unresolved kind is reported elsewhere.
+func scalable(gvk schema.GroupVersionKind) bool {
+	switch gvk.GroupKind() {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "karpenter.sh", Kind: "NodePool"}:
+		return true
+	}
+	return gvk.Kind == ""
+}
+
+// isNodePool reports whether gvk is the NodePool kind.
+func isNodePool(gvk schema.GroupVersionKind) bool {
+	return gvk.GroupKind() == schema.GroupKind{Group: "karpenter.sh", Kind: "NodePool"}
 }
 
 // kindPreference orders the groups a bare kind name is looked up in.

@@ -94,6 +94,7 @@ type AWSConfig struct {
 	BootTime          time.Duration
 	ReadyTime         time.Duration
 	SpotPriceFraction float64
+	PlacementGroups   []PlacementGroup
 	// CapacityReservations are created in the account at the start.
 	CapacityReservations []CapacityReservationConfig
 }
@@ -131,8 +132,9 @@ type ControllerConfig struct {
 	PreferencePolicy packer.PreferencePolicy
 	// Feature gates (controller setting feature-gates, as Karpenter's
 	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
-	NodeRepair bool
-	SpotToSpot bool
+	NodeRepair     bool
+	SpotToSpot     bool
+	StaticCapacity bool
 	// ReservedCapacity launches into the capacity reservations node classes
 	// select (default true, as in Karpenter).
 	ReservedCapacity bool
@@ -147,8 +149,8 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation"}
-	ignoredGates = []string{"StaticCapacity"}
+	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
+	ignoredGates = []string{}
 )
 
 // Object is a manifest.
@@ -646,7 +648,13 @@ func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 	c := AWSConfig{
 		Region: a.Region, Zones: slices.Clone(a.Zones), Subnets: a.Subnets, SecurityGroups: a.SecurityGroups,
 		PassRole: a.PassRole, AccessEntries: a.AccessEntries, InterruptionQueue: a.InterruptionQueue,
-		InstanceTypes: a.InstanceTypes,
+		InstanceTypes: a.InstanceTypes, PlacementGroups: slices.Clone(a.PlacementGroups),
+	}
+	for i, g := range c.PlacementGroups {
+		if !slices.Contains([]string{"cluster", "partition", "spread"}, g.Strategy) {
+			l.scenarioError(fmt.Sprintf("spec.aws.placementGroups[%d].strategy", i), fmt.Sprintf("strategy %q is not an EC2 placement strategy", g.Strategy),
+				"use cluster, partition or spread")
+		}
 	}
 	if c.Region == "" {
 		c.Region = fake.DefaultRegion
@@ -823,6 +831,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.SpotToSpot = on
 		case k == "ReservedCapacity":
 			c.ReservedCapacity = on
+		case k == "StaticCapacity":
+			c.StaticCapacity = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}

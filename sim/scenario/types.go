@@ -148,10 +148,24 @@ type AWS struct {
 	// SpotPriceFraction prices spot at this fraction of on-demand, before the
 	// in-memory AWS's small per-zone variation (default 0.35).
 	SpotPriceFraction *float64 `json:"spotPriceFraction,omitempty"`
+	// PlacementGroups are EC2 placement groups of the account, for
+	// EC2NodeClasses' placementGroupSelector (default: none).
+	PlacementGroups []PlacementGroup `json:"placementGroups,omitempty"`
 	// CapacityReservations are on-demand capacity reservations and
 	// capacity blocks in the account, for EC2NodeClasses to select with
 	// capacityReservationSelectorTerms.
 	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+}
+
+// PlacementGroup is an EC2 placement group of the simulated account.
+type PlacementGroup struct {
+	// ID is generated (pg-...) when empty.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	// Strategy is cluster, partition or spread.
+	Strategy string `json:"strategy"`
+	// Partitions is a partition group's partition count (default 2).
+	Partitions int32 `json:"partitions,omitempty"`
 }
 
 // CapacityReservation is a capacity reservation of the simulated account.
@@ -215,7 +229,8 @@ type Event struct {
 	Apply map[string]any `json:"apply,omitempty"`
 	// Delete deletes an object.
 	Delete *ObjectRef `json:"delete,omitempty"`
-	// Scale sets the replicas of a Deployment, ReplicaSet or StatefulSet.
+	// Scale sets the replicas of a Deployment, ReplicaSet, StatefulSet or
+	// static NodePool, as kubectl scale does.
 	Scale *Scale `json:"scale,omitempty"`
 	// Patch patches an object.
 	Patch *Patch `json:"patch,omitempty"`

@@ -99,6 +99,12 @@ type EC2NodeClassSpec struct {
 	// address. Unset means the subnet's setting decides.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of IP prefixes (/28 for IPv4, /80 for
+	// IPv6, following the cluster's IP family) assigned to the primary
+	// network interface at launch.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// AMISelectorTerms select the machine images. Either one term with an
 	// alias (an EKS-optimized image family and version, such as
 	// al2023@latest), or terms with id, name, tags or ssmParameter. An image
@@ -181,6 +187,114 @@ type EC2NodeClassSpec struct {
 	// requests, for accounts that have been given one by AWS.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// NetworkInterfaces are the network interfaces attached at launch, for
+	// example extra EFA devices for machine learning and HPC instances.
+	// Without them the instance gets its primary interface only (and the
+	// EFA interfaces its pods request). When set, the list must include the
+	// primary interface (networkCardIndex 0, deviceIndex 0, interfaceType
+	// interface).
+	// +kubebuilder:validation:MaxItems=150
+	// +kubebuilder:validation:XValidation:rule=`self.exists(i, i.networkCardIndex == 0 && i.deviceIndex == 0 && i.interfaceType == 'interface')`,message="networkInterfaces must include the primary interface: add {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}"
+	// +kubebuilder:validation:XValidation:rule=`self.all(a, self.exists_one(b, b.networkCardIndex == a.networkCardIndex && b.deviceIndex == a.deviceIndex))`,message="each networkCardIndex and deviceIndex pair may appear only once in networkInterfaces: remove the duplicate or change its deviceIndex"
+	// +kubebuilder:validation:XValidation:rule=`self.all(a, a.interfaceType != 'efa-only' || self.exists_one(b, b.interfaceType == 'efa-only' && b.networkCardIndex == a.networkCardIndex))`,message="each network card may have at most one efa-only interface: remove the extra efa-only interfaces or move them to other network cards"
+	// +listType=atomic
+	// +optional
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// PlacementGroupSelector selects the EC2 placement group (cluster,
+	// partition or spread) that every instance of this EC2NodeClass is
+	// launched into, by name or by ID.
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	// ConnectionTracking sets the connection tracking timeouts of the
+	// network interfaces created at launch (except efa-only ones). Unset
+	// timeouts keep the EC2 defaults. Setting it limits launches to Nitro
+	// instance types.
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// CPUOptions set processor features of the instances.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// InterfaceType is the kind of a network interface attached at launch.
+//
+// +kubebuilder:validation:Enum=interface;efa-only
+type InterfaceType string
+
+// Network interface types.
+const (
+	// InterfaceTypeInterface is a standard ENA interface with IP addresses.
+	InterfaceTypeInterface InterfaceType = "interface"
+	// InterfaceTypeEFAOnly is an EFA device for RDMA traffic only; it has
+	// no IP address.
+	InterfaceTypeEFAOnly InterfaceType = "efa-only"
+)
+
+// NetworkInterface is a network interface attached to an instance at launch.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is attached to.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's position on its network card; 0 on
+	// card 0 is the primary interface.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is interface (an ENA interface with IP addresses) or
+	// efa-only (an EFA device without IP addresses).
+	// +required
+	InterfaceType InterfaceType `json:"interfaceType"`
+}
+
+// PlacementGroupSelector selects one placement group, by name or by ID.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.name) || has(self.id)`,message="placementGroupSelector needs name or id: for example name: my-placement-group"
+// +kubebuilder:validation:XValidation:rule=`!(has(self.name) && has(self.id))`,message="placementGroupSelector takes name or id, not both: remove one of them"
+type PlacementGroupSelector struct {
+	// Name selects the placement group with this name.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Name string `json:"name,omitempty"`
+	// ID selects the placement group with this ID.
+	// +kubebuilder:validation:Pattern=`^pg-[0-9a-z]+$`
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// ConnectionTracking sets connection tracking timeouts, in seconds, on
+// network interfaces.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)`,message="connectionTracking needs at least one timeout: set tcpEstablishedTimeout, udpStreamTimeout or udpTimeout, or remove connectionTracking"
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is how long an idle established TCP connection
+	// is tracked, from 60 to 432000 seconds (5 days).
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout is how long an idle UDP flow that has seen more than
+	// one request and response is tracked, from 60 to 180 seconds.
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout is how long an idle UDP flow that has seen traffic in one
+	// direction only, or a single request and response, is tracked, from 30
+	// to 60 seconds.
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions set processor features of the instances.
+type CPUOptions struct {
+	// NestedVirtualization, when enabled, limits launches to instance types
+	// whose processors support nested virtualization and turns it on.
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by ID.

@@ -26,6 +26,7 @@ import (
 // +kubebuilder:printcolumn:name="ID",type="string",JSONPath=`.status.providerID`,priority=1,description="Cloud provider ID of the instance"
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=`.metadata.labels.karpenter\.sh/nodepool`,priority=1,description="NodePool that created the NodeClaim"
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=`.spec.nodeClassRef.name`,priority=1,description="Node class the instance was launched from"
+// +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=`.status.conditions[?(@.type=="Drifted")].status`,priority=1,description="Whether the node no longer matches its NodePool or node class"
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -98,12 +99,20 @@ type NodeClaimSpec struct {
 	ExpireAfter *NillableDuration `json:"expireAfter,omitempty"`
 }
 
+// Operators that Karpenter adds to the node selector operators of
+// Kubernetes. Like Gt and Lt they compare the label's value, a whole number,
+// with the requirement's single value, but include it.
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // NodeSelectorRequirementWithMinValues is a requirement on one node label,
 // with an optional floor on how many different values the launch must be
 // able to choose from.
 //
 // +kubebuilder:validation:XValidation:rule=`self.operator != 'In' || (has(self.values) && self.values.size() > 0)`,message="operator In needs at least one value: list the allowed values, or use Exists to accept any value"
-// +kubebuilder:validation:XValidation:rule=`!(self.operator in ['Gt', 'Lt']) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]{1,18}$'))`,message="operators Gt and Lt need exactly one value, a non-negative whole number such as \"5\""
+// +kubebuilder:validation:XValidation:rule=`!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]{1,18}$'))`,message="operators Gt, Lt, Gte and Lte need exactly one value, a non-negative whole number such as \"5\""
 // +kubebuilder:validation:XValidation:rule=`self.operator != 'In' || !has(self.minValues) || (has(self.values) && self.values.size() >= self.minValues)`,message="minValues is larger than the number of values: list at least minValues values, or lower minValues"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label the requirement applies to.
@@ -117,13 +126,14 @@ type NodeSelectorRequirementWithMinValues struct {
 	// +required
 	Key string `json:"key"`
 	// Operator relates the label's value to Values: In, NotIn, Exists,
-	// DoesNotExist, Gt (greater than) or Lt (less than).
-	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+	// DoesNotExist, Gt (greater than), Lt (less than), Gte (greater than or
+	// equal) or Lte (less than or equal).
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt;Gte;Lte
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values are the label values the operator compares with. In and NotIn
-	// take a list, Gt and Lt a single whole number, Exists and DoesNotExist
-	// none.
+	// take a list, Gt, Lt, Gte and Lte a single whole number, Exists and
+	// DoesNotExist none.
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
 	// +listType=atomic

@@ -13,6 +13,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter,shortName={np,nps}
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=`.spec.template.spec.nodeClassRef.name`,description="Node class the NodePool launches from"
 // +kubebuilder:printcolumn:name="Nodes",type="integer",JSONPath=`.status.nodes`,description="Number of nodes the NodePool owns"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the NodePool is valid and its node class is ready"
@@ -25,6 +26,9 @@ type NodePool struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the NodePool's desired behaviour.
+	// +kubebuilder:validation:XValidation:rule=`has(self.replicas) == has(oldSelf.replicas)`,message="a NodePool cannot switch between static (replicas set) and dynamic (replicas unset): create a new NodePool of the other kind, then delete this one"
+	// +kubebuilder:validation:XValidation:rule=`!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)`,message="a static NodePool (replicas set) supports only limits.nodes: remove the other limits"
+	// +kubebuilder:validation:XValidation:rule=`!has(self.replicas) || !has(self.weight)`,message="a static NodePool (replicas set) cannot have a weight: remove weight"
 	// +required
 	Spec NodePoolSpec `json:"spec"`
 	// Status is the NodePool's observed state.
@@ -63,6 +67,14 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the NodePool static: stevedore keeps exactly this many
+	// nodes, whatever the pods need, instead of sizing the NodePool to the
+	// pending pods. Consolidation does not apply to a static NodePool, it
+	// supports only limits.nodes, and it cannot have a weight. A NodePool
+	// cannot switch between static and dynamic. The field is alpha upstream.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // NodeClaimTemplate is the pattern for a NodePool's NodeClaims.
@@ -168,7 +180,7 @@ type NodeClaimTemplateSpec struct {
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
 //
-// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 type ConsolidationPolicy string
 
 const (
@@ -178,6 +190,10 @@ const (
 	// ConsolidationPolicyWhenEmptyOrUnderutilized also removes or replaces
 	// nodes whose pods fit elsewhere or on a cheaper node.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced considers the same nodes as
+	// WhenEmptyOrUnderutilized, but consolidates only when the savings are
+	// worth the disruption to the pods that move.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // DisruptionReason is a reason for which stevedore disrupts nodes on its own
@@ -201,8 +217,10 @@ const (
 // initiative, and how many at a time.
 type Disruption struct {
 	// ConsolidationPolicy says which nodes consolidation may act on:
-	// WhenEmpty (only nodes without pods) or WhenEmptyOrUnderutilized (also
-	// nodes whose pods fit elsewhere or on a cheaper node).
+	// WhenEmpty (only nodes without pods), WhenEmptyOrUnderutilized (also
+	// nodes whose pods fit elsewhere or on a cheaper node) or Balanced (as
+	// WhenEmptyOrUnderutilized, but only when the savings are worth the
+	// disruption). A static NodePool ignores it.
 	// +kubebuilder:default=WhenEmptyOrUnderutilized
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`

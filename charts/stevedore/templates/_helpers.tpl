@@ -25,6 +25,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "stevedore.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "stevedore.serviceAccountName" -}}
@@ -38,8 +41,78 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "stevedore.image" -}}
 {{- $img := .Values.controller.image -}}
 {{- if $img.digest -}}
+{{- if $img.tag -}}
+{{- printf "%s:%s@%s" $img.repository $img.tag $img.digest -}}
+{{- else -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
+{{- end -}}
 {{- else -}}
 {{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
+{{- end -}}
+
+{{- define "stevedore.pullPolicy" -}}
+{{- default .Values.imagePullPolicy .Values.controller.image.pullPolicy -}}
+{{- end -}}
+
+{{- define "stevedore.metricsPort" -}}
+{{- if kindIs "invalid" .Values.controller.metricsPort -}}{{ .Values.controller.metrics.port }}{{- else -}}{{ .Values.controller.metricsPort }}{{- end -}}
+{{- end -}}
+
+{{- define "stevedore.healthProbePort" -}}
+{{- if kindIs "invalid" .Values.controller.healthProbePort -}}{{ .Values.controller.healthProbe.port }}{{- else -}}{{ .Values.controller.healthProbePort }}{{- end -}}
+{{- end -}}
+
+{{/*
+stevedore.featureGates renders settings.featureGates as FEATURE_GATES: a
+string passes as it is; a map (nodeRepair: true) becomes NodeRepair=true,
+in key order so that the output does not depend on map order.
+*/}}
+{{- define "stevedore.featureGates" -}}
+{{- $g := .Values.settings.featureGates -}}
+{{- if kindIs "string" $g -}}
+{{- $g -}}
+{{- else -}}
+{{- $parts := list -}}
+{{- range $k := keys $g | sortAlpha -}}
+{{- $parts = append $parts (printf "%s%s=%v" (upper (substr 0 1 $k)) (substr 1 (len $k) $k) (get $g $k)) -}}
+{{- end -}}
+{{- join "," $parts -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stevedore.affinity is .Values.affinity with the chart's selector labels
+given to every pod (anti-)affinity term that has no labelSelector, as
+Karpenter's chart does.
+*/}}
+{{- define "stevedore.affinity" -}}
+{{- $aff := deepCopy .Values.affinity -}}
+{{- $sel := dict "matchLabels" (include "stevedore.selectorLabels" . | fromYaml) -}}
+{{- range $kind := list "podAffinity" "podAntiAffinity" -}}
+{{- with get $aff $kind -}}
+{{- range $term := (get . "requiredDuringSchedulingIgnoredDuringExecution" | default list) -}}
+{{- if not (hasKey $term "labelSelector") }}{{ $_ := set $term "labelSelector" $sel }}{{ end -}}
+{{- end -}}
+{{- range $w := (get . "preferredDuringSchedulingIgnoredDuringExecution" | default list) -}}
+{{- if not (hasKey $w.podAffinityTerm "labelSelector") }}{{ $_ := set $w.podAffinityTerm "labelSelector" $sel }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $aff -}}
+{{- end -}}
+
+{{/*
+stevedore.topologySpreadConstraints gives the chart's selector labels to
+every constraint without a labelSelector.
+*/}}
+{{- define "stevedore.topologySpreadConstraints" -}}
+{{- $out := list -}}
+{{- $sel := dict "matchLabels" (include "stevedore.selectorLabels" . | fromYaml) -}}
+{{- range $c := .Values.topologySpreadConstraints -}}
+{{- $c = deepCopy $c -}}
+{{- if not (hasKey $c "labelSelector") }}{{ $_ := set $c "labelSelector" $sel }}{{ end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}

@@ -479,6 +479,7 @@ func (f *AWS) launch(c *candidate, lifecycle, reservationID string, fleetTags ma
 	if lifecycle == CapacityTypeSpot {
 		inst.spotRequestID = "sir-" + f.hex(8)
 	}
+	f.place(inst, c.lt.data.Placement)
 	if c.reservation != nil {
 		c.reservation.Available--
 		inst.capacityReservationID = c.reservation.ID

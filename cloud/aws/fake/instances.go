@@ -46,6 +46,10 @@ type instance struct {
 	transitionReason             string
 	pool                         poolKey
 	poolLimited                  bool
+	// placementGroupID and partition are the placement group the instance
+	// was launched into (from its launch template), if any.
+	placementGroupID string
+	partition        int32
 }
 
 type stateEvent struct {
@@ -72,6 +76,10 @@ type InstanceInfo struct {
 	Tags                  map[string]string
 	// UserData is the launch template's user data, base64 as sent.
 	UserData string
+	// PlacementGroupID and PlacementPartition are the placement group (and
+	// partition) the instance runs in, if any.
+	PlacementGroupID   string
+	PlacementPartition int32
 }
 
 // Instance returns a snapshot of an instance that DescribeInstances would
@@ -89,7 +97,7 @@ func (f *AWS) Instance(id string) (InstanceInfo, bool) {
 		CapacityType: inst.capacityType, State: inst.state, LaunchTime: inst.launchTime, PrivateDNSName: inst.dnsName,
 		PrivateIP: inst.privateIP, SecurityGroupIDs: append([]string(nil), inst.securityGroups...),
 		InstanceProfile: inst.profileName, LaunchTemplateName: inst.ltName, CapacityReservationID: inst.capacityReservationID,
-		Tags: copyMap(inst.tags),
+		Tags: copyMap(inst.tags), PlacementGroupID: inst.placementGroupID, PlacementPartition: inst.partition,
 	}
 	if p, ok := f.profiles[inst.profileName]; ok && len(p.roles) > 0 {
 		info.Role = p.roles[0]
@@ -280,7 +288,7 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 		Architecture:          ec2types.ArchitectureValues(inst.arch),
 		State:                 &ec2types.InstanceState{Name: ec2types.InstanceStateName(inst.state), Code: ptr(stateCodes[inst.state])},
 		LaunchTime:            ptr(inst.launchTime),
-		Placement:             &ec2types.Placement{AvailabilityZone: ptr(inst.zone), AvailabilityZoneId: ptr(f.zoneID(inst.zone)), Tenancy: ec2types.TenancyDefault},
+		Placement:             f.instancePlacement(inst),
 		PrivateDnsName:        ptr(inst.dnsName),
 		PrivateIpAddress:      ptr(inst.privateIP),
 		SubnetId:              ptr(inst.subnetID),

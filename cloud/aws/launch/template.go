@@ -52,6 +52,8 @@ type TemplateParams struct {
 	// kubelet; they must be the same for every instance type of the group.
 	Labels map[string]string
 	Taints []corev1.Taint
+	// Placement is the node class's resolved placement group, if any.
+	Placement Placement
 	// Reservation, when set, is the capacity reservation the template
 	// launches into: its instances may launch only there
 	// (capacity-reservations-only), and a capacity block's are
@@ -185,15 +187,13 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
 		}
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              ptr(int32(0)),
-			AssociatePublicIpAddress: ptr(*nc.Spec.AssociatePublicIPAddress),
-			Groups:                   sgs,
-		}}
-	} else {
+	// Security groups go on the interfaces when the template lists any;
+	// EC2 rejects them in both places.
+	if data.NetworkInterfaces = networkInterfaces(&nc.Spec, sgs, ipv6Cluster(p.ClusterDNS)); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = sgs
 	}
+	data.CpuOptions = cpuOptions(nc.Spec.CPUOptions)
+	data.Placement = placement(p.Placement)
 	return &Template{Name: templateName(p.ClusterName, data, tags), ImageID: p.ImageID, Data: data, Tags: tags}, nil
 }
 

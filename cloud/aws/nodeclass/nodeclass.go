@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -162,6 +163,17 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 		st.CapacityReservations = reservations
 		set(awsv1.ConditionTypeCapacityReservationsReady, o)
 	}
+	var extraReady []string
+	if sel := nc.Spec.PlacementGroupSelector; sel == nil {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionTypePlacementGroupReady)
+	} else {
+		extraReady = append(extraReady, ConditionTypePlacementGroupReady)
+		o, err := r.resolvePlacementGroup(ctx, sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolving placementGroupSelector: %w", err))
+		}
+		set(ConditionTypePlacementGroupReady, o)
+	}
 	profile, o, err := r.resolveInstanceProfile(ctx, nc)
 	if err != nil {
 		errs, kept = append(errs, fmt.Errorf("resolving the instance profile: %w", err)), true
@@ -178,7 +190,7 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 			set(awsv1.ConditionTypeValidationSucceeded, o)
 		}
 	}
-	set(awsv1.ConditionTypeReady, readiness(st.Conditions, nc.Generation))
+	set(awsv1.ConditionTypeReady, readiness(st.Conditions, nc.Generation, extraReady...))
 	return st, errors.Join(errs...)
 }
 
@@ -207,10 +219,14 @@ var readyDependencies = []string{
 
 // readiness computes Ready. A dependency evaluated for an older generation
 // counts as unknown: its verdict was about a spec that no longer exists.
-func readiness(conditions []metav1.Condition, generation int64) outcome {
+//
+// extra are further conditions that count while the node class uses the
+// feature they describe (PlacementGroupReady while a placement group is
+// selected).
+func readiness(conditions []metav1.Condition, generation int64, extra ...string) outcome {
 	var falseReason string
 	var falses, unknowns []string
-	for _, t := range readyDependencies {
+	for _, t := range append(slices.Clip(readyDependencies), extra...) {
 		c := meta.FindStatusCondition(conditions, t)
 		switch {
 		case c == nil:

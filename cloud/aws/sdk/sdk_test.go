@@ -204,6 +204,22 @@ const getParameterJSON = `{"Parameter":{"ARN":"arn:aws:ssm:us-east-1::parameter/
 
 const spotBody = `{"version":"0","id":"1e5527d7-bb36-4607-3370-4164db56a40e","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-07-01T12:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1b:instance/i-0abcdef1234567890"],"detail":{"instance-id":"i-0abcdef1234567890","instance-action":"terminate"}}`
 
+const describePlacementGroupsXML = `<?xml version="1.0" encoding="UTF-8"?>
+<DescribePlacementGroupsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>d4904fd9-82c2-4ea5-adfe-a9cc3EXAMPLE</requestId>
+    <placementGroupSet>
+        <item>
+            <groupName>training</groupName>
+            <state>available</state>
+            <strategy>partition</strategy>
+            <partitionCount>3</partitionCount>
+            <groupId>pg-0123456789abcdef0</groupId>
+            <groupArn>arn:aws:ec2:us-east-1:123456789012:placement-group/training</groupArn>
+            <tagSet/>
+        </item>
+    </placementGroupSet>
+</DescribePlacementGroupsResponse>`
+
 type recorded struct {
 	target string
 	form   url.Values
@@ -238,6 +254,9 @@ func newServer(t *testing.T, got *[]recorded) *httptest.Server {
 		case rec.form.Get("Action") == "DescribeSubnets":
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 			io.WriteString(w, describeSubnetsXML)
+		case rec.form.Get("Action") == "DescribePlacementGroups":
+			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+			io.WriteString(w, describePlacementGroupsXML)
 		case rec.form.Get("Action") == "DescribeInstanceTypes":
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 			io.WriteString(w, describeInstanceTypesXML)
@@ -363,6 +382,24 @@ func TestEC2ThroughInterface(t *testing.T) {
 		}
 		if form := got[len(got)-1].form; form.Get("CapacityReservationId.1") != "cr-0a1b2c3d4e5f60718" {
 			t.Errorf("ID not serialized as expected: %v", form)
+		}
+	})
+
+	t.Run("DescribePlacementGroups", func(t *testing.T) {
+		out, err := clients.EC2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"training"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.PlacementGroups) != 1 {
+			t.Fatalf("got %d placement groups", len(out.PlacementGroups))
+		}
+		g := out.PlacementGroups[0]
+		if aws.ToString(g.GroupId) != "pg-0123456789abcdef0" || aws.ToString(g.GroupName) != "training" ||
+			g.Strategy != ec2types.PlacementStrategyPartition || aws.ToInt32(g.PartitionCount) != 3 || g.State != ec2types.PlacementGroupStateAvailable {
+			t.Errorf("unexpected placement group %+v", g)
+		}
+		if form := got[len(got)-1].form; form.Get("GroupName.1") != "training" {
+			t.Errorf("group name not serialized as expected: %v", form)
 		}
 	})
 

@@ -724,8 +724,10 @@ func TestPodEventPredicate(t *testing.T) {
 		{"terminating", pod("n", corev1.PodRunning, false), pod("n", corev1.PodRunning, true), true},
 		{"terminating already", pod("n", corev1.PodRunning, true), pod("n", corev1.PodRunning, true), false},
 		{"unbound pod deleted", pod("", corev1.PodPending, false), pod("", corev1.PodPending, true), false},
+		{"DaemonSet pod bound", pod("", corev1.PodPending, false), daemonPod(pod("n", corev1.PodPending, false)), false},
+		{"DaemonSet pod terminating", daemonPod(pod("n", corev1.PodRunning, false)), daemonPod(pod("n", corev1.PodRunning, true)), false},
 	} {
-		if got := podEvent(tc.prev, tc.cur); got != tc.want {
+		if got := PodEvent(tc.prev, tc.cur); got != tc.want {
 			t.Errorf("%s: podEvent = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -738,8 +740,9 @@ func TestPodEventPredicate(t *testing.T) {
 		{"deleted after terminating", pod("n", corev1.PodRunning, true), false},
 		{"deleted after completing", pod("n", corev1.PodSucceeded, false), false},
 		{"deleted while unbound", pod("", corev1.PodPending, false), false},
+		{"force-deleted DaemonSet pod", daemonPod(pod("n", corev1.PodRunning, false)), false},
 	} {
-		if got := podGoneEvent(tc.pod); got != tc.want {
+		if got := PodGoneEvent(tc.pod); got != tc.want {
 			t.Errorf("%s: podGoneEvent = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -834,4 +837,11 @@ func TestStatusWrittenOnChange(t *testing.T) {
 	if got := e.get("write"); len(got.Status.Conditions) != 0 {
 		t.Errorf("conditions after emptying them: %+v", got.Status.Conditions)
 	}
+}
+
+// daemonPod makes p a DaemonSet's pod.
+func daemonPod(p *corev1.Pod) *corev1.Pod {
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: &yes}}
+	return p
 }

@@ -31,7 +31,7 @@ const PodEventDedupe = 10 * time.Second
 
 // ReconcilePodEvent records that a pod arrived on or left the node of the
 // NodeClaim named by req: status.lastPodEventTime becomes now. It is called
-// only for the pod events that count (see podEvent), so it does not check
+// only for the pod events that count (see PodEvent), so it does not check
 // the pods itself.
 //
 // Within PodEventDedupe of the last write nothing is written; the request
@@ -69,11 +69,15 @@ func (r *Reconciler) ReconcilePodEvent(ctx context.Context, req reconcile.Reques
 	return reconcile.Result{}, nil
 }
 
-// podEvent reports whether a pod's change from prev to cur counts as a pod
+// PodEvent reports whether a pod's change from prev to cur counts as a pod
 // event of its node: the pod was bound to it, turned terminal (Succeeded or
 // Failed) or started terminating.
-func podEvent(prev, cur *corev1.Pod) bool {
-	if cur.Spec.NodeName == "" {
+//
+// DaemonSet pods never count, as in Karpenter: they follow nodes rather than
+// load, so a DaemonSet rolling out must not keep every node from
+// consolidating.
+func PodEvent(prev, cur *corev1.Pod) bool {
+	if cur.Spec.NodeName == "" || ownedByDaemonSet(cur) {
 		return false
 	}
 	bound := prev.Spec.NodeName == ""
@@ -82,12 +86,22 @@ func podEvent(prev, cur *corev1.Pod) bool {
 	return bound || terminal || terminating
 }
 
-// podGoneEvent reports whether the deletion of pod, in its last known state,
+// PodGoneEvent reports whether the deletion of pod, in its last known state,
 // counts as a pod event: it was on a node and had neither turned terminal nor
 // started terminating, which would have been counted already. That is a pod
 // deleted without a grace period.
-func podGoneEvent(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && !terminalPod(pod) && pod.DeletionTimestamp.IsZero()
+func PodGoneEvent(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && !ownedByDaemonSet(pod) && !terminalPod(pod) && pod.DeletionTimestamp.IsZero()
+}
+
+// ownedByDaemonSet reports whether a DaemonSet controls pod.
+func ownedByDaemonSet(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
 }
 
 func terminalPod(p *corev1.Pod) bool {
@@ -100,7 +114,13 @@ func terminalPod(p *corev1.Pod) bool {
 // Creations do not count, not even of pods created already bound to a node
 // (static pods' mirrors): when the controller starts, every existing pod
 // arrives as a creation, and counting them would restart every node's
-// consolidateAfter window at each restart.
+// consolidateAfter window at each restart. Karpenter does handle creations:
+// it sets lastPodEventTime to the pod's PodScheduled transition time (or
+// to now for a finished or terminating pod), for every pod, at every
+// restart. stevedore keeps the recorded lastPodEventTime instead, which a
+// restart does not lose (it is in the NodeClaim's status); what differs is
+// a pod bound or finished while no controller ran, which Karpenter counts
+// from its PodScheduled time and stevedore does not count.
 func podEventHandler(nodeClaimsOn func(ctx context.Context, nodeName string) []reconcile.Request) handler.EventHandler {
 	enqueue := func(ctx context.Context, nodeName string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range nodeClaimsOn(ctx, nodeName) {
@@ -111,12 +131,12 @@ func podEventHandler(nodeClaimsOn func(ctx context.Context, nodeName string) []r
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			prev, ok1 := e.ObjectOld.(*corev1.Pod)
 			cur, ok2 := e.ObjectNew.(*corev1.Pod)
-			if ok1 && ok2 && podEvent(prev, cur) {
+			if ok1 && ok2 && PodEvent(prev, cur) {
 				enqueue(ctx, cur.Spec.NodeName, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if pod, ok := e.Object.(*corev1.Pod); ok && podGoneEvent(pod) {
+			if pod, ok := e.Object.(*corev1.Pod); ok && PodGoneEvent(pod) {
 				enqueue(ctx, pod.Spec.NodeName, q)
 			}
 		},

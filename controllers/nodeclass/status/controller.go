@@ -80,6 +80,11 @@ type Options struct {
 	// node class hash. It must be the one the cloud provider stamps
 	// NodeClaims with, or every NodeClaim drifts.
 	CABundle string
+	// RefreshInterval, when positive, is how soon a Ready node class is
+	// resolved again (its images, subnets and security groups), in place of
+	// ReadyRequeue: the smaller of the AMI and subnet refresh intervals
+	// (AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL).
+	RefreshInterval time.Duration
 }
 
 // Reconciler is the EC2NodeClass controller. Create it with New.
@@ -159,12 +164,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The work queue retries with its backoff.
 		return reconcile.Result{}, fmt.Errorf("resolving EC2NodeClass %s: %w", nc.Name, resolveErr)
 	}
-	return reconcile.Result{RequeueAfter: requeueAfter(nc)}, nil
+	ready := ReadyRequeue
+	if r.opts.RefreshInterval > 0 {
+		ready = r.opts.RefreshInterval
+	}
+	return reconcile.Result{RequeueAfter: requeueAfter(nc, ready)}, nil
 }
 
-// requeueAfter is how soon a resolved node class is resolved again.
-func requeueAfter(nc *awsv1.EC2NodeClass) time.Duration {
-	d := ReadyRequeue
+// requeueAfter is how soon a resolved node class is resolved again: after
+// ready when it is Ready.
+func requeueAfter(nc *awsv1.EC2NodeClass, ready time.Duration) time.Duration {
+	d := ready
 	if !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeReady) {
 		d = NotReadyRequeue
 	}

@@ -277,3 +277,31 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 		t.Errorf("EC2NodeClass still exists with finalizers %v after its NodeClaims went", nc.Finalizers)
 	}
 }
+
+// TestReadyRequeueFollowsRefreshInterval: a Ready node class is resolved
+// again after the configured refresh interval (the smaller of
+// AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL), not the fixed default.
+func TestReadyRequeueFollowsRefreshInterval(t *testing.T) {
+	for _, tc := range []struct {
+		interval, want time.Duration
+	}{
+		{interval: 0, want: ReadyRequeue},
+		{interval: time.Minute, want: time.Minute},
+		{interval: 3 * time.Minute, want: 3 * time.Minute},
+	} {
+		e := newEnv(t, 1)
+		e.r = New(kube, e.resolver, e.rec, Options{KubernetesVersion: k8sVersion, CABundle: caBundle, RefreshInterval: tc.interval})
+		name := fmt.Sprintf("refresh-%d", int(tc.interval.Seconds()))
+		e.nodeClass(name, clusterName)
+		res, nc, err := e.reconcile(name)
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		if c := condition(t, nc, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+			t.Fatalf("Ready = %+v", c)
+		}
+		if res.RequeueAfter != tc.want {
+			t.Errorf("RefreshInterval %v: RequeueAfter = %v, want %v", tc.interval, res.RequeueAfter, tc.want)
+		}
+	}
+}

@@ -24,11 +24,16 @@ func TestRequeueAfter(t *testing.T) {
 		{"not ready", nil, []metav1.Condition{notReady}, NotReadyRequeue},
 		{"ready with reservations: polled every minute", terms, []metav1.Condition{ready, reservations}, CapacityReservationRequeue},
 		{"reservations not resolved (ReservedCapacity off)", terms, []metav1.Condition{ready}, ReadyRequeue},
+		{"a shorter refresh interval than a minute stands", terms, []metav1.Condition{ready, reservations}, 30 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{CapacityReservationSelectorTerms: tt.terms}, Status: awsv1.EC2NodeClassStatus{Conditions: tt.conditions}}
-			if got := requeueAfter(nc); got != tt.want {
+			interval := ReadyRequeue
+			if tt.want == 30*time.Second {
+				interval = tt.want
+			}
+			if got := requeueAfter(nc, interval); got != tt.want {
 				t.Errorf("requeueAfter = %v, want %v", got, tt.want)
 			}
 		})
