@@ -477,6 +477,17 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 			h.cloud.ICE().MarkUnavailable(t, z, wellknown.CapacityTypeSpot)
 		}
 	}
+	if a.Event.Kind == interruption.KindCapacityReservationInterrupted && h.cloud != nil {
+		// The reservation is being reclaimed: the replacement, and the
+		// launches after it, go elsewhere until it is described again.
+		id := a.Event.CapacityReservationID
+		if id == "" {
+			id = nc.Labels[wellknown.LabelCapacityReservationID]
+		}
+		if id != "" {
+			h.cloud.MarkReservationUnavailable(id)
+		}
+	}
 	if !nc.DeletionTimestamp.IsZero() {
 		return nil
 	}

@@ -373,8 +373,9 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 
 // resolve returns the instance types the node class can launch, each with
 // its offerings in the zones of the node class's subnets (on-demand, then
-// spot, per zone in order), unavailable where the ICE cache says so. Types no
-// selected image suits are left out when the node class has images.
+// spot, per zone in order), unavailable where the ICE cache says so, and
+// then its reserved offerings (see withReservations). Types no selected
+// image suits are left out when the node class has images.
 //
 // The result comes from the provider's type cache (typecache.go) and is
 // shared between callers: it must not be modified.
@@ -387,7 +388,10 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 	if _, err := p.placementGroup(ctx, nc); err != nil {
 		return nil, snap, err
 	}
-	return p.typeCache.get(p, nc, snap), snap, nil
+	// Reserved offerings are added past the cache: their availability
+	// moves with every launch into a reservation.
+	p.syncReservations(ctx, nc)
+	return p.withReservations(p.typeCache.get(p, nc, snap), nc, snap), snap, nil
 }
 
 // baseTypes computes what the node class makes of every described instance

@@ -90,6 +90,11 @@ type Options struct {
 	Region string
 	// CacheTTL defaults to DefaultCacheTTL.
 	CacheTTL time.Duration
+	// DisableReservedCapacity turns the ReservedCapacity feature gate off
+	// (it is on by default, as in Karpenter): no reserved offerings, no
+	// launches into capacity reservations, and instances in reservations
+	// count as on-demand.
+	DisableReservedCapacity bool
 }
 
 // Provider is the AWS cloud provider. Create it with New; it is safe for
@@ -106,6 +111,9 @@ type Provider struct {
 	templates *launch.Templates
 	typeCache typeCache
 	pgs       placementGroups
+	// reservations are the instance counts left in capacity reservations.
+	reservations    *reservationCounts
+	disableReserved bool
 
 	mu     sync.Mutex
 	region string
@@ -152,6 +160,9 @@ func New(opts Options) (*Provider, error) {
 		ice:       launch.NewICECache(opts.Clock),
 		templates: launch.NewTemplates(opts.Clients.EC2),
 		region:    opts.Region,
+
+		reservations:    newReservationCounts(),
+		disableReserved: opts.DisableReservedCapacity,
 	}, nil
 }
 

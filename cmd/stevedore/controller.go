@@ -727,6 +727,10 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		return err
 	}
 
+	gates, err := parseFeatureGates(opts.featureGates)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
+	}
 	kube := mgr.GetClient()
 	provider, err := aws.New(aws.Options{
 		Clients:  clients,
@@ -741,6 +745,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		},
 		Cluster: cluster,
 		Region:  region,
+
+		DisableReservedCapacity: !gates[gateReservedCapacity],
 	})
 	if err != nil {
 		return err
@@ -748,10 +754,6 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	reg := opts.registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
-	}
-	gates, err := parseFeatureGates(opts.featureGates)
-	if err != nil {
-		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
 	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Cloud:    provider,
@@ -761,6 +763,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			ClusterName:   st.ClusterName,
 			Region:        region,
 			DisableDryRun: st.DisableDryRun,
+
+			DisableCapacityReservations: !gates[gateReservedCapacity],
 		}),
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle,
 			RefreshInterval: min(st.AMIRefreshInterval, st.SubnetRefreshInterval)},

@@ -51,8 +51,15 @@ type Offering struct {
 	// PricePerHour in USD.
 	PricePerHour float64
 	// Available is false while the offering is known to lack capacity (for
-	// example after an insufficient-capacity error).
+	// example after an insufficient-capacity error, or a capacity
+	// reservation with no instance left).
 	Available bool
+	// ReservationID is the capacity reservation a CapacityTypeReserved
+	// offering launches into; empty for other capacity types.
+	ReservationID string
+	// ReservationCapacity is how many more instances that reservation
+	// takes, as last known; 0 for other capacity types.
+	ReservationCapacity int
 }
 
 // NodePool is a NodePool as the packer needs it: what its nodes look like and

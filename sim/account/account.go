@@ -189,6 +189,16 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 		}
 		subnetIDs = append(subnetIDs, id)
 	}
+	for i, r := range a.CapacityReservations {
+		_, err := f.AddCapacityReservation(fake.CapacityReservation{
+			ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Total: r.Count,
+			MatchCriteria: r.InstanceMatchCriteria, ReservationType: r.Type, EndDate: r.End,
+			Interruptible: r.Interruptible, Tags: r.Tags,
+		})
+		if err != nil {
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.capacityReservations[%d]: %w", i, err)
+		}
+	}
 	var sgIDs []string
 	if len(a.SecurityGroups) == 0 {
 		id, err := f.AddSecurityGroup(fake.SecurityGroup{Name: "eks-cluster-sg-" + name, Description: "EKS created security group", Tags: withName(tags, "eks-cluster-sg-"+name)})

@@ -105,6 +105,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 		},
 		Cluster: info,
 		Region:  run.AWS.Region,
+
+		DisableReservedCapacity: !run.Controller.ReservedCapacity,
 	})
 	if err != nil {
 		return nil, err
@@ -123,6 +125,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Clients: r.world.clients,
 		Resolver: nodeclass.NewResolver(r.world.clients, nodeclass.Options{
 			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
+			DisableCapacityReservations: !run.Controller.ReservedCapacity,
 		}),
 		State:     state.NewCluster(),
 		Clock:     r.clock,

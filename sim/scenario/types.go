@@ -151,6 +151,10 @@ type AWS struct {
 	// PlacementGroups are EC2 placement groups of the account, for
 	// EC2NodeClasses' placementGroupSelector (default: none).
 	PlacementGroups []PlacementGroup `json:"placementGroups,omitempty"`
+	// CapacityReservations are on-demand capacity reservations and
+	// capacity blocks in the account, for EC2NodeClasses to select with
+	// capacityReservationSelectorTerms.
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 }
 
 // PlacementGroup is an EC2 placement group of the simulated account.
@@ -162,6 +166,28 @@ type PlacementGroup struct {
 	Strategy string `json:"strategy"`
 	// Partitions is a partition group's partition count (default 2).
 	Partitions int32 `json:"partitions,omitempty"`
+}
+
+// CapacityReservation is a capacity reservation of the simulated account.
+// Launches into it take a slot; terminations give it back.
+type CapacityReservation struct {
+	// ID is the reservation's ID, cr- and 17 hex digits (default: one
+	// generated from the seed).
+	ID           string `json:"id,omitempty"`
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	// Count is how many instances it holds.
+	Count int `json:"count"`
+	// Type is default (an on-demand capacity reservation, the default) or
+	// capacity-block.
+	Type string `json:"type,omitempty"`
+	// InstanceMatchCriteria is targeted (default) or open.
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	// End is when it ends, as a Go duration from the start of the run
+	// (default: never; a capacity block needs one).
+	End           Duration          `json:"end,omitempty"`
+	Interruptible bool              `json:"interruptible,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
 }
 
 // Subnet is a subnet of the simulated VPC.

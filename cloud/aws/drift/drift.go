@@ -43,6 +43,9 @@ const (
 	AMIDrift           cloud.DriftReason = "AMIDrift"
 	SecurityGroupDrift cloud.DriftReason = "SecurityGroupDrift"
 	SubnetDrift        cloud.DriftReason = "SubnetDrift"
+	// CapacityReservationDrift: the instance runs in a capacity reservation
+	// the node class no longer selects.
+	CapacityReservationDrift cloud.DriftReason = "CapacityReservationDrift"
 	// PlacementGroupDrift is Karpenter's reason for an instance outside the
 	// placement group its node class selects.
 	PlacementGroupDrift cloud.DriftReason = "PlacementGroupDrift"
@@ -149,6 +152,10 @@ type Instance struct {
 	ImageID          string
 	SubnetID         string
 	SecurityGroupIDs []string
+	// CapacityReservationID is the reservation the instance was launched
+	// into by targeting it; empty for other instances, and for every
+	// instance while the ReservedCapacity feature gate is off.
+	CapacityReservationID string
 }
 
 // Input is everything the drift checks read.
@@ -214,6 +221,12 @@ func Check(in Input) (cloud.DriftReason, error) {
 	}
 	if !slices.ContainsFunc(status.Subnets, func(s awsv1.Subnet) bool { return s.ID == in.Instance.SubnetID }) {
 		return SubnetDrift, nil
+	}
+	// status.capacityReservations is resolved again every minute, which
+	// stands for Karpenter's uncached look at EC2 before it reports this.
+	if id := in.Instance.CapacityReservationID; id != "" &&
+		!slices.ContainsFunc(status.CapacityReservations, func(cr awsv1.CapacityReservation) bool { return cr.ID == id }) {
+		return CapacityReservationDrift, nil
 	}
 	unresolved := in.NodeClass.Spec.PlacementGroupSelector != nil && in.PlacementGroupID == ""
 	if !unresolved && in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] != in.PlacementGroupID {

@@ -83,6 +83,19 @@ func TestCheck(t *testing.T) {
 			in.Instance.SubnetID = "subnet-z"
 		}, want: SecurityGroupDrift},
 		{name: "subnet", mutate: func(in *Input) { in.Instance.SubnetID = "subnet-z" }, want: SubnetDrift},
+		{name: "reservation still selected", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.NodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-2"}, {ID: "cr-1"}}
+		}},
+		{name: "reservation no longer selected", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.NodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-2"}}
+		}, want: CapacityReservationDrift},
+		{name: "subnet wins over reservation", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.Instance.SubnetID = "subnet-z"
+		}, want: SubnetDrift},
+		{name: "not in a reservation", mutate: func(in *Input) { in.NodeClass.Status.CapacityReservations = nil }},
 		{name: "placement group unchanged", mutate: func(in *Input) {
 			in.NodeClass.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "g"}
 			in.PlacementGroupID = "pg-1"

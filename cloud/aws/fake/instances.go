@@ -325,6 +325,18 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 	if inst.capacityReservationID != "" {
 		out.CapacityReservationId = ptr(inst.capacityReservationID)
 	}
+	// The preference the instance launched with, as EC2 reports it: the
+	// launch template's, else open.
+	out.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{CapacityReservationPreference: ec2types.CapacityReservationPreferenceOpen}
+	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok && lt.data.CapacityReservationSpecification != nil {
+		crs := lt.data.CapacityReservationSpecification
+		if crs.CapacityReservationPreference != "" {
+			out.CapacityReservationSpecification.CapacityReservationPreference = crs.CapacityReservationPreference
+		}
+		if t := crs.CapacityReservationTarget; t != nil && t.CapacityReservationId != nil {
+			out.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTargetResponse{CapacityReservationId: ptr(*t.CapacityReservationId)}
+		}
+	}
 	if p, ok := f.profiles[inst.profileName]; ok {
 		out.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: ptr(p.arn), Id: ptr(p.id)}
 	}

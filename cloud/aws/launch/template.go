@@ -54,6 +54,17 @@ type TemplateParams struct {
 	Taints []corev1.Taint
 	// Placement is the node class's resolved placement group, if any.
 	Placement Placement
+	// Reservation, when set, is the capacity reservation the template
+	// launches into: its instances may launch only there
+	// (capacity-reservations-only), and a capacity block's are
+	// capacity-block market instances.
+	Reservation *Reservation
+	// OptOutOfReservations sets the capacity reservation preference of a
+	// template without Reservation to none, so that its spot and on-demand
+	// instances do not land in open capacity reservations, which stay for
+	// the launches that target them: Karpenter's behaviour while its
+	// ReservedCapacity feature gate is on.
+	OptOutOfReservations bool
 }
 
 // Template is a resolved launch template, ready to be created.
@@ -161,6 +172,20 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: toTags(tags)},
 		},
+	}
+	switch {
+	case p.Reservation != nil:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: ptr(p.Reservation.ID)},
+		}
+		if p.Reservation.Type == CapacityReservationTypeCapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case p.OptOutOfReservations:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
 	}
 	// Security groups go on the interfaces when the template lists any;
 	// EC2 rejects them in both places.

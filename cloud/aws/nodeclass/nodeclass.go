@@ -74,6 +74,11 @@ type Options struct {
 	// DisableDryRun skips the dry-run launch checks; ValidationSucceeded is
 	// then True as soon as its dependencies are.
 	DisableDryRun bool
+	// DisableCapacityReservations turns the ReservedCapacity feature gate
+	// off: capacityReservationSelectorTerms are not resolved,
+	// status.capacityReservations stays empty and the node class has no
+	// CapacityReservationsReady condition, as in Karpenter with the gate off.
+	DisableCapacityReservations bool
 }
 
 // Resolver computes EC2NodeClass statuses.
@@ -149,7 +154,10 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 	}
 	// Validation does not launch into reservations, so a failure here does
 	// not hold it back.
-	if reservations, o, err := r.resolveCapacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms); err != nil {
+	if r.opts.DisableCapacityReservations {
+		st.CapacityReservations = nil
+		meta.RemoveStatusCondition(&st.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
+	} else if reservations, o, err := r.resolveCapacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms); err != nil {
 		errs = append(errs, fmt.Errorf("resolving capacityReservationSelectorTerms: %w", err))
 	} else {
 		st.CapacityReservations = reservations
@@ -198,8 +206,9 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 // DescribeCapacityReservations outage after a spec change (evaluated for an
 // older generation), and either would stop every launch of the node class
 // for the sake of an optional feature. Karpenter counts it only while its
-// reserved-capacity feature gate is on; stevedore has no such gate, and the
-// condition's message, not Ready, is where a reservation problem shows.
+// reserved-capacity feature gate is on; stevedore leaves it out of Ready
+// with the gate on too, and the condition's message, not Ready, is where a
+// reservation problem shows.
 var readyDependencies = []string{
 	awsv1.ConditionTypeAMIsReady,
 	awsv1.ConditionTypeSubnetsReady,
