@@ -65,23 +65,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 	"github.com/stevedore-autoscaler/stevedore/decide/budget"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -175,7 +171,7 @@ const (
 // Request returns the request the controller reconciles: there is one
 // disruption controller, whatever the request says.
 func Request() reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+	return singleton.Request(Name)
 }
 
 // Options tune a Controller. The zero value gives the defaults.
@@ -294,14 +290,7 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 // Register runs the Controller under the manager: it wakes once when the
 // manager starts and then as its results ask.
 func (c *Controller) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).
-		Named(Name).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(Request())
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(c)
+	return singleton.Register(mgr, Name, c)
 }
 
 // Reconcile makes one pass: it moves the commands in flight on, resumes or

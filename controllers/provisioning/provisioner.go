@@ -39,22 +39,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -98,7 +95,7 @@ const (
 // Request returns the request the provisioner reconciles: there is one
 // provisioner, whatever the request says.
 func Request() reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+	return singleton.Request(Name)
 }
 
 // Options tune a Provisioner. The zero value gives the defaults.
@@ -173,14 +170,8 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 // also wakes once when the manager starts and then at least every Period.
 // The Provisioner should have been created with the manager's client.
 func (p *Provisioner) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).
-		Named(Name).
+	return singleton.Builder(mgr, Name).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(p.podTrigger)).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(Request())
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(p)
 }
 
