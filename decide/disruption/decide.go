@@ -101,24 +101,8 @@ func (d *decider) emptiness() (*Command, []Blocked) {
 // moved onto other drifted nodes (they would only have to move again), and
 // the replacements are not price-checked.
 func (d *decider) drift() (*Command, []Blocked) {
-	var drifted []*Candidate
-	var blocked []Blocked
-	for _, c := range d.cands {
-		if !c.Drifted || IsStatic(c.NodePool) {
-			// Static NodePools' drifted nodes are staticDrift's.
-			continue
-		}
-		// With a terminationGracePeriod the drain ends by itself, so
-		// do-not-disrupt pods and PDBs do not keep the node forever:
-		// they only slow its drain.
-		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
-			g := *c.gracefulBlock
-			g.Reason = ReasonDrifted
-			blocked = append(blocked, g)
-			continue
-		}
-		drifted = append(drifted, c)
-	}
+	// Static NodePools' drifted nodes are staticDrift's.
+	drifted, blocked := d.driftedCandidates(false)
 	slices.SortStableFunc(drifted, func(a, b *Candidate) int {
 		if ea, eb := a.Empty(), b.Empty(); ea != eb {
 			if ea {
@@ -192,4 +176,24 @@ func nodePoolPolicy(np *karpv1.NodePool) karpv1.ConsolidationPolicy {
 		return p
 	}
 	return karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+}
+
+// driftedCandidates are the drifted candidates of static NodePools (static)
+// or of the others, and the drifted ones that pods block. With a
+// terminationGracePeriod the drain ends by itself, so do-not-disrupt pods
+// and PDBs do not keep the node forever: they only slow its drain.
+func (d *decider) driftedCandidates(static bool) (drifted []*Candidate, blocked []Blocked) {
+	for _, c := range d.cands {
+		if !c.Drifted || IsStatic(c.NodePool) != static {
+			continue
+		}
+		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
+			g := *c.gracefulBlock
+			g.Reason = ReasonDrifted
+			blocked = append(blocked, g)
+			continue
+		}
+		drifted = append(drifted, c)
+	}
+	return drifted, blocked
 }

@@ -295,10 +295,14 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Start:      []reconcile.Request{watch.Named(controllers.NameGarbageCollection)},
 		},
 	)
+	// The instance-status poller and the queue consumer act on what they
+	// find the same way.
+	nodeClaimFor := controllers.NodeClaimForInstance(d.State, d.Clock)
+	handle := controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock)
 	status, err := interruptionqueue.NewStatusPoller(interruptionqueue.StatusConfig{
 		EC2:          d.Clients.EC2,
-		NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-		Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+		NodeClaimFor: nodeClaimFor,
+		Handle:       handle,
 		Clock:        d.Clock,
 	})
 	if err != nil {
@@ -313,8 +317,8 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		consumer, err := interruptionqueue.New(interruptionqueue.Config{
 			QueueName:    d.Settings.InterruptionQueue,
 			SQS:          d.Clients.SQS,
-			NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+			NodeClaimFor: nodeClaimFor,
+			Handle:       handle,
 			Clock:        d.Clock,
 		})
 		if err != nil {
