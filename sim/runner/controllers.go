@@ -115,6 +115,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 	if err != nil {
 		return nil, err
 	}
+	st2 := state.NewCluster()
+	m.WatchState(metrics.StateOptions{State: st2, Clock: r.clock})
 	return &Deps{
 		API:     api,
 		Cloud:   provider,
@@ -122,7 +124,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Resolver: nodeclass.NewResolver(r.world.clients, nodeclass.Options{
 			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
 		}),
-		State:     state.NewCluster(),
+		State:     st2,
 		Clock:     r.clock,
 		Metrics:   m,
 		Validator: v,
