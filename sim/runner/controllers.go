@@ -119,6 +119,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 	if err != nil {
 		return nil, err
 	}
+	st2 := state.NewCluster()
+	m.WatchState(metrics.StateOptions{State: st2, Clock: r.clock})
 	return &Deps{
 		API:     api,
 		Cloud:   provider,
@@ -127,7 +129,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
 			DisableCapacityReservations: !run.Controller.ReservedCapacity,
 		}),
-		State:     state.NewCluster(),
+		State:     st2,
 		Clock:     r.clock,
 		Metrics:   m,
 		Validator: v,
