@@ -105,9 +105,10 @@ func req(key string, op corev1.NodeSelectorOperator, vals ...string) requirement
 	return r
 }
 
-// pool returns a NodePool over n benchmark instance types (i+1 vCPU).
+// pool returns a NodePool over n benchmark instance types (i+1 vCPU),
+// without the per-node overhead, so that the cases can use whole numbers.
 func pool(name string, n int, mods ...func(*packer.NodePool)) packer.NodePool {
-	np := karpenterbench.NodePool(karpenterbench.InstanceTypes(n))
+	np := karpenterbench.NodePool(karpenterbench.InstanceTypesWithoutOverhead(n))
 	np.Name = name
 	np.Requirements = requirements.New(req(wellknown.LabelNodePool, corev1.NodeSelectorOpIn, name))
 	np.Labels = map[string]string{wellknown.LabelNodePool: name}
@@ -336,7 +337,7 @@ func TestConstraints(t *testing.T) {
 				if want := []string{"fake-it-1:1", "fake-it-3:4"}; !slices.Equal(got, want) {
 					t.Errorf("claims %v, want %v", got, want)
 				}
-				its := karpenterbench.InstanceTypes(8)
+				its := karpenterbench.InstanceTypesWithoutOverhead(8)
 				if want := its[1].Offerings[0].PricePerHour + its[3].Offerings[0].PricePerHour; math.Abs(total-want) > 1e-9 {
 					t.Errorf("total %v $/hour, want %v", total, want)
 				}
@@ -924,7 +925,7 @@ func TestMinValues(t *testing.T) {
 				if got := r.NodeClaims[0].InstanceTypes; !slices.Equal(got, []string{"fake-it-0", "fake-it-8"}) {
 					t.Errorf("types %v, want [fake-it-0 fake-it-8]", got)
 				}
-				if r.NodeClaims[0].PricePerHour != karpenterbench.InstanceTypes(1)[0].Offerings[0].PricePerHour {
+				if r.NodeClaims[0].PricePerHour != karpenterbench.InstanceTypesWithoutOverhead(1)[0].Offerings[0].PricePerHour {
 					t.Errorf("price %v, want that of fake-it-0", r.NodeClaims[0].PricePerHour)
 				}
 			},
