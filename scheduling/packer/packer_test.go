@@ -1018,3 +1018,27 @@ func TestDiverseNodeCount(t *testing.T) {
 		})
 	}
 }
+
+// TestImproveFillsRoomLeftByFirstFit: two pods that must be apart open a
+// 2-vCPU node each with half a vCPU free; first fit grows the first node for
+// the 1-vCPU and two 500m pods that follow, to 4 vCPU for 3.5. Moving one
+// 500m pod into the second node's free room lets the first shrink to 3 vCPU.
+func TestImproveFillsRoomLeftByFirstFit(t *testing.T) {
+	in := packer.Input{
+		Pods: []*corev1.Pod{
+			pod("apart-1", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("apart-2", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("big", "1", "1Gi"), pod("small-1", "500m", "512Mi"), pod("small-2", "500m", "512Mi"),
+		},
+		NodePools: []packer.NodePool{pool("p", 8)},
+	}
+	r := checkConsistent(t, in)
+	var got []string
+	for _, c := range r.NodeClaims {
+		got = append(got, fmt.Sprintf("%s:%d", c.InstanceTypes[0], len(c.Pods)))
+	}
+	slices.Sort(got)
+	if want := []string{"fake-it-1:2", "fake-it-2:3"}; !slices.Equal(got, want) {
+		t.Errorf("claims %v, want %v", got, want)
+	}
+}
