@@ -115,20 +115,25 @@ func (d *decider) drift() (*Command, []Blocked) {
 		}
 		return cmp.Compare(a.Name(), b.Name())
 	})
-	kept, over := withinBudget(d.in, drifted, ReasonDrifted)
-	blocked = append(blocked, over...)
-	for _, c := range kept {
+	// One node per command: every candidate whose NodePool may still lose
+	// a node is tried, until one can go.
+	open, held := openBudget(d.in, drifted, ReasonDrifted)
+	blocked = append(blocked, held...)
+	var failed []Blocked
+	for _, c := range open {
 		out := d.sim().simulate([]*Candidate{c}, modeDrift)
 		if out.failed != "" {
-			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonDrifted, Code: CodePodsDoNotFit, Message: out.failed})
+			failed = append(failed, Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonDrifted, Code: CodePodsDoNotFit, Message: out.failed})
 			continue
 		}
 		cmd := &Command{Reason: ReasonDrifted, Method: MethodDelete, Candidates: []*Candidate{c}, Replacements: out.replacements}
 		if len(out.replacements) > 0 {
 			cmd.Method = MethodReplace
 		}
-		return cmd, blocked
+		blocked = append(blocked, failed...)
+		return cmd, append(blocked, takenBy(d.in, cmd, open, failed)...)
 	}
+	blocked = append(blocked, failed...)
 	return nil, blocked
 }
 
@@ -147,27 +152,34 @@ func (d *decider) consolidation() (*Command, []Blocked) {
 		eligible = append(eligible, c)
 	}
 	slices.SortStableFunc(eligible, byValue)
-	kept, over := withinBudget(d.in, eligible, ReasonUnderutilized)
-	blocked = append(blocked, over...)
-	if m := d.in.Options.maxCandidates; m > 0 && len(kept) > m {
-		kept = kept[:m]
-	}
-	if len(kept) == 0 {
+	open, held := openBudget(d.in, eligible, ReasonUnderutilized)
+	blocked = append(blocked, held...)
+	if len(open) == 0 {
 		return nil, blocked
+	}
+	// Multi-node consolidation tries prefixes of the candidates that the
+	// budgets allow in one command; single-node tries every open one.
+	multi, _ := withinBudget(d.in, open, ReasonUnderutilized)
+	if m := d.in.Options.maxCandidates; m > 0 && len(multi) > m {
+		multi = multi[:m]
 	}
 	if d.in.Options.SkipConsolidation {
 		// The caller knows the packings would find nothing again; what
-		// they said about each candidate still kept stands.
-		for _, c := range kept {
+		// they said about each candidate still open stands.
+		for _, c := range open {
 			if v, ok := d.in.Options.Verdicts[c.Name()]; ok {
 				blocked = append(blocked, v)
 			}
 		}
 		return nil, blocked
 	}
-	cmd, why := d.sim().search(kept)
+	cmd, why := d.sim().search(multi, open)
 	d.verdicts = why
-	return cmd, append(blocked, why...)
+	blocked = append(blocked, why...)
+	if cmd != nil {
+		blocked = append(blocked, takenBy(d.in, cmd, open, why)...)
+	}
+	return cmd, blocked
 }
 
 // nodePoolPolicy is the consolidation policy in effect for a NodePool.
