@@ -16,3 +16,5 @@ go tool controller-gen crd paths="./api/karpenter/...;./api/aws/..." output:crd:
 # Constraints on fields of core/v1 types (the taints), which markers cannot
 # reach; see api/crds/crdfinish.
 go run ./api/crds/crdfinish/cmd api/crds/*.yaml
+# The chart installs the same CRDs (hack/charttest checks they are equal).
+cp api/crds/karpenter.sh_nodepools.yaml api/crds/karpenter.sh_nodeclaims.yaml api/crds/karpenter.k8s.aws_ec2nodeclasses.yaml charts/stevedore/crds/
