@@ -166,7 +166,7 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints)
+			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
 			if err != nil {
 				return nil, err
 			}
@@ -179,13 +179,14 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint) (*launch.Template, error) {
+func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, nodePool, capacityType string) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
 	return launch.BuildTemplate(launch.TemplateParams{
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
 		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints,
+		NodePool: nodePool, CapacityType: capacityType,
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 )
 
@@ -36,6 +37,13 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the provider's clients passed through wrap
+// (when not nil), for tests that watch the calls.
+func newEnvWith(t *testing.T, wrap func(sdk.Clients) sdk.Clients) *env {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: testTypes})
@@ -80,8 +88,12 @@ func newEnv(t *testing.T) *env {
 	}
 	s := settings.Default()
 	s.ClusterName = "test"
+	clients := f.Clients()
+	if wrap != nil {
+		clients = wrap(clients)
+	}
 	p, err := New(Options{
-		Clients:  f.Clients(),
+		Clients:  clients,
 		Settings: s,
 		Clock:    clk,
 		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {

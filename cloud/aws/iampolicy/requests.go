@@ -165,8 +165,9 @@ func (a Account) Requests(service, operation string, input any) []Request {
 		for _, cfg := range in.LaunchTemplateConfigs {
 			name := deref(cfg.LaunchTemplateSpecification.LaunchTemplateName)
 			var data *ec2types.RequestLaunchTemplateData
+			found := false
 			if a.LaunchTemplate != nil {
-				_, data, _ = a.LaunchTemplate(name)
+				_, data, found = a.LaunchTemplate(name)
 			}
 			var shared []string
 			for _, o := range cfg.Overrides {
@@ -183,6 +184,13 @@ func (a Account) Requests(service, operation string, input any) []Request {
 				if data.IamInstanceProfile != nil {
 					profile = deref(data.IamInstanceProfile.Name)
 				}
+			}
+			if !found {
+				// EC2 answers that the launch template does not exist before
+				// it authorizes what the template would create; the node
+				// class validation probe relies on it, as Karpenter's does.
+				out = append(out, a.launchRequests([]string{"ec2:CreateFleet", "ec2:RunInstances"}, "CreateFleet", shared, "", res, "")...)
+				continue
 			}
 			out = append(out, a.launchRequests([]string{"ec2:CreateFleet", "ec2:RunInstances"}, "CreateFleet", shared, name,
 				append(slices.Clone(res), templateResources(data, spot)...), profile)...)
