@@ -107,7 +107,7 @@ func (r *Resolver) validate(ctx context.Context, nc *awsv1.EC2NodeClass, st *aws
 		in := &ec2.RunInstancesInput{
 			DryRun: aws.Bool(true), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
 			ImageId: aws.String(image.ID), InstanceType: instanceType, SubnetId: aws.String(subnetID),
-			SecurityGroupIds:  groups,
+			SecurityGroupIds: groups,
 			// The network interface is tagged too: Karpenter's policy admits
 			// only tagged interfaces, as it does instances and volumes.
 			TagSpecifications: tagSpecs(tags, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface),
