@@ -301,6 +301,15 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 	if err != nil && ctx.Err() == nil {
 		logger.Error(err, "collecting leaked instances")
 	}
+	// Launch templates no launch has used for a while go too, as they do
+	// when they leave Karpenter's cache.
+	names, err := deps.Cloud.CollectLaunchTemplates(ctx)
+	for _, name := range names {
+		logger.Info("deleted unused launch template", "launchTemplate", name)
+	}
+	if err != nil && ctx.Err() == nil {
+		logger.Error(err, "deleting unused launch templates")
+	}
 }
 
 // knownInstances returns the instance IDs of the NodeClaims' providerIDs.

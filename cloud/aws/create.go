@@ -82,6 +82,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	var launched launch.Launched
 	for attempt := 0; ; attempt++ {
 		for _, t := range tmpls {
+			p.markTemplateUsed(t.Name)
 			if err := p.templates.Ensure(ctx, t); err != nil {
 				return nil, launch.ClassifyError(launch.ErrorCode(err), launch.ErrorMessage(err), nc.Status.InstanceProfile, err)
 			}

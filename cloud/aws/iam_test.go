@@ -2,10 +2,15 @@ package aws
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
@@ -82,5 +87,51 @@ func TestLaunchIsAdmittedByKarpentersPolicy(t *testing.T) {
 		if nodePool != "default" {
 			t.Errorf("launch template %s: karpenter.sh/nodepool tag = %q, want the NodePool's name", *in.LaunchTemplateName, nodePool)
 		}
+	}
+}
+
+// TestUnusedLaunchTemplatesAreDeleted: a launch template no launch used for
+// longer than the TTL is deleted (and recreated by its next launch); one
+// used recently, a new one, and templates of other clusters or tools stay.
+// The deletions pass Karpenter's policy.
+func TestUnusedLaunchTemplatesAreDeleted(t *testing.T) {
+	e, log := recordingEnv(t)
+	pin := []karpv1.NodeSelectorRequirementWithMinValues{req(wellknown.LabelInstanceType, "m6i.large"), req(wellknown.LabelCapacityType, wellknown.CapacityTypeOnDemand)}
+	e.create(claim("a", pin...))
+	old := e.aws.LaunchTemplateNames()
+	for _, name := range []string{"other-tool", "stevedore/other-cluster/x"} {
+		if _, err := e.aws.CreateLaunchTemplate(e.ctx, &ec2.CreateLaunchTemplateInput{
+			LaunchTemplateName: aws.String(name), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")},
+			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{
+				{Key: aws.String(wellknown.TagEKSClusterName), Value: aws.String("test")},
+			}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clk.Step(2 * time.Minute)
+	b := claim("b", pin...)
+	b.Labels[wellknown.LabelNodePool] = "other"
+	e.create(b)
+	e.clk.Step(30 * time.Second)
+	log.Take()
+
+	deleted, err := e.p.CollectLaunchTemplates(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(deleted, old) {
+		t.Errorf("deleted %v, want the unused %v", deleted, old)
+	}
+	left := e.aws.LaunchTemplateNames()
+	if len(left) != 3 || slices.Contains(left, old[0]) {
+		t.Errorf("launch templates left = %v, want other-tool, the other cluster's and pool other's", left)
+	}
+	checkAuthorized(t, e.aws, e.world, log.Take())
+
+	creates := e.aws.Calls("CreateLaunchTemplate")
+	e.create(claim("c", pin...))
+	if e.aws.Calls("CreateLaunchTemplate") != creates+1 {
+		t.Error("the deleted template was not recreated by its next launch")
 	}
 }

@@ -91,6 +91,9 @@ type Provider struct {
 	mu     sync.Mutex
 	region string
 	cache  describeCache
+	// templateUsed is when each launch template was last launched from
+	// (or ensured), for CollectLaunchTemplates.
+	templateUsed map[string]time.Time
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)
@@ -133,6 +136,8 @@ func New(opts Options) (*Provider, error) {
 		ice:       launch.NewICECache(opts.Clock),
 		templates: launch.NewTemplates(opts.Clients.EC2),
 		region:    opts.Region,
+
+		templateUsed: map[string]time.Time{},
 	}, nil
 }
 
