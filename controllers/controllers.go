@@ -38,6 +38,7 @@ import (
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
@@ -200,6 +201,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := expiration.New(kube, deps.Clock, mgr.GetEventRecorder(expiration.Name), deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", expiration.Name, err)
 	}
+	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", tagging.Name, err)
+	}
 	if err := health.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", health.Name, err)
 	}
@@ -303,6 +307,9 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 	}
 	// Launch templates no launch has used for a while go too, as they do
 	// when they leave Karpenter's cache.
+	if deps.Cloud == nil {
+		return
+	}
 	names, err := deps.Cloud.CollectLaunchTemplates(ctx)
 	for _, name := range names {
 		logger.Info("deleted unused launch template", "launchTemplate", name)

@@ -29,6 +29,7 @@ import (
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
 	nodeclaimdisruption "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
@@ -252,6 +253,14 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Reconciler: expiration.New(kube, d.Clock, d.Recorder(expiration.Name), d.Metrics),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK)},
 		},
+		watch.Controller{
+			Name:       tagging.Name,
+			Reconciler: tagging.New(kube, d.Clients.EC2, d.Settings.ClusterName),
+			Watches: []watch.Watch{watch.Own(nodeClaimGVK, func(o client.Object) bool {
+				nc, ok := o.(*karpv1.NodeClaim)
+				return ok && tagging.Taggable(nc)
+			})},
+		},
 	)
 	if d.NodeRepair.Enabled && len(d.Cloud.RepairPolicies()) > 0 {
 		out = append(out, watch.Controller{
@@ -309,7 +318,7 @@ type leakedInstances struct{ deps *Deps }
 func (l *leakedInstances) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	d := l.deps
 	controllers.CollectLeakedInstances(ctx, d.API, controllers.Deps{
-		Clients: d.Clients, Settings: d.Settings, State: d.State, Clock: d.Clock,
+		Clients: d.Clients, Settings: d.Settings, State: d.State, Clock: d.Clock, Cloud: d.Cloud,
 	})
 	return reconcile.Result{RequeueAfter: controllers.DefaultGCInterval}, nil
 }
