@@ -42,6 +42,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/state"
@@ -61,6 +62,8 @@ const (
 const (
 	NameGarbageCollection = "instance.garbagecollection"
 	NameInterruption      = "interruption"
+	// NameInstanceStatus polls the EC2 status checks of instances.
+	NameInstanceStatus = "interruption.instancestatus"
 )
 
 // Event reasons the interruption handler records on NodeClaims.
@@ -230,16 +233,36 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
 	}
+	if disrOpts.StaticCapacity {
+		st := static.New(kube, deps.State, deps.Cloud, deps.Clock, deps.Metrics, disrOpts.MaxInstanceTypes)
+		if err := st.Register(mgr); err != nil {
+			return fmt.Errorf("%s: %w", static.Name, err)
+		}
+	}
 	if err := mgr.Add(&leaderRunnable{run: gcLoop(mgr.GetAPIReader(), deps)}); err != nil {
 		return fmt.Errorf("%s: %w", NameGarbageCollection, err)
+	}
+	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud,
+		disruption: disr, metrics: deps.Metrics, actOnRebalance: deps.ActOnRebalance, clock: deps.Clock}
+	// The status checks need no queue: EC2 is asked for them.
+	status, err := queue.NewStatusPoller(queue.StatusConfig{
+		EC2:          deps.Clients.EC2,
+		NodeClaimFor: nodeClaimFor(deps.State, deps.Clock),
+		Handle:       h.handle,
+		Registerer:   deps.Registerer,
+		Clock:        deps.Clock,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", NameInstanceStatus, err)
+	}
+	if err := mgr.Add(&leaderRunnable{run: statusLoop(status, deps)}); err != nil {
+		return fmt.Errorf("%s: %w", NameInstanceStatus, err)
 	}
 	if deps.Settings.InterruptionQueue == "" {
 		log.Log.WithName(NameInterruption).Info(queue.ErrNoQueue.Error())
 		deps.Metrics.SetInterruptionHandling(false)
 		return nil
 	}
-	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud,
-		disruption: disr, metrics: deps.Metrics, actOnRebalance: deps.ActOnRebalance}
 	consumer, err := queue.New(queue.Config{
 		QueueName:    deps.Settings.InterruptionQueue,
 		SQS:          deps.Clients.SQS,
@@ -384,6 +407,34 @@ func pollLoop(c *queue.Consumer, deps Deps) func(ctx context.Context) error {
 	}
 }
 
+// statusLoop polls the instance status checks every
+// queue.DefaultStatusInterval until ctx ends, or until the controller turns
+// out not to be allowed to: that is logged once and the loop ends.
+func statusLoop(p *queue.StatusPoller, deps Deps) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		logger := log.FromContext(ctx).WithName(NameInstanceStatus)
+		t := deps.Clock.NewTicker(queue.DefaultStatusInterval)
+		defer t.Stop()
+		for {
+			n, err := p.Poll(ctx)
+			switch {
+			case errors.Is(err, queue.ErrStatusDenied):
+				logger.Error(err, "not polling instance status checks")
+				return nil
+			case err != nil && ctx.Err() == nil:
+				logger.Error(err, "polling instance status checks")
+			case n > 0:
+				logger.V(1).Info("acted on failed instance status checks", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C():
+			}
+		}
+	}
+}
+
 // interruptionHandler acts on interruption events.
 //
 // An instance about to be reclaimed or stopped for maintenance (spot
@@ -392,8 +443,12 @@ func pollLoop(c *queue.Consumer, deps Deps) func(ctx context.Context) error {
 // to the disruption controller, which taints the node, launches replacement
 // capacity for its pods and deletes the NodeClaim so that the drain starts at
 // once; budgets do not apply. An instance already stopping or terminated
-// cannot be drained ahead of time: its NodeClaim is deleted. A rebalance
-// recommendation is otherwise only recorded.
+// cannot be drained ahead of time: its NodeClaim is deleted. An instance
+// whose EC2 instance or system status check has failed is terminated
+// forcefully, as Karpenter does: its NodeClaim gets
+// karpenter.sh/nodeclaim-termination-timestamp set to now, so the drain does
+// not wait for pods on a machine that cannot run them, and is deleted. A
+// rebalance recommendation is otherwise only recorded.
 type interruptionHandler struct {
 	kube  client.Client
 	rec   events.EventRecorder
@@ -403,6 +458,8 @@ type interruptionHandler struct {
 	disruption     interrupter
 	metrics        *metrics.Metrics
 	actOnRebalance bool
+	// clock stamps termination deadlines; nil means the real clock.
+	clock clock.PassiveClock
 }
 
 // interrupter takes an interrupted NodeClaim away; the disruption controller
@@ -415,6 +472,12 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	nc := &karpv1.NodeClaim{}
 	if err := h.kube.Get(ctx, client.ObjectKey{Name: a.NodeClaim}, nc); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	forceful := forcefulKind(a.Event.Kind)
+	if forceful && !nc.DeletionTimestamp.IsZero() {
+		// The status poller reports a failing instance on every poll until
+		// its NodeClaim is gone: once is enough.
+		return nil
 	}
 	reason, note, act := describe(a, h.actOnRebalance)
 	h.rec.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Interrupted", "%s", note)
@@ -430,11 +493,29 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 			h.cloud.ICE().MarkUnavailable(t, z, wellknown.CapacityTypeSpot)
 		}
 	}
+	if a.Event.Kind == interruption.KindCapacityReservationInterrupted && h.cloud != nil {
+		// The reservation is being reclaimed: the replacement, and the
+		// launches after it, go elsewhere until it is described again.
+		id := a.Event.CapacityReservationID
+		if id == "" {
+			id = nc.Labels[wellknown.LabelCapacityReservationID]
+		}
+		if id != "" {
+			h.cloud.MarkReservationUnavailable(id)
+		}
+	}
 	if !nc.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	if h.disruption != nil && replacesAhead(a.Event.Kind) {
 		return h.disruption.Interrupt(ctx, nc.Name, note)
+	}
+	metricReason := "interrupted"
+	if forceful {
+		if err := h.stampTermination(ctx, nc); err != nil {
+			return err
+		}
+		metricReason = string(a.Event.Kind)
 	}
 	log.FromContext(ctx).Info("deleting interrupted nodeclaim", "NodeClaim", nc.Name,
 		"instance", a.InstanceID, "kind", string(a.Event.Kind), "event", a.Event.ID)
@@ -444,8 +525,41 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 		}
 		return fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err)
 	}
-	h.metrics.NodeClaimDisrupted("interrupted", nc.Labels[wellknown.LabelNodePool], nc.Labels[wellknown.LabelCapacityType])
+	h.metrics.NodeClaimDisrupted(metricReason, nc.Labels[wellknown.LabelNodePool], nc.Labels[wellknown.LabelCapacityType])
 	return nil
+}
+
+// stampTermination sets the NodeClaim's termination deadline annotation to
+// now, unless it has one already.
+func (h *interruptionHandler) stampTermination(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if _, ok := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; ok {
+		return nil
+	}
+	base := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp] = h.now().UTC().Format(time.RFC3339)
+	if err := h.kube.Patch(ctx, nc, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("setting the termination deadline of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+func (h *interruptionHandler) now() time.Time {
+	if h.clock == nil {
+		return time.Now()
+	}
+	return h.clock.Now()
+}
+
+// forcefulKind reports whether an event means the instance is broken now:
+// its NodeClaim is terminated without waiting for a graceful drain.
+func forcefulKind(k interruption.Kind) bool {
+	return k == interruption.KindInstanceStatus || k == interruption.KindSystemStatus
 }
 
 // replacesAhead reports whether an interruption leaves time to launch
@@ -478,6 +592,10 @@ func describe(a queue.Action, actOnRebalance bool) (reason, note string, act boo
 		return ReasonInstanceStopping, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
 	case interruption.KindInstanceTerminated:
 		return ReasonInstanceTerminating, fmt.Sprintf("instance %s is %s; deleting the NodeClaim", a.InstanceID, e.State), true
+	case interruption.KindInstanceStatus:
+		return ReasonInstanceUnhealthy, fmt.Sprintf("the instance status check of instance %s has failed since %s; terminating the node without waiting for its pods", a.InstanceID, e.ImpairedSince.UTC().Format(time.RFC3339)), true
+	case interruption.KindSystemStatus:
+		return ReasonInstanceUnhealthy, fmt.Sprintf("the system status check of instance %s has failed since %s; terminating the node without waiting for its pods", a.InstanceID, e.ImpairedSince.UTC().Format(time.RFC3339)), true
 	case interruption.KindCapacityReservationInterrupted:
 		return ReasonCapacityReservationInterrupted, fmt.Sprintf("capacity reservation %s is reclaiming instance %s; replacing and draining the node", e.CapacityReservationID, a.InstanceID), true
 	default:

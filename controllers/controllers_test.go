@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption/queue"
 	"github.com/stevedore-autoscaler/stevedore/state"
@@ -90,6 +93,8 @@ func TestInterruptionHandler(t *testing.T) {
 		{interruption.KindInstanceTerminated, true, ReasonInstanceTerminating},
 		{interruption.KindCapacityReservationInterrupted, true, ReasonCapacityReservationInterrupted},
 		{interruption.KindRebalanceRecommendation, false, ReasonSpotRebalanceRecommendation},
+		{interruption.KindInstanceStatus, true, ReasonInstanceUnhealthy},
+		{interruption.KindSystemStatus, true, ReasonInstanceUnhealthy},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nodeClaim("nc", "aws:///us-east-1a/i-1")).Build()
@@ -145,6 +150,8 @@ func TestInterruptionHandlerReplaces(t *testing.T) {
 		{kind: interruption.KindInstanceTerminated, deleted: true},
 		{kind: interruption.KindRebalanceRecommendation},
 		{kind: interruption.KindRebalanceRecommendation, actOnRebalance: true, replaced: true},
+		{kind: interruption.KindInstanceStatus, deleted: true},
+		{kind: interruption.KindSystemStatus, deleted: true},
 	} {
 		t.Run(fmt.Sprintf("%s/act=%v", tc.kind, tc.actOnRebalance), func(t *testing.T) {
 			kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nodeClaim("nc", "aws:///us-east-1a/i-1")).Build()
@@ -162,5 +169,41 @@ func TestInterruptionHandlerReplaces(t *testing.T) {
 				t.Errorf("deleted by the handler = %v, want %v", gone, tc.deleted)
 			}
 		})
+	}
+}
+
+// TestInterruptionHandlerStatusCheckIsForceful checks that a failed status
+// check terminates the NodeClaim forcefully, as Karpenter does: the
+// termination deadline is now, so the drain does not wait for pods; and that
+// the poller's reports on later polls add nothing.
+func TestInterruptionHandlerStatusCheckIsForceful(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := karpv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	nc := nodeClaim("nc", "aws:///us-east-1a/i-1")
+	nc.Finalizers = []string{"test/hold"}
+	kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nc).Build()
+	rec := &eventLog{}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := &interruptionHandler{kube: kube, rec: rec, disruption: &interrupts{}, clock: clocktesting.NewFakeClock(now)}
+	a := queue.Action{Event: interruption.Event{Kind: interruption.KindSystemStatus, ImpairedSince: now.Add(-3 * time.Minute)}, InstanceID: "i-1", NodeClaim: "nc"}
+	for range 2 {
+		if err := h.handle(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &karpv1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "nc"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DeletionTimestamp.IsZero() {
+		t.Error("the NodeClaim is not being deleted")
+	}
+	if v := got.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; v != now.Format(time.RFC3339) {
+		t.Errorf("termination timestamp %q, want now", v)
+	}
+	if len(rec.reasons) != 1 {
+		t.Errorf("events %v, want one", rec.reasons)
 	}
 }

@@ -25,8 +25,8 @@ import (
 // InterruptionHandler returns the function the interruption-queue consumer
 // hands each action to, built as Register builds it. disruption may be nil
 // (interrupted NodeClaims are then only deleted).
-func InterruptionHandler(kube client.Client, rec events.EventRecorder, cloud *aws.Provider, disruption *disruptionctl.Controller, m *metrics.Metrics, actOnRebalance bool) func(context.Context, queue.Action) error {
-	h := &interruptionHandler{kube: kube, rec: rec, cloud: cloud, metrics: m, actOnRebalance: actOnRebalance}
+func InterruptionHandler(kube client.Client, rec events.EventRecorder, cloud *aws.Provider, disruption *disruptionctl.Controller, m *metrics.Metrics, actOnRebalance bool, clk clock.PassiveClock) func(context.Context, queue.Action) error {
+	h := &interruptionHandler{kube: kube, rec: rec, cloud: cloud, metrics: m, actOnRebalance: actOnRebalance, clock: clk}
 	if disruption != nil {
 		h.disruption = disruption
 	}

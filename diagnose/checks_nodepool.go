@@ -255,9 +255,11 @@ func checkNodePoolLimits(_ context.Context, w *World) []Result {
 // With no limits on the first, the second only launches when the first has
 // no capacity at all.
 func checkNodePoolWeights(_ context.Context, w *World) []Result {
+	// In the provisioner's default order, Karpenter's: weight descending,
+	// then name descending.
 	pools := slices.Clone(w.Pools)
 	slices.SortStableFunc(pools, func(a, b packer.NodePool) int {
-		return cmp.Or(cmp.Compare(b.Weight, a.Weight), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(b.Weight, a.Weight), cmp.Compare(b.Name, a.Name))
 	})
 	var out []Result
 	for j := range pools {

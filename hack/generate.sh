@@ -13,3 +13,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 go tool controller-gen object paths="./api/karpenter/...;./api/aws/..."
 go tool controller-gen crd paths="./api/karpenter/...;./api/aws/..." output:crd:dir=api/crds
+# Constraints on fields of core/v1 types (the taints), which markers cannot
+# reach; see api/crds/crdfinish.
+go run ./api/crds/crdfinish/cmd api/crds/*.yaml

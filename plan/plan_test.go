@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
@@ -449,5 +451,43 @@ func TestSpotMixIsRightSized(t *testing.T) {
 	}
 	if r.LowerBound.Ratio > 1.2 {
 		t.Errorf("cost / lower bound = %v, want at most 1.2", r.LowerBound.Ratio)
+	}
+}
+
+// TestGteLteBoundInstanceTypes plans a NodePool whose instance-cpu is bounded
+// by Gte 8 and Lte 16: every proposed instance type has 8 to 16 vCPUs (both
+// bounds included, and the 2-vCPU types that would suit the small pods are
+// left out), and a pod that needs 20 vCPUs stays unschedulable.
+func TestGteLteBoundInstanceTypes(t *testing.T) {
+	r, err := Run(load(t, "testdata/requirements-gte-lte.yaml"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.NodeClaims) == 0 {
+		t.Fatal("no NodeClaims proposed for the web pods")
+	}
+	seen := map[int]bool{}
+	for _, nc := range r.NodeClaims {
+		for _, name := range nc.InstanceTypes {
+			it, ok := catalog.Lookup(name)
+			if !ok {
+				t.Fatalf("instance type %s is not in the catalog", name)
+			}
+			cpu, err := strconv.Atoi(it.Labels["karpenter.k8s.aws/instance-cpu"])
+			if err != nil || cpu < 8 || cpu > 16 {
+				t.Errorf("NodeClaim %v offers %s with instance-cpu %q, want 8 to 16", nc.Pods, name, it.Labels["karpenter.k8s.aws/instance-cpu"])
+			}
+			seen[cpu] = true
+		}
+	}
+	if !seen[8] || !seen[16] {
+		t.Errorf("vCPU counts offered %v: want both bounds, 8 and 16, among them", seen)
+	}
+	var batch bool
+	for _, p := range r.Unschedulable {
+		batch = batch || p.Pod == "default/batch"
+	}
+	if !batch {
+		t.Errorf("the 20-vCPU pod was not reported unschedulable: %+v", r.Unschedulable)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -57,6 +58,9 @@ func (a *admitter) admit(obj, old map[string]any) (unknown []string, errs field.
 	} else {
 		errs = validation.ValidateCustomResourceUpdate(nil, obj, old, a.schema)
 	}
+	// The API server checks that list-type set and map lists hold no
+	// duplicates (budget reasons are a set).
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, a.structural, obj)...)
 	var oldObj any
 	if old != nil {
 		oldObj = old

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stevedore-autoscaler/stevedore/api/crds"
+	"github.com/stevedore-autoscaler/stevedore/api/crds/crdfinish"
 )
 
 // moduleRoot returns the directory holding go.mod.
@@ -41,6 +42,16 @@ func TestCommittedCRDsAreCurrent(t *testing.T) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generating CRDs failed: %v\n%s", err, out)
+	}
+
+	generatedFiles, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range generatedFiles {
+		if err := crdfinish.File(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	committed, err := filepath.Glob(filepath.Join(root, "api", "crds", "*.yaml"))
@@ -115,6 +126,7 @@ func TestCRDShape(t *testing.T) {
 				{"ID", ".status.providerID", 1},
 				{"NodePool", `.metadata.labels.karpenter\.sh/nodepool`, 1},
 				{"NodeClass", ".spec.nodeClassRef.name", 1},
+				{"Drifted", `.status.conditions[?(@.type=="Drifted")].status`, 1},
 			},
 		},
 		"ec2nodeclasses.karpenter.k8s.aws": {
@@ -163,7 +175,16 @@ func TestCRDShape(t *testing.T) {
 		if v.Subresources == nil || v.Subresources.Status == nil {
 			t.Errorf("%s: no status subresource", crd.Name)
 		}
-		if v.Subresources != nil && v.Subresources.Scale != nil {
+		// Only NodePools scale (static NodePools, through spec.replicas), as
+		// upstream: kubectl scale nodepool sets replicas and reads status.nodes.
+		switch scale := v.Subresources.Scale; {
+		case crd.Name == "nodepools.karpenter.sh" && scale == nil:
+			t.Errorf("%s: no scale subresource", crd.Name)
+		case crd.Name == "nodepools.karpenter.sh":
+			if scale.SpecReplicasPath != ".spec.replicas" || scale.StatusReplicasPath != ".status.nodes" || scale.LabelSelectorPath != nil {
+				t.Errorf("%s: scale subresource %+v, want spec .spec.replicas and status .status.nodes", crd.Name, *scale)
+			}
+		case scale != nil:
 			t.Errorf("%s: unexpected scale subresource", crd.Name)
 		}
 		var got []column

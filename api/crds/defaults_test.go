@@ -38,8 +38,9 @@ func TestSchemaDefaults(t *testing.T) {
 		kind, path, want string
 	}{
 		{"NodePool", "spec.template.spec.expireAfter", `"720h"`},
-		{"NodePool", "spec.disruption", `{}`},
-		{"NodePool", "spec.disruption.consolidateAfter", `"0s"`},
+		// consolidateAfter is required once disruption is given, as upstream;
+		// it defaults to 0s only through the default of disruption itself.
+		{"NodePool", "spec.disruption", `{"consolidateAfter":"0s"}`},
 		{"NodePool", "spec.disruption.consolidationPolicy", `"WhenEmptyOrUnderutilized"`},
 		{"NodePool", "spec.disruption.budgets", `[{"nodes":"10%"}]`},
 		{"NodePool", "spec.disruption.budgets.[].nodes", `"10%"`},
@@ -105,10 +106,10 @@ func TestDefaultsApplied(t *testing.T) {
 	})
 	t.Run("NodePool with budgets only", func(t *testing.T) {
 		var np karpv1.NodePool
-		defaulted(t, "NodePool", `{spec: {disruption: {budgets: [{reasons: [Drifted]}, {nodes: "1"}]}}}`, &np)
+		defaulted(t, "NodePool", `{spec: {disruption: {consolidateAfter: 5m, budgets: [{reasons: [Drifted]}, {nodes: "1"}]}}}`, &np)
 		d := np.Spec.Disruption
-		if d.ConsolidateAfter == nil || d.ConsolidateAfter.String() != "0s" {
-			t.Errorf("consolidateAfter %v, want 0s", d.ConsolidateAfter)
+		if d.ConsolidateAfter == nil || d.ConsolidateAfter.String() != "5m" {
+			t.Errorf("consolidateAfter %v, want 5m", d.ConsolidateAfter)
 		}
 		if d.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized {
 			t.Errorf("consolidationPolicy %q", d.ConsolidationPolicy)
@@ -156,7 +157,7 @@ func TestRestrictedLabelsAgreeWithCEL(t *testing.T) {
 		"xnode.kubernetes.io/x", "node-role.kubernetes.io/worker", "kops.k8s.io/instancegroup",
 		"kubernetes.io/role", "kubernetes.io/hostname", "k8s.io/x", "example.k8s.io/x",
 		wellknown.LabelRegistered, wellknown.LabelInitialized, wellknown.LabelDoNotSyncTaints, "sub.karpenter.sh/x",
-		"karpenter.shx/x", wellknown.LabelEC2NodeClass, "karpenter.k8s.aws/anything", "sub.karpenter.k8s.aws/x",
+		"karpenter.shx/x", "mykarpenter.sh/x", "karpenter.sh", "mykarpenter.k8s.aws/x", wellknown.LabelEC2NodeClass, "karpenter.k8s.aws/anything", "sub.karpenter.k8s.aws/x",
 		wellknown.LabelExcludeFromExternalLoadBalancers, wellknown.LabelTopologyZoneID,
 	)
 	nodePools, nodeClaims := newAdmitter(t, "NodePool"), newAdmitter(t, "NodeClaim")

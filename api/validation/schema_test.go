@@ -239,7 +239,7 @@ func violate(c constraint, obj map[string]interface{}, lookup string) bool {
 		return setAt(obj, lookup, bad)
 	case "pattern":
 		re := regexp.MustCompile(vv.Pattern)
-		for _, s := range []string{"not a valid value!", "%", "x y", "-"} {
+		for _, s := range []string{"not a valid value!", "%", "x y", "-", "a/b"} {
 			if !re.MatchString(s) {
 				return setAt(obj, lookup, s)
 			}

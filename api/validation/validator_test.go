@@ -195,7 +195,7 @@ spec:
 		},
 		{
 			name:  "CEL rules wait for the schema errors",
-			input: validNodeClass + "---\n" + validNodePool + "  weight: heavy\n  disruption:\n    budgets: [{nodes: '1', duration: 8h}]\n",
+			input: validNodeClass + "---\n" + validNodePool + "  weight: heavy\n  disruption:\n    consolidateAfter: 1m\n    budgets: [{nodes: '1', duration: 8h}]\n",
 			want: []Problem{
 				{Source: "test.yaml#2", Kind: "NodePool", Name: "default", Severity: SeverityWarning, Message: "some validation rules were not checked"},
 				{Source: "test.yaml#2", Kind: "NodePool", Name: "default", Field: "spec.weight", Severity: SeverityError, Message: "must be of type integer"},
@@ -299,7 +299,7 @@ func TestDeterministicOrder(t *testing.T) {
 		budgets.WriteString("      - nodes: \"bad\"\n")
 	}
 	input := validNodeClass + "---\n" + validNodePool +
-		"  weight: 0\n  disruption:\n    consolidationPolicy: Sometimes\n    budgets:\n" + budgets.String() +
+		"  weight: 0\n  disruption:\n    consolidationPolicy: Sometimes\n    consolidateAfter: 1m\n    budgets:\n" + budgets.String() +
 		"  limits: {cpu: x, memory: 1x, pods: z, nvidia.com/gpu: w}\n" +
 		"  ttlSecondsAfterEmpty: 30\n  foo: 1\n  bar: 2\n" +
 		"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\nspec: {a: 1, b: 2, c: 3}\n"

@@ -249,25 +249,34 @@ func IsWellKnownLabel(key string) bool {
 }
 
 // RestrictedLabelDomains returns the label domains that users may not use on
-// a NodePool, except for the well-known labels in them and for the subdomains
-// in LabelDomainExceptions. A key is in a domain when its prefix (the part
-// before "/") is that domain or a subdomain of it. The result is a new slice.
+// NodePool templates or in requirements, except for the keys that
+// UserLabelsInRestrictedDomains lists. As in Karpenter's CRDs, a key is in a
+// domain when its prefix (the part before "/", or the whole key without one)
+// ends with the domain: a subdomain such as x.karpenter.sh is in it, and so
+// is mykarpenter.sh. The result is a new slice.
 //
-// kubernetes.io and k8s.io are reserved for Kubernetes: the kubelet refuses
-// to register a node with most labels in them. karpenter.sh and
-// karpenter.k8s.aws are reserved for stevedore itself.
+// karpenter.sh and karpenter.k8s.aws are stevedore's own. kubernetes.io and
+// k8s.io are not restricted: Karpenter v1.14 dropped those restrictions, so
+// labels such as node-role.kubernetes.io/worker are allowed.
 func RestrictedLabelDomains() []string {
-	return []string{"k8s.io", GroupAWS, GroupCore, "kubernetes.io"}
+	return []string{GroupAWS, GroupCore}
 }
 
-// LabelDomainExceptions returns the subdomains of RestrictedLabelDomains that
-// users may use after all. The result is a new slice.
-//
-// node.kubernetes.io may be set by the kubelet itself; node-restriction.kubernetes.io
-// exists precisely for labels that a controller (not the kubelet) sets;
-// kops.k8s.io belongs to kOps.
-func LabelDomainExceptions() []string {
-	return []string{"kops.k8s.io", corev1.LabelNamespaceNodeRestriction, corev1.LabelNamespaceSuffixNode}
+// UserLabelsInRestrictedDomains returns the keys of RestrictedLabelDomains
+// that users may use after all, in labels and requirements, exactly as
+// Karpenter v1.14.1's CRDs allow them. The result is a new slice.
+func UserLabelsInRestrictedDomains() []string {
+	return []string{
+		LabelCapacityType,
+		LabelInstanceTenancy, LabelCapacityReservationType, LabelCapacityReservationID, LabelEC2NodeClass,
+		LabelInstanceEncryptionInTransitSupported, LabelInstanceCategory, LabelInstanceHypervisor,
+		LabelInstanceFamily, LabelInstanceGeneration, LabelInstanceLocalNVMe, LabelInstanceSize,
+		LabelInstanceCPU, LabelInstanceCPUManufacturer, LabelInstanceCPUSustainedClockSpeedMhz,
+		LabelInstanceMemory, LabelInstanceEBSBandwidth, LabelInstanceNetworkBandwidth,
+		LabelInstanceGPUName, LabelInstanceGPUManufacturer, LabelInstanceGPUCount, LabelInstanceGPUMemory,
+		LabelInstanceAcceleratorName, LabelInstanceAcceleratorManufacturer, LabelInstanceAcceleratorCount,
+		LabelInstanceCapabilityFlex,
+	}
 }
 
 // IsRestrictedLabel reports whether users are barred from using key as a
@@ -276,8 +285,8 @@ func LabelDomainExceptions() []string {
 //
 //   - LabelHostname: every node has its own, so no NodePool can promise one;
 //   - LabelNodePool: stevedore sets it to the owning NodePool's name;
-//   - any other key in one of RestrictedLabelDomains, unless it is a well-known
-//     label (see WellKnownLabels) or lies in one of LabelDomainExceptions.
+//   - any other key in one of RestrictedLabelDomains, unless
+//     UserLabelsInRestrictedDomains lists it.
 //
 // NodeClaims that stevedore creates do carry a LabelNodePool requirement; the
 // NodeClaim schema allows it there.
@@ -285,29 +294,16 @@ func IsRestrictedLabel(key string) bool {
 	if key == LabelHostname || key == LabelNodePool {
 		return true
 	}
-	if IsWellKnownLabel(key) {
+	if slices.Contains(UserLabelsInRestrictedDomains(), key) {
 		return false
 	}
-	domain, _, found := strings.Cut(key, "/")
-	if !found {
-		return false
-	}
-	for _, d := range LabelDomainExceptions() {
-		if inDomain(domain, d) {
-			return false
-		}
-	}
+	domain, _, _ := strings.Cut(key, "/")
 	for _, d := range RestrictedLabelDomains() {
-		if inDomain(domain, d) {
+		if strings.HasSuffix(domain, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// inDomain reports whether domain is parent or a subdomain of it.
-func inDomain(domain, parent string) bool {
-	return domain == parent || strings.HasSuffix(domain, "."+parent)
 }
 
 // NormalizeLabel returns the stable key for a deprecated beta label key (for

@@ -13,7 +13,7 @@ func TestIsRestrictedLabel(t *testing.T) {
 		// Labels users may set and constrain freely.
 		{"team", false},
 		{"example.com/team", false},
-		{"kubernetes.io", false}, // a bare name has no domain
+		{"kubernetes.io", false},
 		{"notkubernetes.io/x", false},
 		{"k8s.io.example.com/x", false},
 
@@ -42,17 +42,25 @@ func TestIsRestrictedLabel(t *testing.T) {
 		{LabelHostname, true},
 		{LabelNodePool, true},
 
-		// Restricted domains and their subdomains.
-		{"kubernetes.io/role", true},
-		{"node-role.kubernetes.io/worker", true},
-		{"k8s.io/x", true},
-		{"example.k8s.io/x", true},
+		// kubernetes.io and k8s.io are not restricted since Karpenter v1.14
+		// (they used to be, except for the exceptions above).
+		{"kubernetes.io/role", false},
+		{"node-role.kubernetes.io/worker", false},
+		{"k8s.io/x", false},
+		{"example.k8s.io/x", false},
+		{LabelEC2NodeClass, false},
+
+		// Restricted domains, their subdomains, and domains that merely end
+		// in them, as Karpenter's CEL (endsWith) has it.
 		{LabelRegistered, true},
 		{LabelInitialized, true},
 		{LabelDoNotSyncTaints, true},
 		{"sub.karpenter.sh/x", true},
-		{LabelEC2NodeClass, true},
+		{"mykarpenter.sh/x", true},
+		{"karpenter.sh", true}, // a bare name is its own domain to Karpenter's CEL
 		{GroupAWS + "/anything", true},
+		{LabelPlacementGroupID, true},
+		{LabelCapacityReservationInterruptible, true},
 	}
 	for _, tt := range tests {
 		if got := IsRestrictedLabel(tt.key); got != tt.want {

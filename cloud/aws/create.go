@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -58,7 +59,18 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	var cands []launch.Candidate
 	for _, it := range offerings.Compatible(packers, reqs) {
 		for _, o := range it.Offerings {
-			cands = append(cands, launch.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.PricePerHour})
+			c := launch.Candidate{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.PricePerHour}
+			if o.CapacityType == wellknown.CapacityTypeReserved {
+				cr, ok := reservationOf(nc, o.ReservationID)
+				if !ok || !reservationAllowed(reqs, cr) {
+					continue
+				}
+				c.Reservation = &launch.Reservation{ID: cr.ID, Type: string(cr.ReservationType), Interruptible: cr.Interruptible}
+				if c.Reservation.Type == "" {
+					c.Reservation.Type = launch.CapacityReservationTypeDefault
+				}
+			}
+			cands = append(cands, c)
 		}
 	}
 	subnets := p.subnets(ctx, nc)
@@ -69,7 +81,11 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 			nc.Name, nodeClaim.Name, len(cands)))
 	}
 
-	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName)
+	placement, err := p.launchPlacement(ctx, nc, nodeClaim)
+	if err != nil {
+		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not resolve the placement group")
+	}
+	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName, placement)
 	if err != nil {
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not build the launch template")
 	}
@@ -90,7 +106,18 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		out, err := p.ec2.CreateFleet(ctx, launch.BuildCreateFleet(spec))
 		if err != nil {
 			err = launch.ClassifyError(launch.ErrorCode(err), launch.ErrorMessage(err), nc.Status.InstanceProfile, err)
+			if sel.CapacityType == wellknown.CapacityTypeReserved && launch.IsICECode(launch.ErrorCode(err)) {
+				for _, o := range sel.Overrides {
+					p.reservations.MarkUnavailable(o.Reservation.ID)
+				}
+			}
 		} else {
+			// A reservation that ran out takes nothing more until it is
+			// described again; the NodeClaim is launched again, from the
+			// offerings left (Karpenter's fallback from reserved capacity).
+			for _, id := range launch.ExhaustedReservations(out, spec) {
+				p.reservations.MarkUnavailable(id)
+			}
 			launched, err = launch.Interpret(out, spec, p.ice, nc.Status.InstanceProfile)
 		}
 		if err != nil && errors.Is(err, launch.ErrTemplateNotFound) && attempt == 0 {
@@ -108,7 +135,14 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if t == nil {
 		return nil, cloud.NewCreateError(nil, cloud.ReasonLaunchFailed, fmt.Sprintf("CreateFleet launched %s (%s), which was not requested", launched.InstanceID, launched.InstanceType))
 	}
-	return p.launchedNodeClaim(nodeClaim, nc, t, launched, snap.region), nil
+	if launched.Reservation != nil {
+		p.reservations.MarkLaunched(launched.Reservation.ID)
+	}
+	out := p.launchedNodeClaim(nodeClaim, nc, t, launched, snap.region)
+	for k, v := range placementLabels(placement) {
+		out.Labels[k] = v
+	}
+	return out, nil
 }
 
 // nodeClaimRequirements returns the NodeClaim's requirements.
@@ -150,10 +184,11 @@ func (p *Provider) subnets(ctx context.Context, nc *awsv1.EC2NodeClass) []launch
 
 // templatesFor resolves one launch template per (image, max pods) group of
 // the selected instance types and fills in the overrides' templates.
-func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, sel launch.Selection, byName map[string]*resolvedType) ([]*launch.Template, error) {
+func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, sel launch.Selection, byName map[string]*resolvedType, placement launch.Placement) ([]*launch.Template, error) {
 	type group struct {
-		image   string
-		maxPods int32
+		image       string
+		maxPods     int32
+		reservation launch.Reservation
 	}
 	labels := userDataLabels(nodeClaim)
 	taints := append(append([]corev1.Taint(nil), nodeClaim.Spec.Taints...), nodeClaim.Spec.StartupTaints...)
@@ -164,10 +199,16 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		t := byName[o.InstanceType]
 		pods := t.it.Capacity[corev1.ResourcePods]
 		g := group{image: t.imageID, maxPods: int32(pods.Value())}
+		if o.Reservation != nil {
+			// One template per reservation: the template names the
+			// reservation it launches into.
+			g.reservation = *o.Reservation
+		}
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
+			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
+				nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
 			if err != nil {
 				return nil, err
 			}
@@ -180,15 +221,27 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, nodePool, capacityType string) (*launch.Template, error) {
+func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
 	return launch.BuildTemplate(launch.TemplateParams{
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
-		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints,
+		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints, Placement: placement,
+		Reservation: reservation, OptOutOfReservations: reservedCapacity && reservation == nil,
 		NodePool: nodePool, CapacityType: capacityType,
 	})
+}
+
+// reservationAllowed reports whether the NodeClaim's requirements allow
+// launching into the reservation: its ID, type and interruptibility labels.
+func reservationAllowed(reqs requirements.Requirements, cr awsv1.CapacityReservation) bool {
+	for k, v := range reservationLabels(cr) {
+		if r, ok := reqs.Get(k); ok && !r.Allows(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // userDataLabels are the labels the kubelet registers with: the NodeClaim's
@@ -231,6 +284,11 @@ func (p *Provider) launchedNodeClaim(in *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 	out.Labels[wellknown.LabelInstanceType] = l.InstanceType
 	out.Labels[wellknown.LabelTopologyZone] = l.Zone
 	out.Labels[wellknown.LabelCapacityType] = l.CapacityType
+	if l.Reservation != nil {
+		if cr, ok := reservationOf(nc, l.Reservation.ID); ok {
+			maps.Copy(out.Labels, reservationLabels(cr))
+		}
+	}
 	out.Labels[wellknown.LabelInstanceTenancy] = wellknown.TenancyDefault
 	if region != "" {
 		out.Labels[wellknown.LabelTopologyRegion] = region

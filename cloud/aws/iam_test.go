@@ -44,7 +44,7 @@ func checkAuthorized(t *testing.T, f *fake.AWS, w *fake.ClusterWorld, calls []ia
 // recordingEnv is newEnv with the EC2 and IAM calls recorded.
 func recordingEnv(t *testing.T) (*env, *iampolicy.Log) {
 	var log *iampolicy.Log
-	e := newEnvWith(t, func(c sdk.Clients) sdk.Clients {
+	e := newEnvWith(t, testTypes, func(c sdk.Clients) sdk.Clients {
 		c, log = iampolicy.Record(c, c.EC2.(*fake.AWS).Authorization())
 		return c
 	})

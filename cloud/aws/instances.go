@@ -66,6 +66,11 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) erro
 		}
 		return fmt.Errorf("terminating instance %s: %w", id, err)
 	}
+	// Its reservation takes an instance more; counted once, on the call
+	// that starts the termination (later calls see shutting-down).
+	if cr, ok := reservedIn(inst); ok && p.reservedCapacity() {
+		p.reservations.MarkTerminated(cr)
+	}
 	return nil
 }
 
@@ -120,6 +125,10 @@ func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
 	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		ct = wellknown.CapacityTypeSpot
 	}
+	reservation, reserved := reservedIn(inst)
+	if reserved && p.reservedCapacity() {
+		ct = wellknown.CapacityTypeReserved
+	}
 	p.mu.Lock()
 	labels := maps.Clone(p.typeLabelsLocked(string(inst.InstanceType), instancetype.DefaultOptions()))
 	region := p.region
@@ -132,6 +141,9 @@ func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
 	labels[wellknown.LabelCapacityType] = ct
 	if region != "" {
 		labels[wellknown.LabelTopologyRegion] = region
+	}
+	if ct == wellknown.CapacityTypeReserved {
+		labels[wellknown.LabelCapacityReservationID] = reservation
 	}
 	if np, ok := tags[wellknown.TagNodePool]; ok {
 		labels[wellknown.LabelNodePool] = np
@@ -154,6 +166,18 @@ func (p *Provider) instanceNodeClaim(inst ec2types.Instance) *karpv1.NodeClaim {
 		out.DeletionTimestamp = &now
 	}
 	return out
+}
+
+// reservedIn returns the capacity reservation an instance was launched into
+// by targeting it. As in Karpenter, only such an instance counts as
+// reserved: one that landed in an open reservation without asking for it is
+// an on-demand instance.
+func reservedIn(inst ec2types.Instance) (string, bool) {
+	s := inst.CapacityReservationSpecification
+	if inst.CapacityReservationId == nil || s == nil || s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceCapacityReservationsOnly {
+		return "", false
+	}
+	return *inst.CapacityReservationId, true
 }
 
 // typeLabelsLocked returns instancetype.Labels of a described instance
@@ -210,6 +234,10 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	for _, g := range inst.SecurityGroups {
 		sgs = append(sgs, deref(g.GroupId))
 	}
+	reservation, reserved := reservedIn(inst)
+	if !reserved || !p.reservedCapacity() {
+		reservation = ""
+	}
 	snap, err := p.refresh(ctx)
 	if err != nil {
 		return cloud.NoDrift, err
@@ -218,11 +246,21 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	p.mu.Lock()
 	typeLabels := p.typeLabelsLocked(string(inst.InstanceType), p.typeOptions(nc, snap.region))
 	p.mu.Unlock()
+	pg, err := p.placementGroup(ctx, nc)
+	if err != nil {
+		return cloud.NoDrift, err
+	}
+	var pgID string
+	if pg != nil {
+		pgID = pg.ID
+	}
 	return drift.Check(drift.Input{
-		NodeClaim: nodeClaim,
-		NodeClass: nc,
+		PlacementGroupID: pgID,
+		NodeClaim:        nodeClaim,
+		NodeClass:        nc,
 		Instance: drift.Instance{
 			ImageID: deref(inst.ImageId), SubnetID: deref(inst.SubnetId), SecurityGroupIDs: sgs,
+			CapacityReservationID: reservation,
 		},
 		InstanceTypeLabels: typeLabels,
 	})

@@ -366,14 +366,16 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 	// and settings.Default() supplies the usual 0.075.
 	opts.VMMemoryOverheadPercent = p.settings.VMMemoryOverheadPercent
 	opts.ReservedENIs = p.settings.ReservedENIs
+	opts.NetworkInterfaces = nc.Spec.NetworkInterfaces
 	opts.Region = region
 	return opts
 }
 
 // resolve returns the instance types the node class can launch, each with
 // its offerings in the zones of the node class's subnets (on-demand, then
-// spot, per zone in order), unavailable where the ICE cache says so. Types no
-// selected image suits are left out when the node class has images.
+// spot, per zone in order), unavailable where the ICE cache says so, and
+// then its reserved offerings (see withReservations). Types no selected
+// image suits are left out when the node class has images.
 //
 // The result comes from the provider's type cache (typecache.go) and is
 // shared between callers: it must not be modified.
@@ -382,15 +384,26 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 	if err != nil {
 		return nil, snap, err
 	}
-	return p.typeCache.get(p, nc, snap), snap, nil
+	// The placement group's strategy decides which types are compatible.
+	if _, err := p.placementGroup(ctx, nc); err != nil {
+		return nil, snap, err
+	}
+	// Reserved offerings are added past the cache: their availability
+	// moves with every launch into a reservation.
+	p.syncReservations(ctx, nc)
+	return p.withReservations(p.typeCache.get(p, nc, snap), nc, snap), snap, nil
 }
 
 // baseTypes computes what the node class makes of every described instance
 // type: labels, resources and image. Offerings are left out.
 func (p *Provider) baseTypes(nc *awsv1.EC2NodeClass, snap snapshot) []baseType {
 	opts := p.typeOptions(nc, snap.region)
+	strategy := p.placementStrategy(nc)
 	var out []baseType
 	for _, info := range snap.types {
+		if _, ok := instancetype.Compatible(info, &nc.Spec, strategy); !ok {
+			continue
+		}
 		it, err := instancetype.New(info, opts)
 		if err != nil {
 			continue // a type EC2 describes incompletely cannot be modelled

@@ -38,8 +38,26 @@ const ProviderName = "aws"
 // prices are reused before they are described again.
 const DefaultCacheTTL = 5 * time.Minute
 
-// RepairToleration is how long a node may be NotReady before it is replaced.
-const RepairToleration = 10 * time.Minute
+// Node conditions that the EKS node monitoring agent reports, which the
+// repair policies act on besides the kubelet's Ready.
+const (
+	ConditionAcceleratedHardwareReady corev1.NodeConditionType = "AcceleratedHardwareReady"
+	ConditionStorageReady             corev1.NodeConditionType = "StorageReady"
+	ConditionNetworkingReady          corev1.NodeConditionType = "NetworkingReady"
+	ConditionKernelReady              corev1.NodeConditionType = "KernelReady"
+	ConditionContainerRuntimeReady    corev1.NodeConditionType = "ContainerRuntimeReady"
+)
+
+// RepairToleration is how long a node may be NotReady, or report a failure
+// of its storage, networking, kernel or container runtime, before it is
+// replaced.
+const RepairToleration = 30 * time.Minute
+
+// AcceleratedHardwareRepairToleration is how long a node may report failed
+// accelerators (GPUs, Neuron devices) before it is replaced: shorter than
+// RepairToleration, since such nodes are expensive to leave idle and a
+// hardware fault does not heal by waiting.
+const AcceleratedHardwareRepairToleration = 10 * time.Minute
 
 // NodeClassGetter returns the EC2NodeClass with the given name. A node class
 // that does not exist is reported as (nil, nil) or as an error for which
@@ -72,6 +90,11 @@ type Options struct {
 	Region string
 	// CacheTTL defaults to DefaultCacheTTL.
 	CacheTTL time.Duration
+	// DisableReservedCapacity turns the ReservedCapacity feature gate off
+	// (it is on by default, as in Karpenter): no reserved offerings, no
+	// launches into capacity reservations, and instances in reservations
+	// count as on-demand.
+	DisableReservedCapacity bool
 }
 
 // Provider is the AWS cloud provider. Create it with New; it is safe for
@@ -87,6 +110,10 @@ type Provider struct {
 	ice       *launch.ICECache
 	templates *launch.Templates
 	typeCache typeCache
+	pgs       placementGroups
+	// reservations are the instance counts left in capacity reservations.
+	reservations    *reservationCounts
+	disableReserved bool
 
 	mu     sync.Mutex
 	region string
@@ -137,7 +164,9 @@ func New(opts Options) (*Provider, error) {
 		templates: launch.NewTemplates(opts.Clients.EC2),
 		region:    opts.Region,
 
-		templateUsed: map[string]time.Time{},
+		reservations:    newReservationCounts(),
+		disableReserved: opts.DisableReservedCapacity,
+		templateUsed:    map[string]time.Time{},
 	}, nil
 }
 
@@ -153,12 +182,27 @@ func (p *Provider) GetSupportedNodeClasses() []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{awsv1.GroupVersion.WithKind("EC2NodeClass")}
 }
 
-// RepairPolicies implements cloud.CloudProvider: a node whose Ready condition
-// has been False or Unknown for RepairToleration is replaced.
+// RepairPolicies implements cloud.CloudProvider with Karpenter's AWS
+// policies: a node is replaced when its Ready condition has been False or
+// Unknown for RepairToleration, when one of the EKS node monitoring agent's
+// StorageReady, NetworkingReady, KernelReady or ContainerRuntimeReady has
+// been False for RepairToleration, or when AcceleratedHardwareReady has been
+// False for AcceleratedHardwareRepairToleration.
 func (p *Provider) RepairPolicies() []cloud.RepairPolicy {
+	return RepairPolicies()
+}
+
+// RepairPolicies returns the AWS provider's repair policies (see
+// Provider.RepairPolicies), a new slice on every call.
+func RepairPolicies() []cloud.RepairPolicy {
 	return []cloud.RepairPolicy{
 		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
 		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: RepairToleration},
+		{ConditionType: ConditionAcceleratedHardwareReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: AcceleratedHardwareRepairToleration},
+		{ConditionType: ConditionStorageReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
+		{ConditionType: ConditionNetworkingReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
+		{ConditionType: ConditionKernelReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
+		{ConditionType: ConditionContainerRuntimeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: RepairToleration},
 	}
 }
 

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,15 +39,22 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, nil)
+	return newEnvWith(t, testTypes, nil)
 }
 
-// newEnvWith is newEnv with the provider's clients passed through wrap
-// (when not nil), for tests that watch the calls.
-func newEnvWith(t *testing.T, wrap func(sdk.Clients) sdk.Clients) *env {
+// newEnvWithTypes is newEnv with the fake describing only these types.
+func newEnvWithTypes(t *testing.T, types []string) *env {
+	t.Helper()
+	return newEnvWith(t, types, nil)
+}
+
+// newEnvWith is newEnv with the fake describing only these types and the
+// provider's clients passed through wrap (when not nil), for tests that
+// watch the calls.
+func newEnvWith(t *testing.T, types []string, wrap func(sdk.Clients) sdk.Clients) *env {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: testTypes})
+	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: types})
 	w, err := f.StandardCluster("test", "1.33")
 	if err != nil {
 		t.Fatal(err)
@@ -526,9 +534,19 @@ func TestRepairPoliciesAndName(t *testing.T) {
 	if e.p.Name() != "aws" {
 		t.Errorf("Name = %q", e.p.Name())
 	}
-	rp := e.p.RepairPolicies()
-	if len(rp) != 2 || rp[0].TolerationDuration != 10*time.Minute || rp[1].ConditionStatus != corev1.ConditionUnknown {
-		t.Errorf("RepairPolicies = %+v", rp)
+	// Karpenter's AWS policies: the kubelet's Ready, and the EKS node
+	// monitoring agent's conditions.
+	want := []cloud.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "AcceleratedHardwareReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
+		{ConditionType: "StorageReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "NetworkingReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "KernelReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "ContainerRuntimeReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+	}
+	if rp := e.p.RepairPolicies(); !reflect.DeepEqual(rp, want) {
+		t.Errorf("RepairPolicies = %+v\nwant %+v", rp, want)
 	}
 	if g := e.p.GetSupportedNodeClasses(); len(g) != 1 || g[0].Kind != "EC2NodeClass" {
 		t.Errorf("GetSupportedNodeClasses = %v", g)

@@ -75,10 +75,13 @@ type typeInputs struct {
 	store   *awsv1.InstanceStorePolicy
 	amis    []awsv1.AMI
 	region  string
+	// What instancetype.Compatible reads, and the max-pods effect of
+	// efa-only interfaces (compatible.go).
+	compat compatInputs
 }
 
-func inputsOf(nc *awsv1.EC2NodeClass, region string) typeInputs {
-	in := typeInputs{family: amifamily.ResolvedFamily(&nc.Spec), kubelet: nc.Spec.Kubelet.DeepCopy(), region: region}
+func inputsOf(nc *awsv1.EC2NodeClass, region, strategy string) typeInputs {
+	in := typeInputs{family: amifamily.ResolvedFamily(&nc.Spec), kubelet: nc.Spec.Kubelet.DeepCopy(), region: region, compat: compatInputsOf(nc, strategy)}
 	for i := range nc.Spec.BlockDeviceMappings {
 		in.devices = append(in.devices, *nc.Spec.BlockDeviceMappings[i].DeepCopy())
 	}
@@ -94,9 +97,9 @@ func inputsOf(nc *awsv1.EC2NodeClass, region string) typeInputs {
 
 // sameAs reports whether the node class still gives these inputs, without
 // copying anything.
-func (in *typeInputs) sameAs(nc *awsv1.EC2NodeClass, region string) bool {
+func (in *typeInputs) sameAs(nc *awsv1.EC2NodeClass, region, strategy string) bool {
 	eq := equality.Semantic.DeepEqual
-	return in.region == region &&
+	return in.region == region && in.compat.sameAs(nc, strategy) &&
 		in.family == amifamily.ResolvedFamily(&nc.Spec) &&
 		eq(in.kubelet, nc.Spec.Kubelet) &&
 		len(in.devices) == len(nc.Spec.BlockDeviceMappings) && (len(in.devices) == 0 || eq(in.devices, nc.Spec.BlockDeviceMappings)) &&
@@ -129,8 +132,9 @@ func (c *typeCache) get(p *Provider, nc *awsv1.EC2NodeClass, snap snapshot) []*r
 		c.classes = map[string]*classTypes{}
 	}
 	ct := c.classes[nc.Name]
-	if ct == nil || ct.typesGen != snap.typesGen || !ct.inputs.sameAs(nc, snap.region) {
-		ct = &classTypes{inputs: inputsOf(nc, snap.region), typesGen: snap.typesGen, base: p.baseTypes(nc, snap)}
+	strategy := p.placementStrategy(nc)
+	if ct == nil || ct.typesGen != snap.typesGen || !ct.inputs.sameAs(nc, snap.region, strategy) {
+		ct = &classTypes{inputs: inputsOf(nc, snap.region, strategy), typesGen: snap.typesGen, base: p.baseTypes(nc, snap)}
 		c.classes[nc.Name] = ct
 	}
 	now := p.clk.Now()

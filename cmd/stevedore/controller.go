@@ -71,6 +71,7 @@ const (
 	flagBatchIdleDuration   = "batch-idle-duration"
 	flagBatchMaxDuration    = "batch-max-duration"
 	flagPreferencePolicy    = "preference-policy"
+	flagEqualWeightOrder    = "nodepool-equal-weight-order"
 	flagLogLevel            = "log-level"
 	flagKubeClientQPS       = "kube-client-qps"
 	flagKubeClientBurst     = "kube-client-burst"
@@ -141,6 +142,7 @@ type controllerOptions struct {
 	batchIdle          time.Duration
 	batchMax           time.Duration
 	preferencePolicy   string
+	equalWeightOrder   string
 	logLevel           string
 	kubeClientQPS      float32
 	kubeClientBurst    int
@@ -217,6 +219,8 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"how preferred scheduling terms shape new nodes: Respect (as Karpenter), Score or Ignore"+env(flagPreferencePolicy))
 	fs.StringVar(&o.minValuesPolicy, flagMinValuesPolicy, minValuesStrict,
 		"how NodePool minValues are held: Strict; BestEffort is accepted and treated as Strict"+env(flagMinValuesPolicy))
+	fs.StringVar(&o.equalWeightOrder, flagEqualWeightOrder, string(packer.EqualWeightName),
+		"which of several NodePools of the same weight launches a new node: Name (Karpenter's order: the first that can, by name descending) or Price (the cheapest)"+env(flagEqualWeightOrder))
 	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
 	fs.StringVar(&o.logOutputPaths, flagLogOutputPaths, "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths"+env(flagLogOutputPaths))
 	fs.StringVar(&o.logErrorPaths, flagLogErrorOutputPaths, "stderr", "comma-separated destinations of the logger's own errors"+env(flagLogErrorOutputPaths))
@@ -251,7 +255,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	// The AWS settings read their variables in AddFlags; the others here.
 	for _, name := range []string{flagKubeconfig, flagMetricsBindAddress, flagHealthProbeAddress, flagLeaderElect,
 		flagLeaderElectionNS, flagLeaderElectionID, flagBatchIdleDuration, flagBatchMaxDuration, flagPreferencePolicy,
-		flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
+		flagEqualWeightOrder, flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
 		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount,
 		flagMetricsPort, flagHealthProbePort, flagDisableLeaderElection, flagLeaderElectionName, flagMinValuesPolicy,
 		flagLogOutputPaths, flagLogErrorOutputPaths, flagMemoryLimit, flagEnableProfiling,
@@ -326,6 +330,11 @@ func (o *controllerOptions) validate() error {
 	case minValuesStrict, minValuesBestEffort:
 	default:
 		errs = append(errs, fmt.Errorf("--%s %q: use %s (or %s, which stevedore treats as %s)", flagMinValuesPolicy, o.minValuesPolicy, minValuesStrict, minValuesBestEffort, minValuesStrict))
+	}
+	switch packer.EqualWeightOrder(o.equalWeightOrder) {
+	case packer.EqualWeightName, packer.EqualWeightPrice:
+	default:
+		errs = append(errs, fmt.Errorf("--%s %q: use Name (Karpenter's order) or Price", flagEqualWeightOrder, o.equalWeightOrder))
 	}
 	if _, err := zapLevel(o.logLevel); err != nil {
 		errs = append(errs, err)
@@ -718,6 +727,10 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		return err
 	}
 
+	gates, err := parseFeatureGates(opts.featureGates)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
+	}
 	kube := mgr.GetClient()
 	provider, err := aws.New(aws.Options{
 		Clients:  clients,
@@ -732,6 +745,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		},
 		Cluster: cluster,
 		Region:  region,
+
+		DisableReservedCapacity: !gates[gateReservedCapacity],
 	})
 	if err != nil {
 		return err
@@ -739,10 +754,6 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	reg := opts.registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
-	}
-	gates, err := parseFeatureGates(opts.featureGates)
-	if err != nil {
-		return fmt.Errorf("--%s: %w", flagFeatureGates, err)
 	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Cloud:    provider,
@@ -752,6 +763,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			ClusterName:   st.ClusterName,
 			Region:        region,
 			DisableDryRun: st.DisableDryRun,
+
+			DisableCapacityReservations: !gates[gateReservedCapacity],
 		}),
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: k8sVersion, CABundle: cluster.CABundle,
 			RefreshInterval: min(st.AMIRefreshInterval, st.SubnetRefreshInterval)},
@@ -760,11 +773,13 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			BatchIdle:        opts.batchIdle,
 			BatchMax:         opts.batchMax,
 			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
+			EqualWeightOrder: packer.EqualWeightOrder(opts.equalWeightOrder),
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay:    opts.validationDelay,
 			ReplacementTimeout: opts.replacementTimeout,
 			SpotToSpot:         gates[gateSpotToSpot],
+			StaticCapacity:     gates[gateStaticCapacity],
 		},
 		NodeRepair:     health.Options{Enabled: gates[gateNodeRepair], MaxUnhealthyPercent: opts.maxUnhealthy},
 		ActOnRebalance: opts.actOnRebalance,

@@ -18,6 +18,13 @@ const (
 	// gateSpotToSpot lets consolidation replace spot nodes with cheaper
 	// spot nodes (off by default: it trades interruptions for savings).
 	gateSpotToSpot = "SpotToSpotConsolidation"
+	// gateReservedCapacity launches into the capacity reservations that
+	// EC2NodeClasses select (on by default, as in Karpenter).
+	gateReservedCapacity = "ReservedCapacity"
+	// gateStaticCapacity makes static NodePools (spec.replicas) act: their
+	// node count is held at the replicas and their drifted nodes replaced
+	// (off by default, as in Karpenter, where it is alpha).
+	gateStaticCapacity = "StaticCapacity"
 )
 
 // defaultFeatureGates is the default value of --feature-gates: Karpenter's
@@ -27,9 +34,9 @@ const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotCo
 // knownGates are the gates and their defaults. Gates Karpenter has and
 // stevedore always behaves as if on are accepted and ignored, so that a
 // copied FEATURE_GATES value does not stop the controller.
-var knownGates = map[string]bool{gateNodeRepair: false, gateSpotToSpot: false}
+var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false}
 
-var acceptedGates = map[string]bool{"ReservedCapacity": true, "StaticCapacity": true, "NodeOverlay": true, "CapacityBuffer": true}
+var acceptedGates = map[string]bool{"NodeOverlay": true, "CapacityBuffer": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))

@@ -10,6 +10,7 @@ func TestParseFeatureGates(t *testing.T) {
 		in      string
 		repair  bool
 		spot    bool
+		noRes   bool
 		wantErr string
 	}{
 		{in: defaultFeatureGates},
@@ -17,9 +18,11 @@ func TestParseFeatureGates(t *testing.T) {
 		{in: "NodeRepair=true", repair: true},
 		{in: " NodeRepair=true , SpotToSpotConsolidation=true ", repair: true, spot: true},
 		{in: "ReservedCapacity=true,SpotToSpotConsolidation=1", spot: true},
+		{in: "ReservedCapacity=false", noRes: true},
+		{in: "StaticCapacity=true"},
 		{in: "NodeRepair", wantErr: "is not Name=true"},
 		{in: "NodeRepair=yes", wantErr: "must be true or false"},
-		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, SpotToSpotConsolidation`},
+		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -33,7 +36,7 @@ func TestParseFeatureGates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot {
+			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot || g[gateReservedCapacity] == tc.noRes {
 				t.Fatalf("gates = %v", g)
 			}
 		})

@@ -74,6 +74,7 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
   disruption:
+    consolidateAfter: 1m
     budgets:
       - nodes: "0"
         schedule: "0 9 * * mon-fri"
@@ -101,7 +102,7 @@ func TestValidate(t *testing.T) {
 			wantOut: []string{`examples/spot-mix/manifests.yaml#3: NodePool/stateful: metadata.name: NodePool "stateful" is defined twice: here and at ../../examples/spot-mix.yaml#3`}},
 		{name: "the chaos scenarios are valid", args: []string{"validate", "-f", "../../examples/chaos"}, wantStderr: "valid"},
 		{name: "budget schedule without duration", args: []string{"validate", "-f", "-"}, stdin: badNodePool, wantErr: true,
-			wantOut: []string{"-#1: NodePool/default: spec.disruption.budgets[0]: ", "schedule and duration must be set together", "fix: "}},
+			wantOut: []string{"-#1: NodePool/default: spec.disruption.budgets: ", "schedule and duration must be set together", "fix: "}},
 		{name: "provisioner gets migration advice", args: []string{"validate", "-f", "-"}, stdin: oldProvisioner, wantErr: true,
 			wantOut: []string{"Provisioner", "karpenter.sh/v1 NodePool", "consolidateAfter: 30s"}},
 		{name: "no input named", args: []string{"validate"}, wantErr: true},

@@ -65,23 +65,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 	"github.com/stevedore-autoscaler/stevedore/decide/budget"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -175,7 +171,7 @@ const (
 // Request returns the request the controller reconciles: there is one
 // disruption controller, whatever the request says.
 func Request() reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+	return singleton.Request(Name)
 }
 
 // Options tune a Controller. The zero value gives the defaults.
@@ -191,6 +187,9 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate).
 	SpotToSpot bool
+	// StaticCapacity replaces drifted nodes of static NodePools (Karpenter's
+	// StaticCapacity feature gate); the static controller then also runs.
+	StaticCapacity bool
 	// PreferencePolicy says how preferred scheduling terms shape
 	// replacements; default packer.PreferenceScore, as for the provisioner.
 	PreferencePolicy packer.PreferencePolicy
@@ -291,14 +290,7 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 // Register runs the Controller under the manager: it wakes once when the
 // manager starts and then as its results ask.
 func (c *Controller) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).
-		Named(Name).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(Request())
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(c)
+	return singleton.Register(mgr, Name, c)
 }
 
 // Reconcile makes one pass: it moves the commands in flight on, resumes or
@@ -434,6 +426,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		c.memo = newConsolidationMemo(relaxations, pools, in, dec, now)
 	}
 	c.lastFingerprint, c.lastFull = fp, now
+	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
 	cmd := dec.Command
 	if cmd == nil {
@@ -498,6 +491,7 @@ func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining m
 		Remaining: remaining,
 		Options: decide.Options{
 			SpotToSpot:       c.opts.SpotToSpot,
+			StaticCapacity:   c.opts.StaticCapacity,
 			PreferencePolicy: c.opts.PreferencePolicy,
 			MaxInstanceTypes: c.opts.MaxInstanceTypes,
 			Cache:            c.packingCache(snap),
@@ -569,4 +563,20 @@ func describeNodeClaim(nc *karpv1.NodeClaim) string {
 		return fmt.Sprintf("%s (node %s)", nc.Name, nc.Status.NodeName)
 	}
 	return nc.Name
+}
+
+// scoredMoves records the consolidation moves this decision scored for a
+// Balanced NodePool: the command's, approved, and each single-node
+// rejection. Verdicts carried over from an earlier decision (SkipConsolidation)
+// are not in dec.Verdicts, so no move is counted twice.
+func (c *Controller) scoredMoves(dec decide.Decision) {
+	for _, v := range dec.Verdicts {
+		if s := v.Score; s != nil {
+			c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+		}
+	}
+	if dec.Command != nil && dec.Command.Score != nil {
+		s := dec.Command.Score
+		c.metrics.ConsolidationMove(s.NodePool, string(s.Policy), s.Value, s.Approved)
+	}
 }

@@ -147,6 +147,7 @@ type Metrics struct {
 
 	// The disruption controller's collectors; see voluntary.go.
 	voluntary voluntary
+	balanced  balancedMetrics
 }
 
 // New creates the metrics and registers them with reg. It fails when reg
@@ -193,6 +194,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if err := m.registerVoluntary(reg); err != nil {
+		return nil, err
+	}
+	if err := m.registerBalanced(reg); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 )
@@ -69,6 +70,8 @@ func TestNodeClaimRequirements(t *testing.T) {
 		must(wellknown.LabelInstanceFamily, corev1.NodeSelectorOpIn, "c6i", "m6i").WithMinValues(2),
 		must(wellknown.LabelHostname, corev1.NodeSelectorOpExists),
 		must("example.com/gpu", corev1.NodeSelectorOpDoesNotExist),
+		must(wellknown.LabelInstanceCPU, corev1.NodeSelectorOpGt, "7"),
+		must(wellknown.LabelInstanceCPU, karpv1.NodeSelectorOpLte, "16"),
 	)
 	got := nodeClaimRequirements(reqs, []string{"c6i.large", "m6i.large"})
 	byKey := map[string]int{}
@@ -89,7 +92,17 @@ func TestNodeClaimRequirements(t *testing.T) {
 	if gpu := got[byKey["example.com/gpu"]]; gpu.Operator != corev1.NodeSelectorOpDoesNotExist || len(gpu.Values) != 0 {
 		t.Errorf("gpu = %+v", gpu)
 	}
-	if len(got) != 3 {
-		t.Errorf("%d requirements, want 3: %+v", len(got), got)
+	// Bounds are written inclusive, as Karpenter writes them: Gt 7 is Gte 8.
+	var bounds []string
+	for _, r := range got {
+		if r.Key == wellknown.LabelInstanceCPU {
+			bounds = append(bounds, string(r.Operator)+" "+strings.Join(r.Values, ","))
+		}
+	}
+	if !slices.Equal(bounds, []string{"Gte 8", "Lte 16"}) {
+		t.Errorf("instance-cpu written as %q, want [Gte 8, Lte 16]", bounds)
+	}
+	if len(got) != 5 {
+		t.Errorf("%d requirements, want 5: %+v", len(got), got)
 	}
 }

@@ -39,22 +39,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -98,7 +95,7 @@ const (
 // Request returns the request the provisioner reconciles: there is one
 // provisioner, whatever the request says.
 func Request() reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+	return singleton.Request(Name)
 }
 
 // Options tune a Provisioner. The zero value gives the defaults.
@@ -113,6 +110,10 @@ type Options struct {
 	// PreferencePolicy says how preferred scheduling terms shape new
 	// NodeClaims; default packer.PreferenceScore.
 	PreferencePolicy packer.PreferencePolicy
+	// EqualWeightOrder says which of several NodePools of the same weight
+	// launches a new NodeClaim; default packer.EqualWeightName, Karpenter's
+	// order.
+	EqualWeightOrder packer.EqualWeightOrder
 	// MaxInstanceTypes caps the instance types listed on a NodeClaim;
 	// 0 means packer.DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
@@ -169,14 +170,8 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 // also wakes once when the manager starts and then at least every Period.
 // The Provisioner should have been created with the manager's client.
 func (p *Provisioner) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).
-		Named(Name).
+	return singleton.Builder(mgr, Name).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(p.podTrigger)).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(Request())
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(p)
 }
 
@@ -245,6 +240,7 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	pools, skipped := p.nodePools(ctx, snap)
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
+	in.EqualWeightOrder = p.opts.EqualWeightOrder
 	res := packer.Solve(in)
 
 	byKey := make(map[types.NamespacedName]*corev1.Pod, len(pods))
@@ -310,7 +306,20 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 // nodePools returns the packer NodePools that may launch now, in the
 // snapshot's order, and those left out, recording an event on each.
 func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]packer.NodePool, []Skip) {
-	pools, skipped := p.pools.LaunchablePools(ctx, p.cloud, snap)
+	all, skipped := p.pools.LaunchablePools(ctx, p.cloud, snap)
+	// Static NodePools launch only to keep their replica count (see
+	// controllers/nodepool/static): pending pods may land on their nodes,
+	// never on a new node of theirs.
+	static := map[string]bool{}
+	for _, np := range snap.NodePools {
+		static[np.Name] = np.Spec.Replicas != nil
+	}
+	pools := make([]packer.NodePool, 0, len(all))
+	for _, pool := range all {
+		if !static[pool.Name] {
+			pools = append(pools, pool)
+		}
+	}
 	for _, s := range skipped {
 		if s.Err != nil {
 			log.FromContext(ctx).Error(s.Err, "listing instance types", "nodepool", s.NodePool.Name)

@@ -23,6 +23,10 @@ func consolidationEligible(c *Candidate) *Blocked {
 		return &Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonUnderutilized, Code: code, Message: msg}
 	}
 	d := c.NodePool.Spec.Disruption
+	if IsStatic(c.NodePool) {
+		s := staticBlocked(c, ReasonUnderutilized)
+		return &s
+	}
 	switch {
 	case nodePoolPolicy(c.NodePool) == karpv1.ConsolidationPolicyWhenEmpty:
 		return b(CodePolicy, fmt.Sprintf("NodePool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool.Name))
@@ -106,7 +110,7 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	}
 	switch len(out.replacements) {
 	case 0:
-		return &Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price}, nil
+		return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodDelete, Candidates: cands, SavingsPerHour: price})
 	case 1:
 	default:
 		return reject(CodeWouldNeedMany, fmt.Sprintf("its pods would need %d new nodes; consolidation never replaces one node with several", len(out.replacements)))
@@ -115,8 +119,8 @@ func (w *world) command(cands []*Candidate, single bool) (*Command, *Blocked) {
 	if code != "" {
 		return reject(code, why)
 	}
-	return &Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
-		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)}, nil
+	return w.balanced(&Command{Reason: ReasonUnderutilized, Method: MethodReplace, Candidates: cands,
+		Replacements: []packer.NodeClaim{r}, SavingsPerHour: price - worstPrice(w.poolByNm[r.NodePool], r)})
 }
 
 // cheaper narrows a replacement to the instance types whose worst-case

@@ -14,7 +14,7 @@ func Decide(in Input) Decision {
 	d := newDecider(&in)
 	var dec Decision
 	dec.Blocked = append(dec.Blocked, d.blocked...)
-	for _, method := range []func() (*Command, []Blocked){d.emptiness, d.drift, d.consolidation} {
+	for _, method := range []func() (*Command, []Blocked){d.emptiness, d.staticDrift, d.drift, d.consolidation} {
 		cmd, blocked := method()
 		dec.Blocked = append(dec.Blocked, blocked...)
 		if cmd != nil {
@@ -48,6 +48,7 @@ func newDecider(in *Input) *decider {
 func (d *decider) sim() *world {
 	if d.w == nil {
 		d.w = newWorld(d.in)
+		d.w.totals = balancedTotals(d.cands)
 	}
 	return d.w
 }
@@ -59,6 +60,10 @@ func (d *decider) emptiness() (*Command, []Blocked) {
 	var blocked []Blocked
 	for _, c := range d.cands {
 		if !c.Empty() {
+			continue
+		}
+		if IsStatic(c.NodePool) {
+			blocked = append(blocked, staticBlocked(c, ReasonEmpty))
 			continue
 		}
 		ca := c.NodePool.Spec.Disruption.ConsolidateAfter
@@ -99,7 +104,8 @@ func (d *decider) drift() (*Command, []Blocked) {
 	var drifted []*Candidate
 	var blocked []Blocked
 	for _, c := range d.cands {
-		if !c.Drifted {
+		if !c.Drifted || IsStatic(c.NodePool) {
+			// Static NodePools' drifted nodes are staticDrift's.
 			continue
 		}
 		// With a terminationGracePeriod the drain ends by itself, so

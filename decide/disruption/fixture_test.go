@@ -107,6 +107,7 @@ type nodeSpec struct {
 	doNotDisrupt          bool
 	tgp                   *metav1.Duration
 	unmanaged             bool
+	expireAfter           time.Duration // the NodeClaim's spec.expireAfter; 0 = never
 }
 
 // node adds a registered node and its NodeClaim; it returns the name.
@@ -156,6 +157,9 @@ func (f *fixture) node(s nodeSpec) string {
 			CreationTimestamp: metav1.NewTime(t0.Add(-24 * time.Hour))},
 		Spec:   karpv1.NodeClaimSpec{TerminationGracePeriod: s.tgp},
 		Status: karpv1.NodeClaimStatus{NodeName: name, ProviderID: pid},
+	}
+	if s.expireAfter > 0 {
+		nc.Spec.ExpireAfter = karpv1.NewNillableDuration(s.expireAfter)
 	}
 	cond := func(typ string, ok bool, reason string, at time.Time) {
 		st := metav1.ConditionTrue

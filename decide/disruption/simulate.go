@@ -30,12 +30,16 @@ type world struct {
 	drifted  []bool         // about to be replaced: may not take pods moved by drift
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
+	// totals are the Balanced NodePools' cost and disruption (see Score).
+	totals map[string]poolTotals
 }
 
 func newWorld(in *Input) *world {
 	snap := in.Snapshot
 	w := &world{in: in, index: map[string]int{}, poolByNm: map[string]*packer.NodePool{}}
-	w.base = snap.PackerInput(nil, in.Pools, in.Options.PreferencePolicy)
+	// Static NodePools launch only to keep their replica count: moved pods
+	// may land on their nodes but never on a new node of theirs.
+	w.base = snap.PackerInput(nil, dynamicPools(snap, in.Pools), in.Options.PreferencePolicy)
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
 	// Every simulation of this decision packs onto the same pools: their
 	// instance-type tables are built once.

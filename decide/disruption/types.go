@@ -78,6 +78,9 @@ type Blocked struct {
 	Reason  Reason
 	Code    string
 	Message string
+	// Score is the Balanced score of a consolidation move that was
+	// rejected for it (CodeBalancedScore); nil otherwise.
+	Score *Score
 }
 
 func (b Blocked) String() string {
@@ -153,6 +156,9 @@ type Command struct {
 	// SavingsPerHour is the candidates' price minus the replacements'
 	// worst-case price (consolidation only).
 	SavingsPerHour float64
+	// Score is the move's Balanced score when a candidate's NodePool has
+	// consolidationPolicy: Balanced (consolidation only); nil otherwise.
+	Score *Score
 }
 
 // Pods is the number of pods that move.
@@ -186,6 +192,9 @@ func (c Command) String() string {
 		b.WriteString(describeReplacement(r))
 	}
 	fmt.Fprintf(&b, ", reason %s", strings.ToLower(string(c.Reason)))
+	if c.Score != nil {
+		fmt.Fprintf(&b, ", balanced %s", c.Score)
+	}
 	return b.String()
 }
 
@@ -215,6 +224,11 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
 	SpotToSpot bool
+	// StaticCapacity turns on the replacement of drifted nodes of static
+	// NodePools (spec.replicas), as Karpenter's StaticCapacity feature gate
+	// does (off by default). Static NodePools' nodes are never consolidated
+	// and never replaced by plain drift, whatever it says.
+	StaticCapacity bool
 	// PreferencePolicy is passed to the packer.
 	PreferencePolicy packer.PreferencePolicy
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the

@@ -77,6 +77,7 @@ func TestRequirementsDrift(t *testing.T) {
 		wellknown.LabelInstanceType:                "m6i.large",
 		"example.com/team":                         "a",
 		"failure-domain.beta.kubernetes.io/region": "us-east-1",
+		"karpenter.k8s.aws/instance-cpu":           "8",
 	}
 	for _, tc := range []struct {
 		name   string
@@ -107,6 +108,16 @@ func TestRequirementsDrift(t *testing.T) {
 		}},
 		{name: "template label still met", labels: map[string]karpv1.LabelValue{"example.com/team": "a"}},
 		{name: "template label changed", want: true, detail: "example.com/team", labels: map[string]karpv1.LabelValue{"example.com/team": "b"}},
+		{name: "Gte met at its bound", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+			req("karpenter.k8s.aws/instance-cpu", karpv1.NodeSelectorOpGte, "8"),
+			req("karpenter.k8s.aws/instance-cpu", karpv1.NodeSelectorOpLte, "8"),
+		}},
+		{name: "Gte raised past the node", want: true, detail: "karpenter.k8s.aws/instance-cpu", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+			req("karpenter.k8s.aws/instance-cpu", karpv1.NodeSelectorOpGte, "9"),
+		}},
+		{name: "Lte lowered past the node", want: true, detail: "karpenter.k8s.aws/instance-cpu", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+			req("karpenter.k8s.aws/instance-cpu", karpv1.NodeSelectorOpLte, "7"),
+		}},
 		{name: "unparsable requirement is not judged", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
 			req("example.com/gen", corev1.NodeSelectorOpGt, "x"),
 		}},

@@ -1016,3 +1016,44 @@ func TestDiverseNodeCount(t *testing.T) {
 		})
 	}
 }
+
+// TestEqualWeightOrder checks which of two NodePools of equal weight launches
+// a new claim: by default the first in Karpenter's order (weight, then the
+// name later in the alphabet), with EqualWeightPrice the cheaper; a higher
+// weight wins either way.
+func TestEqualWeightOrder(t *testing.T) {
+	pricier := func(f float64) func(*packer.NodePool) {
+		return func(np *packer.NodePool) {
+			for i, it := range np.InstanceTypes {
+				c := *it
+				c.Offerings = slices.Clone(it.Offerings)
+				for j := range c.Offerings {
+					c.Offerings[j].PricePerHour *= f
+				}
+				np.InstanceTypes[i] = &c
+			}
+		}
+	}
+	weight := func(w int32) func(*packer.NodePool) { return func(np *packer.NodePool) { np.Weight = w } }
+	tests := []struct {
+		name  string
+		order packer.EqualWeightOrder
+		pools []packer.NodePool
+		want  string
+	}{
+		{"default: name later in the alphabet", "", []packer.NodePool{pool("a-cheap", 8), pool("b-pricey", 8, pricier(3))}, "b-pricey"},
+		{"Name: name later in the alphabet", packer.EqualWeightName, []packer.NodePool{pool("b-cheap", 8), pool("a-pricey", 8, pricier(3))}, "b-cheap"},
+		{"Price: the cheaper", packer.EqualWeightPrice, []packer.NodePool{pool("a-cheap", 8), pool("b-pricey", 8, pricier(3))}, "a-cheap"},
+		{"default: weight beats name", "", []packer.NodePool{pool("a-heavy", 8, weight(10)), pool("b-light", 8)}, "a-heavy"},
+		{"Price: weight beats price", packer.EqualWeightPrice, []packer.NodePool{pool("a-cheap", 8), pool("b-pricey", 8, pricier(3), weight(10))}, "b-pricey"},
+		{"default: the first that can launch", "", []packer.NodePool{pool("a-cheap", 8), pool("b-small", 1)}, "a-cheap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := packer.Solve(packer.Input{Pods: []*corev1.Pod{pod("p", "1500m", "1Gi")}, NodePools: tt.pools, EqualWeightOrder: tt.order})
+			if len(res.NodeClaims) != 1 || res.NodeClaims[0].NodePool != tt.want {
+				t.Fatalf("NodeClaims %+v, want one of NodePool %s; unschedulable %+v", res.NodeClaims, tt.want, res.Unschedulable)
+			}
+		})
+	}
+}

@@ -259,7 +259,7 @@ func solve(in Input) (Result, []step) {
 	}
 	slices.SortFunc(res.Ignored, func(a, b Unschedulable) int { return cmpNN(a.Pod, b.Pod) })
 
-	// Pools, by weight then name.
+	// Pools in Karpenter's order: weight descending, then name descending.
 	var daemonAlts [][]requirements.Requirements
 	var daemons []*corev1.Pod
 	for _, d := range in.DaemonSetPods {
@@ -285,7 +285,7 @@ func solve(in Input) (Result, []step) {
 		if c := cmp.Compare(b.np.Weight, a.np.Weight); c != 0 {
 			return c
 		}
-		return strings.Compare(a.np.Name, b.np.Name)
+		return strings.Compare(b.np.Name, a.np.Name)
 	})
 
 	// Existing nodes, sorted by name (registered before in flight).
@@ -653,13 +653,14 @@ type plan struct {
 }
 
 // planNew finds the NodePool and instance types for a new claim holding
-// the variant's pod: the highest weight pool that can, the cheapest among
-// equal weights.
+// the variant's pod: the first pool in order that can, or with
+// EqualWeightPrice the cheapest of the highest weight that can.
 func (sv *solver) planNew(v *variant) (plan, bool) {
 	var best plan
 	found := false
+	byPrice := sv.in.EqualWeightOrder == EqualWeightPrice
 	for _, p := range sv.poolsOrd {
-		if found && p.np.Weight < best.pool.np.Weight {
+		if found && (!byPrice || p.np.Weight < best.pool.np.Weight) {
 			break
 		}
 		pl, ok := sv.planPool(v, p)

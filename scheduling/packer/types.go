@@ -51,15 +51,24 @@ type Offering struct {
 	// PricePerHour in USD.
 	PricePerHour float64
 	// Available is false while the offering is known to lack capacity (for
-	// example after an insufficient-capacity error).
+	// example after an insufficient-capacity error, or a capacity
+	// reservation with no instance left).
 	Available bool
+	// ReservationID is the capacity reservation a CapacityTypeReserved
+	// offering launches into; empty for other capacity types.
+	ReservationID string
+	// ReservationCapacity is how many more instances that reservation
+	// takes, as last known; 0 for other capacity types.
+	ReservationCapacity int
 }
 
 // NodePool is a NodePool as the packer needs it: what its nodes look like and
 // how much more it may launch.
 type NodePool struct {
 	Name string
-	// Weight orders NodePools: higher weights are tried first; ties by name.
+	// Weight orders NodePools: higher weights are tried first; among equal
+	// weights, the name later in the alphabet first, as Karpenter orders
+	// them (see Input.EqualWeightOrder).
 	Weight int32
 	// Requirements are the template's requirements with its labels added as
 	// `In [value]`, and karpenter.sh/nodepool In [Name].
@@ -113,6 +122,23 @@ type Node struct {
 	Unschedulable bool
 }
 
+// EqualWeightOrder says how a new NodeClaim's NodePool is chosen among
+// NodePools of the same weight, all of which could launch it.
+type EqualWeightOrder string
+
+const (
+	// EqualWeightName takes the first NodePool that can launch the claim in
+	// Karpenter's order: weight descending, then name descending (the name
+	// later in the alphabet first). It is Karpenter's behaviour and the
+	// default.
+	EqualWeightName EqualWeightOrder = "Name"
+	// EqualWeightPrice takes, among the NodePools of the highest weight that
+	// can launch the claim, the one whose cheapest instance type for it
+	// costs least (ties in the order of EqualWeightName). A higher weight
+	// still beats any price.
+	EqualWeightPrice EqualWeightOrder = "Price"
+)
+
 // PreferencePolicy says how preferred scheduling terms (preferred node
 // affinity, preferred pod affinity and anti-affinity, ScheduleAnyway spread)
 // shape new NodeClaims.
@@ -147,6 +173,9 @@ type Input struct {
 	NamespaceLabels map[string]map[string]string
 	// PreferencePolicy defaults to PreferenceScore.
 	PreferencePolicy PreferencePolicy
+	// EqualWeightOrder says which of several NodePools of the same weight
+	// launches a new NodeClaim; it defaults to EqualWeightName.
+	EqualWeightOrder EqualWeightOrder
 	// MaxInstanceTypes caps the instance types listed on a new NodeClaim
 	// (cheapest first); 0 means 600.
 	MaxInstanceTypes int

@@ -9,11 +9,13 @@
 //   - NotIn [a b]: the label is absent, or set to anything but a and b;
 //   - Exists: the label is set, to anything;
 //   - DoesNotExist: the label is absent;
-//   - Gt 4, Lt 16: the label is set to an integer above 4, or below 16.
+//   - Gt 4, Lt 16: the label is set to an integer above 4, or below 16;
+//   - Gte 4, Lte 16: Karpenter's inclusive forms, at least 4, or at most 16.
 //
 // The value set is kept either as a finite sorted list or as the complement of
-// one (everything except a finite list), optionally narrowed by strict integer
-// bounds. Intersection is exact: intersecting two requirements yields the
+// one (everything except a finite list), optionally narrowed by inclusive
+// integer bounds. As in Karpenter, Gt n is held (and printed, and written
+// back) as Gte n+1 and Lt n as Lte n-1. Intersection is exact: intersecting two requirements yields the
 // requirement met by exactly the nodes that meet both, in a canonical form, so
 // that equal sets compare equal.
 //

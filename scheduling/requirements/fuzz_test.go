@@ -33,7 +33,7 @@ func (r *reader) requirement(key string) Requirement {
 		op     corev1.NodeSelectorOperator
 		values []string
 	)
-	switch r.next(6) {
+	switch r.next(8) {
 	case 0:
 		op = corev1.NodeSelectorOpIn
 	case 1:
@@ -46,13 +46,17 @@ func (r *reader) requirement(key string) Requirement {
 		op = corev1.NodeSelectorOpGt
 	case 5:
 		op = corev1.NodeSelectorOpLt
+	case 6:
+		op = OpGte
+	case 7:
+		op = OpLte
 	}
 	switch op {
 	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 		for n := 1 + r.next(4); n > 0; n-- {
 			values = append(values, fuzzValues[r.next(len(fuzzValues))])
 		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, OpGte, OpLte:
 		values = []string{strconv.Itoa(r.next(12) - 3)}
 	}
 	req, err := NewRequirement(key, op, values...)

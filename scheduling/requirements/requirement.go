@@ -13,6 +13,15 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
+// Karpenter's inclusive integer operators, which NodePool and NodeClaim
+// requirements accept beside the core node selector operators:
+// "Gte 8" is met by a label whose integer value is at least 8, "Lte 16" by
+// one at most 16.
+const (
+	OpGte corev1.NodeSelectorOperator = "Gte"
+	OpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // Requirement constrains the value of one label key on a node.
 //
 // The zero Requirement has an empty key and can never be met. Build one with
@@ -24,7 +33,10 @@ import (
 //   - a finite set carries no bounds (values outside them are dropped);
 //   - a complement set with bounds excludes only values inside the bounds, and
 //     its bounds always admit at least one integer (an empty range becomes the
-//     empty finite set).
+//     empty finite set);
+//   - bounds are inclusive, as Karpenter keeps them: Gt n is held as Gte n+1
+//     and Lt n as Lte n-1, so that "Gt 7" and "Gte 8" are the same
+//     requirement and compare Equal.
 //
 // Canonical form makes Equal a structural comparison.
 type Requirement struct {
@@ -32,24 +44,26 @@ type Requirement struct {
 	// values are the allowed values of a finite set, or the excluded values
 	// of a complement set.
 	values []string
-	// Strict integer bounds on the value, when hasGt and hasLt say so:
-	// gt < value < lt. A value that does not parse as an integer fails any
-	// bound.
-	gt, lt int64
+	// Inclusive integer bounds on the value, when hasGte and hasLte say so:
+	// gte <= value <= lte. A value that does not parse as an integer fails
+	// any bound.
+	gte, lte int64
 	// minValues is the minimum number of distinct values that the instance
 	// types chosen for a NodeClaim must offer for this key.
-	minValues    int
-	complement   bool
-	absent       bool // a node without the label meets the requirement
-	hasGt, hasLt bool
-	hasMinValues bool
+	minValues      int
+	complement     bool
+	absent         bool // a node without the label meets the requirement
+	hasGte, hasLte bool
+	hasMinValues   bool
 }
 
 // NewRequirement returns the requirement that a node selector requirement
 // with this key, operator and values expresses, with the key normalized.
 //
 // As the API server does, it rejects In and NotIn without values, Exists and
-// DoesNotExist with values, and Gt or Lt without exactly one integer value.
+// DoesNotExist with values, and Gt, Lt, Gte or Lte without exactly one
+// integer value. Gte and Lte are Karpenter's inclusive bounds (NodePool and
+// NodeClaim requirements accept them; pod node affinity does not).
 func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
 	r := Requirement{key: normalizeKey(key)}
 	switch operator {
@@ -70,7 +84,7 @@ func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...
 		} else {
 			r.absent = true
 		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, OpGte, OpLte:
 		if len(values) != 1 {
 			return Requirement{}, fmt.Errorf("requirement on %q: operator %s needs exactly one integer value, got %q", key, operator, values)
 		}
@@ -79,16 +93,24 @@ func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...
 			return Requirement{}, fmt.Errorf("requirement on %q: operator %s needs an integer value, got %q", key, operator, values[0])
 		}
 		r.complement = true
-		if operator == corev1.NodeSelectorOpGt {
-			r.hasGt, r.gt = true, bound
-		} else {
-			r.hasLt, r.lt = true, bound
-		}
-		if rangeEmpty(r.hasGt, r.gt, r.hasLt, r.lt) {
-			r = Requirement{key: r.key}
+		switch operator {
+		case corev1.NodeSelectorOpGt:
+			if bound == math.MaxInt64 { // no integer is greater
+				return Requirement{key: r.key}, nil
+			}
+			r.hasGte, r.gte = true, bound+1
+		case corev1.NodeSelectorOpLt:
+			if bound == math.MinInt64 { // no integer is smaller
+				return Requirement{key: r.key}, nil
+			}
+			r.hasLte, r.lte = true, bound-1
+		case OpGte:
+			r.hasGte, r.gte = true, bound
+		default:
+			r.hasLte, r.lte = true, bound
 		}
 	default:
-		return Requirement{}, fmt.Errorf("requirement on %q: unknown operator %q; use In, NotIn, Exists, DoesNotExist, Gt or Lt", key, operator)
+		return Requirement{}, fmt.Errorf("requirement on %q: unknown operator %q; use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte", key, operator)
 	}
 	return r, nil
 }
@@ -117,11 +139,11 @@ func (r Requirement) Values() iter.Seq[string] { return slices.Values(r.values) 
 // Len returns the number of values that Values yields.
 func (r Requirement) Len() int { return len(r.values) }
 
-// Gt returns the exclusive lower integer bound, if there is one.
-func (r Requirement) Gt() (int64, bool) { return r.gt, r.hasGt }
+// Gte returns the inclusive lower integer bound, if there is one.
+func (r Requirement) Gte() (int64, bool) { return r.gte, r.hasGte }
 
-// Lt returns the exclusive upper integer bound, if there is one.
-func (r Requirement) Lt() (int64, bool) { return r.lt, r.hasLt }
+// Lte returns the inclusive upper integer bound, if there is one.
+func (r Requirement) Lte() (int64, bool) { return r.lte, r.hasLte }
 
 // Allows reports whether a node whose label is set to value meets r.
 func (r Requirement) Allows(value string) bool {
@@ -148,10 +170,10 @@ func (r Requirement) Intersect(o Requirement) Requirement {
 	out.minValues = max(r.minValues, o.minValues)
 	switch {
 	case r.complement && o.complement:
-		out.hasGt, out.gt = tighterGt(r, o)
-		out.hasLt, out.lt = tighterLt(r, o)
-		if rangeEmpty(out.hasGt, out.gt, out.hasLt, out.lt) {
-			out.hasGt, out.gt, out.hasLt, out.lt = false, 0, false, 0
+		out.hasGte, out.gte = tighterGte(r, o)
+		out.hasLte, out.lte = tighterLte(r, o)
+		if rangeEmpty(out.hasGte, out.gte, out.hasLte, out.lte) {
+			out.hasGte, out.gte, out.hasLte, out.lte = false, 0, false, 0
 			return out
 		}
 		out.complement = true
@@ -183,7 +205,7 @@ func subset(a, b Requirement) bool {
 	case !b.complement:
 		return false // a complement set is infinite
 	}
-	if b.hasGt && (!a.hasGt || a.gt < b.gt) || b.hasLt && (!a.hasLt || a.lt > b.lt) {
+	if b.hasGte && (!a.hasGte || a.gte < b.gte) || b.hasLte && (!a.hasLte || a.lte > b.lte) {
 		return false
 	}
 	for _, v := range b.values {
@@ -202,9 +224,9 @@ func intersects(a, b Requirement) bool {
 	}
 	switch {
 	case a.complement && b.complement:
-		hasGt, gt := tighterGt(a, b)
-		hasLt, lt := tighterLt(a, b)
-		return !rangeEmpty(hasGt, gt, hasLt, lt)
+		hasGte, gte := tighterGte(a, b)
+		hasLte, lte := tighterLte(a, b)
+		return !rangeEmpty(hasGte, gte, hasLte, lte)
 	case a.complement:
 		return anyAllowed(b.values, a)
 	case b.complement:
@@ -218,7 +240,7 @@ func intersects(a, b Requirement) bool {
 // included.
 func (r Requirement) Equal(o Requirement) bool {
 	return r.key == o.key && r.complement == o.complement && r.absent == o.absent &&
-		r.hasGt == o.hasGt && r.gt == o.gt && r.hasLt == o.hasLt && r.lt == o.lt &&
+		r.hasGte == o.hasGte && r.gte == o.gte && r.hasLte == o.hasLte && r.lte == o.lte &&
 		r.hasMinValues == o.hasMinValues && r.minValues == o.minValues &&
 		slices.Equal(r.values, o.values)
 }
@@ -226,7 +248,10 @@ func (r Requirement) Equal(o Requirement) bool {
 // NodeSelectorRequirements returns node selector requirements whose
 // conjunction is r (minValues aside). Most requirements need one; an Exists
 // with exclusions, or a bounded range, needs more; a requirement that nothing
-// meets is written as Exists together with DoesNotExist.
+// meets is written as Exists together with DoesNotExist. Integer bounds are
+// written as Karpenter writes them, inclusive: Gte and Lte (a NodePool's
+// "Gt 7" becomes a NodeClaim's "Gte 8"). Those operators are Karpenter's:
+// the result suits NodePool and NodeClaim requirements, not pod affinity.
 func (r Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequirement {
 	nsr := func(op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
 		return corev1.NodeSelectorRequirement{Key: r.key, Operator: op, Values: values}
@@ -242,14 +267,14 @@ func (r Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequirement
 		}
 	}
 	var out []corev1.NodeSelectorRequirement
-	if !r.absent && !r.hasGt && !r.hasLt {
+	if !r.absent && !r.hasGte && !r.hasLte {
 		out = append(out, nsr(corev1.NodeSelectorOpExists))
 	}
-	if r.hasGt {
-		out = append(out, nsr(corev1.NodeSelectorOpGt, strconv.FormatInt(r.gt, 10)))
+	if r.hasGte {
+		out = append(out, nsr(OpGte, strconv.FormatInt(r.gte, 10)))
 	}
-	if r.hasLt {
-		out = append(out, nsr(corev1.NodeSelectorOpLt, strconv.FormatInt(r.lt, 10)))
+	if r.hasLte {
+		out = append(out, nsr(OpLte, strconv.FormatInt(r.lte, 10)))
 	}
 	if len(r.values) > 0 {
 		out = append(out, nsr(corev1.NodeSelectorOpNotIn, slices.Clone(r.values)...))
@@ -259,7 +284,9 @@ func (r Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequirement
 
 // String returns r in a stable form that lists every value, for example
 // "kubernetes.io/arch In [amd64 arm64]", "example.com/team Exists NotIn [a]",
-// "example.com/gen Gt 4 Lt 9" or "topology.kubernetes.io/zone In [a] minValues 2".
+// "example.com/gen Gte 5 Lte 8" (bounds are inclusive, so "Gt 4" prints as
+// "Gte 5", as Karpenter canonicalizes it) or
+// "topology.kubernetes.io/zone In [a] minValues 2".
 // Two requirements have the same String exactly when they are Equal.
 func (r Requirement) String() string {
 	var b strings.Builder
@@ -305,17 +332,17 @@ func (r Requirement) describe(b *strings.Builder, limit int) {
 			b.WriteString(" or DoesNotExist")
 		}
 	default:
-		if !r.absent && !r.hasGt && !r.hasLt {
+		if !r.absent && !r.hasGte && !r.hasLte {
 			sep()
 			b.WriteString("Exists")
 		}
-		if r.hasGt {
+		if r.hasGte {
 			sep()
-			fmt.Fprintf(b, "Gt %d", r.gt)
+			fmt.Fprintf(b, "Gte %d", r.gte)
 		}
-		if r.hasLt {
+		if r.hasLte {
 			sep()
-			fmt.Fprintf(b, "Lt %d", r.lt)
+			fmt.Fprintf(b, "Lte %d", r.lte)
 		}
 		if len(r.values) > 0 || r.absent {
 			sep()
@@ -331,55 +358,48 @@ func (r Requirement) describe(b *strings.Builder, limit int) {
 // withinBounds reports whether value meets r's integer bounds; with no bounds,
 // every value does.
 func (r Requirement) withinBounds(value string) bool {
-	if !r.hasGt && !r.hasLt {
+	if !r.hasGte && !r.hasLte {
 		return true
 	}
 	n, ok := parseInt(value)
 	if !ok {
 		return false
 	}
-	return (!r.hasGt || n > r.gt) && (!r.hasLt || n < r.lt)
+	return (!r.hasGte || n >= r.gte) && (!r.hasLte || n <= r.lte)
 }
 
 // normalizeKey maps deprecated beta label keys to their stable names.
 func normalizeKey(key string) string { return wellknown.NormalizeLabel(key) }
 
-// tighterGt returns the larger of two optional lower bounds.
-func tighterGt(a, b Requirement) (bool, int64) {
+// tighterGte returns the larger of two optional lower bounds.
+func tighterGte(a, b Requirement) (bool, int64) {
 	switch {
-	case a.hasGt && b.hasGt:
-		return true, max(a.gt, b.gt)
-	case a.hasGt:
-		return true, a.gt
+	case a.hasGte && b.hasGte:
+		return true, max(a.gte, b.gte)
+	case a.hasGte:
+		return true, a.gte
 	default:
-		return b.hasGt, b.gt
+		return b.hasGte, b.gte
 	}
 }
 
-// tighterLt returns the smaller of two optional upper bounds.
-func tighterLt(a, b Requirement) (bool, int64) {
+// tighterLte returns the smaller of two optional upper bounds.
+func tighterLte(a, b Requirement) (bool, int64) {
 	switch {
-	case a.hasLt && b.hasLt:
-		return true, min(a.lt, b.lt)
-	case a.hasLt:
-		return true, a.lt
+	case a.hasLte && b.hasLte:
+		return true, min(a.lte, b.lte)
+	case a.hasLte:
+		return true, a.lte
 	default:
-		return b.hasLt, b.lt
+		return b.hasLte, b.lte
 	}
 }
 
-// rangeEmpty reports whether no int64 n satisfies gt < n < lt. A non-empty
-// range admits infinitely many label values ("7", "07", "007", ...), so the
-// complement of any finite list within it is never empty.
-func rangeEmpty(hasGt bool, gt int64, hasLt bool, lt int64) bool {
-	switch {
-	case hasGt && gt == math.MaxInt64, hasLt && lt == math.MinInt64:
-		return true
-	case hasGt && hasLt:
-		return gt >= lt-1
-	default:
-		return false
-	}
+// rangeEmpty reports whether no int64 n satisfies gte <= n <= lte. A
+// non-empty range admits infinitely many label values ("7", "07", "007",
+// ...), so the complement of any finite list within it is never empty.
+func rangeEmpty(hasGte bool, gte int64, hasLte bool, lte int64) bool {
+	return hasGte && hasLte && gte > lte
 }
 
 // sortedSet returns a sorted, duplicate-free copy of values.
@@ -494,7 +514,7 @@ func keepAllowed(values []string, c Requirement) []string {
 // It returns one of its arguments when that is the answer.
 func unionWithin(a, b []string, bounds Requirement) []string {
 	keep := func(s []string) []string {
-		if !bounds.hasGt && !bounds.hasLt {
+		if !bounds.hasGte && !bounds.hasLte {
 			return s
 		}
 		return keepWithin(s, bounds)

@@ -189,6 +189,16 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 		}
 		subnetIDs = append(subnetIDs, id)
 	}
+	for i, r := range a.CapacityReservations {
+		_, err := f.AddCapacityReservation(fake.CapacityReservation{
+			ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Total: r.Count,
+			MatchCriteria: r.InstanceMatchCriteria, ReservationType: r.Type, EndDate: r.End,
+			Interruptible: r.Interruptible, Tags: r.Tags,
+		})
+		if err != nil {
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.capacityReservations[%d]: %w", i, err)
+		}
+	}
 	var sgIDs []string
 	if len(a.SecurityGroups) == 0 {
 		id, err := f.AddSecurityGroup(fake.SecurityGroup{Name: "eks-cluster-sg-" + name, Description: "EKS created security group", Tags: withName(tags, "eks-cluster-sg-"+name)})
@@ -228,6 +238,11 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 	}
 	if a.PassRole != nil {
 		f.RestrictPassRole(a.PassRole...)
+	}
+	for i, g := range a.PlacementGroups {
+		if _, err := f.AddPlacementGroup(fake.PlacementGroup{ID: g.ID, Name: g.Name, Strategy: g.Strategy, PartitionCount: g.Partitions}); err != nil {
+			return nil, fake.Cluster{}, fmt.Errorf("spec.aws.placementGroups[%d]: %w", i, err)
+		}
 	}
 	if a.InterruptionQueue != "" {
 		// The queue as the reference setup leaves it: a policy that lets

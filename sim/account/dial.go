@@ -226,12 +226,20 @@ func (c remoteEC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstan
 	return call[ec2.DescribeInstancesOutput](ctx, c.r, "EC2", "DescribeInstances", in)
 }
 
+func (c remoteEC2) DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
+	return call[ec2.DescribeInstanceStatusOutput](ctx, c.r, "EC2", "DescribeInstanceStatus", in)
+}
+
 func (c remoteEC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
 	return call[ec2.TerminateInstancesOutput](ctx, c.r, "EC2", "TerminateInstances", in)
 }
 
 func (c remoteEC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 	return call[ec2.CreateTagsOutput](ctx, c.r, "EC2", "CreateTags", in)
+}
+
+func (c remoteEC2) DescribePlacementGroups(ctx context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
+	return call[ec2.DescribePlacementGroupsOutput](ctx, c.r, "EC2", "DescribePlacementGroups", in)
 }
 
 func (c remoteEC2) DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, _ ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {

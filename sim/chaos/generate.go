@@ -54,7 +54,7 @@ var Faults = []Fault{
 			NodeSelector: map[string]string{wellknown.LabelCapacityType: fake.CapacityTypeSpot}}}
 	}},
 	{Kind: "nodeFailure", Weight: 2, Event: func(*rand.Rand, World, time.Duration) scenario.Event {
-		return scenario.Event{NodeFailure: &scenario.Selection{Count: 1}}
+		return scenario.Event{NodeFailure: &scenario.NodeFailure{Selection: scenario.Selection{Count: 1}}}
 	}},
 	{Kind: "insufficientCapacity", Weight: 2, Event: func(rng *rand.Rand, w World, at time.Duration) scenario.Event {
 		ice := &scenario.InsufficientCapacity{CapacityType: pick(rng, []string{fake.CapacityTypeSpot, fake.CapacityTypeSpot, fake.CapacityTypeOnDemand, ""})}

@@ -199,6 +199,7 @@ var kindClasses = map[string]string{
 	KindDisruptionStarted:     "k-disruption",
 	KindDisruptionFinished:    "k-disruption",
 	KindDisruptionBlocked:     "k-blocked",
+	KindUnconsolidatable:      "k-blocked",
 	KindInterruptionReceived:  "k-disruption",
 	KindNodeClaimLaunchFailed: "k-failure",
 	KindPodUnschedulable:      "k-failure",

@@ -273,7 +273,7 @@ func (r *Recorder) launched(nc *karpv1.NodeClaim) {
 		return
 	}
 	in := &instance{id: id, nodePool: nc.Labels[wellknown.LabelNodePool], nodeClaim: nc.Name,
-		instanceType: info.InstanceType, capacityType: info.CapacityType, zone: info.Zone, start: info.LaunchTime}
+		instanceType: info.InstanceType, capacityType: capacityTypeOf(info), zone: info.Zone, start: info.LaunchTime}
 	if info.CapacityType == fake.CapacityTypeSpot {
 		in.price, _ = r.aws.SpotPrice(info.InstanceType, info.Zone)
 	} else {
@@ -281,6 +281,17 @@ func (r *Recorder) launched(nc *karpv1.NodeClaim) {
 	}
 	r.ledger[id] = in
 	r.order = append(r.order, id)
+}
+
+// capacityTypeOf is an instance's capacity type as the report counts it: an
+// instance in a capacity reservation is reserved (EC2 reports it as
+// on-demand, and bills the reservation at the on-demand price whether it is
+// used or not, which is the price the ledger keeps).
+func capacityTypeOf(info fake.InstanceInfo) string {
+	if info.CapacityReservationID != "" {
+		return wellknown.CapacityTypeReserved
+	}
+	return info.CapacityType
 }
 
 // InstanceEnds records that an instance will stop at at (its billing ends
@@ -368,6 +379,8 @@ func (r *Recorder) Event(now time.Time, e apiserver.Event) {
 			ev.NodePool = reg.Name
 		}
 		r.add(ev)
+	case reg.Kind == "NodeClaim" && e.Reason == "Unconsolidatable":
+		r.add(r.withClaim(Event{Time: now, Kind: KindUnconsolidatable, Object: reg.String(), Message: e.Note}, reg.Name))
 	case reg.Kind == "NodeClaim" && isInterruption(e):
 		r.add(r.withClaim(Event{Time: now, Kind: KindInterruptionReceived, Object: reg.String(), Reason: e.Reason, Message: e.Note}, reg.Name))
 		if cl := r.claims[reg.Name]; cl != nil && cl.disruption == "" && interruptionReasons[e.Reason] {

@@ -38,13 +38,18 @@ const (
 	KindDisruptionStarted     = "DisruptionStarted"
 	KindDisruptionFinished    = "DisruptionFinished"
 	KindDisruptionBlocked     = "DisruptionBlocked"
-	KindPodBound              = "PodBound"
-	KindPodEvicted            = "PodEvicted"
-	KindPodDeleted            = "PodDeleted"
-	KindPodUnschedulable      = "PodUnschedulable"
-	KindInstanceTerminated    = "InstanceTerminated"
-	KindInterruptionReceived  = "InterruptionReceived"
-	KindScenarioEvent         = "ScenarioEvent"
+	// KindUnconsolidatable is a node that consolidation considered and
+	// kept, with the code of why (such as BalancedScoreTooLow); the
+	// controller records one per NodeClaim at most every 15
+	// minutes.
+	KindUnconsolidatable     = "Unconsolidatable"
+	KindPodBound             = "PodBound"
+	KindPodEvicted           = "PodEvicted"
+	KindPodDeleted           = "PodDeleted"
+	KindPodUnschedulable     = "PodUnschedulable"
+	KindInstanceTerminated   = "InstanceTerminated"
+	KindInterruptionReceived = "InterruptionReceived"
+	KindScenarioEvent        = "ScenarioEvent"
 )
 
 // Disruption reasons.

@@ -34,7 +34,7 @@ func (r *Recorder) InstancesLaunched(ids []string) {
 		}
 		r.launches = append(r.launches, Instance{
 			ID: id, NodeClaim: info.Tags[wellknown.TagNodeClaim], NodePool: info.Tags[wellknown.TagNodePool],
-			State: info.State, InstanceType: info.InstanceType, Zone: info.Zone, CapacityType: info.CapacityType,
+			State: info.State, InstanceType: info.InstanceType, Zone: info.Zone, CapacityType: capacityTypeOf(info),
 			LaunchTime: info.LaunchTime.UTC(),
 		})
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
@@ -104,6 +106,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 		},
 		Cluster: info,
 		Region:  run.AWS.Region,
+
+		DisableReservedCapacity: !run.Controller.ReservedCapacity,
 	})
 	if err != nil {
 		return nil, err
@@ -122,6 +126,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Clients: r.world.clients,
 		Resolver: nodeclass.NewResolver(r.world.clients, nodeclass.Options{
 			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
+			DisableCapacityReservations: !run.Controller.ReservedCapacity,
 		}),
 		State:     state.NewCluster(),
 		Clock:     r.clock,
@@ -131,10 +136,11 @@ func (r *Runner) newDeps() (*Deps, error) {
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: run.KubernetesVersion, CABundle: info.CABundle},
 		Provisioning: provisioning.Options{
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
+			EqualWeightOrder: run.Controller.EqualWeightOrder,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
-			SpotToSpot: run.Controller.SpotToSpot, PreferencePolicy: run.Controller.PreferencePolicy,
+			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		ActOnRebalance: run.Controller.ActOnRebalance,
@@ -279,6 +285,13 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			}}},
 		})
 	}
+	if d.Disruption.StaticCapacity {
+		out = append(out, watch.Controller{
+			Name:       static.Name,
+			Reconciler: static.New(kube, d.State, d.Cloud, d.Clock, d.Metrics, d.Disruption.MaxInstanceTypes),
+			Start:      []reconcile.Request{static.Request()},
+		})
+	}
 	out = append(out,
 		watch.Controller{
 			Name:       disruptionctl.Name,
@@ -291,12 +304,26 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Start:      []reconcile.Request{watch.Named(controllers.NameGarbageCollection)},
 		},
 	)
+	status, err := interruptionqueue.NewStatusPoller(interruptionqueue.StatusConfig{
+		EC2:          d.Clients.EC2,
+		NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
+		Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+		Clock:        d.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, watch.Controller{
+		Name:       controllers.NameInstanceStatus,
+		Reconciler: &statusPoller{poller: status},
+		Start:      []reconcile.Request{watch.Named(controllers.NameInstanceStatus)},
+	})
 	if d.Settings.InterruptionQueue != "" {
 		consumer, err := interruptionqueue.New(interruptionqueue.Config{
 			QueueName:    d.Settings.InterruptionQueue,
 			SQS:          d.Clients.SQS,
 			NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance),
+			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
 			Clock:        d.Clock,
 		})
 		if err != nil {
@@ -345,6 +372,22 @@ func (p *poller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		}
 	}
 	return reconcile.Result{RequeueAfter: pollInterval}, nil
+}
+
+// statusPoller is the instance status poller that controllers.Register runs
+// as a ticker loop, as a periodic singleton reconciler.
+type statusPoller struct {
+	poller *interruptionqueue.StatusPoller
+}
+
+func (p *statusPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if _, err := p.poller.Poll(ctx); err != nil {
+		if errors.Is(err, interruptionqueue.ErrStatusDenied) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, err
+	}
+	return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, nil
 }
 
 // nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the

@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
@@ -54,6 +56,11 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return r.deleteObject(e.GVK, ev.Delete.Namespace, ev.Delete.Name)
 	case "scale":
 		s := ev.Scale
+		if e.GVK.GroupKind() == (schema.GroupKind{Group: wellknown.GroupCore, Kind: "NodePool"}) {
+			if err := r.staticNodePool(s.Name); err != nil {
+				return "NodePool/" + s.Name, "", err
+			}
+		}
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, *s.Replicas)
 		object, _, err = r.patch(e.GVK, s.Namespace, s.Name, "merge", []byte(patch))
 		return object, fmt.Sprintf("scaled to %d replicas", *s.Replicas), err
@@ -76,6 +83,8 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return r.spotInterruption(ev.SpotInterruption)
 	case "nodeFailure":
 		return r.nodeFailure(ev.NodeFailure)
+	case "instanceStatusFailure":
+		return r.instanceStatusFailure(ev.InstanceStatusFailure)
 	case "insufficientCapacity":
 		ice := ev.InsufficientCapacity
 		until := r.clock.Now().Add(e.For)
@@ -91,6 +100,20 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 		return "", "the controller's in-memory state was dropped and rebuilt from the API", nil
 	}
 	return "", "", fmt.Errorf("unknown event kind %q", e.Kind)
+}
+
+// staticNodePool refuses to scale a dynamic NodePool, as the API server
+// does: setting spec.replicas through the scale subresource would turn it
+// static, which the NodePool's validation rules forbid.
+func (r *Runner) staticNodePool(name string) error {
+	np := &karpv1.NodePool{}
+	if err := r.api.Get(r.ctx, client.ObjectKey{Name: name}, np); err != nil {
+		return err
+	}
+	if np.Spec.Replicas == nil {
+		return fmt.Errorf("NodePool %s is dynamic (spec.replicas unset) and cannot be scaled: a NodePool cannot switch between static and dynamic; scale a static NodePool, or create one with spec.replicas", name)
+	}
+	return nil
 }
 
 func all(s []string, none string) string {
@@ -248,8 +271,11 @@ func (r *Runner) patch(gvk schema.GroupVersionKind, namespace, name, typ string,
 // validate runs the offline validator on a patched NodePool or
 // EC2NodeClass, as the API server runs the CRD's schema and rules.
 func (r *Runner) validate(gvk schema.GroupVersionKind, data []byte) error {
+	// Decoded as the API server decodes custom resources: whole numbers
+	// are int64, which the schema's integer fields (spec.replicas, read
+	// by the scale subresource's check) need.
 	m := map[string]any{}
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := utiljson.Unmarshal(data, &m); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: m}
@@ -364,9 +390,13 @@ func (r *Runner) spotInterruption(sel *scenario.Selection) (string, string, erro
 }
 
 // nodeFailure stops the kubelets of the nodes chosen; their instances keep
-// running (and billing).
-func (r *Runner) nodeFailure(sel *scenario.Selection) (string, string, error) {
-	nodes := r.pick(sel, func(n *corev1.Node) bool {
+// running (and billing). With a condition, it turns that condition False on
+// them instead.
+func (r *Runner) nodeFailure(f *scenario.NodeFailure) (string, string, error) {
+	if f.Condition != "" {
+		return r.conditionFailure(&f.Selection, corev1.NodeConditionType(f.Condition))
+	}
+	nodes := r.pick(&f.Selection, func(n *corev1.Node) bool {
 		_, stopped := r.kubelets.Stopped(n.Name)
 		return !stopped
 	})
@@ -377,6 +407,71 @@ func (r *Runner) nodeFailure(sel *scenario.Selection) (string, string, error) {
 		r.kubelets.Fail(n.Name)
 	}
 	return "", fmt.Sprintf("the kubelet stopped on %d node(s): %s", len(nodes), names(nodes)), nil
+}
+
+// instanceStatusFailure fails a status check of the chosen nodes' running
+// instances; the instance status poller finds them on its next polls.
+func (r *Runner) instanceStatusFailure(f *scenario.InstanceStatusFailure) (string, string, error) {
+	check := f.Check
+	if check == "" {
+		check = fake.StatusCheckInstance
+	}
+	nodes := r.pick(&f.Selection, func(n *corev1.Node) bool {
+		id := kubelet.InstanceID(n.Spec.ProviderID)
+		if id == "" {
+			return false
+		}
+		info, ok := r.aws.Instance(id)
+		return ok && info.State == fake.StateRunning
+	})
+	if len(nodes) == 0 {
+		return "", "", fmt.Errorf("no node of a running instance matches")
+	}
+	for _, n := range nodes {
+		if err := r.aws.ImpairInstanceStatus(kubelet.InstanceID(n.Spec.ProviderID), check); err != nil {
+			return "", "", err
+		}
+	}
+	return "", fmt.Sprintf("the %s status check failed on %d node(s): %s", check, len(nodes), names(nodes)), nil
+}
+
+// conditionFailure turns the condition typ False on the nodes chosen, as the
+// EKS node monitoring agent does when it finds a subsystem broken; their
+// kubelets keep running. Nodes on which it is False already are not chosen.
+func (r *Runner) conditionFailure(sel *scenario.Selection, typ corev1.NodeConditionType) (string, string, error) {
+	nodes := r.pick(sel, func(n *corev1.Node) bool {
+		if _, stopped := r.kubelets.Stopped(n.Name); stopped {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == typ && c.Status == corev1.ConditionFalse {
+				return false
+			}
+		}
+		return true
+	})
+	if len(nodes) == 0 {
+		return "", "", fmt.Errorf("no node with a running kubelet and %s not False matches", typ)
+	}
+	now := metav1.NewTime(r.clock.Now())
+	cond := corev1.NodeCondition{Type: typ, Status: corev1.ConditionFalse, Reason: "SimulatedFailure",
+		Message: "the scenario failed this node's " + string(typ), LastHeartbeatTime: now, LastTransitionTime: now}
+	for _, n := range nodes {
+		cur := n.DeepCopy()
+		found := false
+		for i := range cur.Status.Conditions {
+			if cur.Status.Conditions[i].Type == typ {
+				cur.Status.Conditions[i], found = cond, true
+			}
+		}
+		if !found {
+			cur.Status.Conditions = append(cur.Status.Conditions, cond)
+		}
+		if err := r.api.Status().Update(r.ctx, cur); err != nil {
+			return "", "", fmt.Errorf("setting %s False on node %s: %w", typ, n.Name, err)
+		}
+	}
+	return "", fmt.Sprintf("%s turned False on %d node(s): %s", typ, len(nodes), names(nodes)), nil
 }
 
 // pollQueue wakes the interruption queue's poller, if one is driven, as the

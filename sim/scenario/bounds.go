@@ -28,8 +28,8 @@ const (
 	// MaxPods is the most pods the manifests and events may ask for
 	// together: each workload's largest replicas, summed.
 	MaxPods = 200_000
-	// MaxNodeCount is the largest count of a spotInterruption or
-	// nodeFailure event.
+	// MaxNodeCount is the largest count of a spotInterruption, nodeFailure
+	// or instanceStatusFailure event.
 	MaxNodeCount = 100_000
 	// MaxFreeIPs is the most free addresses of a subnet (a /16, the largest
 	// subnet a VPC has, holds 65,536).
@@ -128,7 +128,8 @@ func (l *loader) podBounds(objects []Object, events []TimedEvent) {
 			}
 			w.key, w.pods, w.field = workloadKey(e.GVK.Kind, e.Object.GetNamespace(), e.Object.GetName()), pods, e.Field()+".apply."+field
 		case "scale":
-			if e.Event.Scale.Replicas == nil {
+			// A NodePool's replicas are nodes, not pods.
+			if e.Event.Scale.Replicas == nil || isNodePool(e.GVK) {
 				continue
 			}
 			s := e.Event.Scale
@@ -136,7 +137,7 @@ func (l *loader) podBounds(objects []Object, events []TimedEvent) {
 		case "patch":
 			p := e.Event.Patch
 			pods, field, ok := patchedPods(p)
-			if !ok {
+			if !ok || isNodePool(e.GVK) {
 				continue
 			}
 			w.key, w.pods, w.field = workloadKey(e.GVK.Kind, p.Namespace, p.Name), pods, e.Field()+".patch.patch"+field

@@ -50,8 +50,8 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 			te.GVK = l.objectRef(*e.Delete, field+".delete")
 		case "scale":
 			te.GVK = l.objectRef(e.Scale.ObjectRef, field+".scale")
-			if k := te.GVK.Kind; k != "" && k != "Deployment" && k != "ReplicaSet" && k != "StatefulSet" {
-				l.scenarioError(field+".scale.kind", fmt.Sprintf("%s cannot be scaled", k), "scale a Deployment, ReplicaSet or StatefulSet")
+			if !scalable(te.GVK) {
+				l.scenarioError(field+".scale.kind", fmt.Sprintf("%s cannot be scaled", te.GVK.Kind), "scale a Deployment, ReplicaSet, StatefulSet or static NodePool")
 			}
 			if e.Scale.Replicas == nil || *e.Scale.Replicas < 0 {
 				l.scenarioError(field+".scale.replicas", "replicas is missing or negative", "write the number of replicas, such as replicas: 10")
@@ -64,7 +64,16 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 		case "spotInterruption":
 			l.selection(e.SpotInterruption, field+".spotInterruption")
 		case "nodeFailure":
-			l.selection(e.NodeFailure, field+".nodeFailure")
+			l.selection(&e.NodeFailure.Selection, field+".nodeFailure")
+			l.failedCondition(e.NodeFailure.Condition, field+".nodeFailure.condition")
+		case "instanceStatusFailure":
+			l.selection(&e.InstanceStatusFailure.Selection, field+".instanceStatusFailure")
+			switch e.InstanceStatusFailure.Check {
+			case "", fake.StatusCheckInstance, fake.StatusCheckSystem:
+			default:
+				l.scenarioError(field+".instanceStatusFailure.check", fmt.Sprintf("%q is not a status check", e.InstanceStatusFailure.Check),
+					"use instance (the default) or system")
+			}
 		case "insufficientCapacity":
 			ice := e.InsufficientCapacity
 			switch ice.CapacityType {
@@ -115,6 +124,23 @@ func (l *loader) applyEvent(te *TimedEvent, field string, v *validation.Validato
 	default:
 		te.Object, te.GVK = o, gvk
 	}
+}
+
+// scalable reports whether a kind has a scale subresource the simulator
+// serves: the workloads, and NodePools, whose spec.replicas (static
+// NodePools) kubectl scale sets. An unresolved kind is reported elsewhere.
+func scalable(gvk schema.GroupVersionKind) bool {
+	switch gvk.GroupKind() {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "karpenter.sh", Kind: "NodePool"}:
+		return true
+	}
+	return gvk.Kind == ""
+}
+
+// isNodePool reports whether gvk is the NodePool kind.
+func isNodePool(gvk schema.GroupVersionKind) bool {
+	return gvk.GroupKind() == schema.GroupKind{Group: "karpenter.sh", Kind: "NodePool"}
 }
 
 // kindPreference orders the groups a bare kind name is looked up in.
@@ -215,6 +241,21 @@ func (l *loader) selection(s *Selection, field string) {
 	}
 	if len(s.Nodes) > 0 && (len(s.NodeSelector) > 0 || s.Count > 0) {
 		l.scenarioError(field+".nodes", "nodes names the nodes; count and nodeSelector choose them", "use nodes, or count and nodeSelector, not both")
+	}
+}
+
+// conditionType is the shape of a node condition type: Ready, StorageReady.
+var conditionType = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// failedCondition checks the condition a nodeFailure turns False.
+func (l *loader) failedCondition(c, field string) {
+	switch {
+	case c == "":
+	case c == "Ready":
+		l.scenarioError(field, "Ready is the kubelet's condition", "leave condition out to stop the kubelet, which turns Ready Unknown")
+	case !conditionType.MatchString(c):
+		l.scenarioError(field, fmt.Sprintf("%q is not a node condition type", c),
+			"use a condition type such as StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady or AcceleratedHardwareReady")
 	}
 }
 

@@ -94,6 +94,24 @@ type AWSConfig struct {
 	BootTime          time.Duration
 	ReadyTime         time.Duration
 	SpotPriceFraction float64
+	PlacementGroups   []PlacementGroup
+	// CapacityReservations are created in the account at the start.
+	CapacityReservations []CapacityReservationConfig
+}
+
+// CapacityReservationConfig is a capacity reservation to create, its
+// defaults resolved.
+type CapacityReservationConfig struct {
+	// ID is empty for one the account generates.
+	ID, InstanceType, Zone string
+	Count                  int
+	// Type is default or capacity-block; InstanceMatchCriteria targeted or
+	// open.
+	Type, InstanceMatchCriteria string
+	// End is zero for a reservation without an end.
+	End           time.Time
+	Interruptible bool
+	Tags          map[string]string
 }
 
 // ImageConfig is an image to register.
@@ -112,10 +130,18 @@ type ControllerConfig struct {
 	BatchIdle        time.Duration
 	BatchMax         time.Duration
 	PreferencePolicy packer.PreferencePolicy
+	// EqualWeightOrder (controller setting nodepool-equal-weight-order)
+	// says which of several NodePools of the same weight launches a new
+	// node; default packer.EqualWeightName, Karpenter's order.
+	EqualWeightOrder packer.EqualWeightOrder
 	// Feature gates (controller setting feature-gates, as Karpenter's
 	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
-	NodeRepair bool
-	SpotToSpot bool
+	NodeRepair     bool
+	SpotToSpot     bool
+	StaticCapacity bool
+	// ReservedCapacity launches into the capacity reservations node classes
+	// select (default true, as in Karpenter).
+	ReservedCapacity bool
 	// The disruption, repair and interruption settings.
 	ValidationDelay     time.Duration
 	ReplacementTimeout  time.Duration
@@ -127,8 +153,8 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeRepair", "SpotToSpotConsolidation"}
-	ignoredGates = []string{"ReservedCapacity", "StaticCapacity"}
+	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
+	ignoredGates = []string{}
 )
 
 // Object is a manifest.
@@ -566,13 +592,73 @@ func discoveryName(objs []Object) string {
 	return DefaultClusterName
 }
 
+var reservationID = regexp.MustCompile(`^cr-[0-9a-f]{17}$`)
+
+// capacityReservations checks and resolves spec.aws.capacityReservations.
+func (l *loader) capacityReservations(in []CapacityReservation, zones []string, start time.Time) []CapacityReservationConfig {
+	var out []CapacityReservationConfig
+	ids := map[string]bool{}
+	for i, r := range in {
+		field := fmt.Sprintf("spec.aws.capacityReservations[%d]", i)
+		c := CapacityReservationConfig{
+			ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Count: r.Count, Type: r.Type,
+			InstanceMatchCriteria: r.InstanceMatchCriteria, Interruptible: r.Interruptible, Tags: r.Tags,
+		}
+		if c.ID != "" {
+			if !reservationID.MatchString(c.ID) {
+				l.scenarioError(field+".id", fmt.Sprintf("%q is not a capacity reservation ID", c.ID), "write cr- followed by 17 hex digits, or leave it out for a generated one")
+			}
+			if ids[c.ID] {
+				l.scenarioError(field+".id", fmt.Sprintf("capacity reservation %s is listed twice", c.ID), "give each reservation its own ID")
+			}
+			ids[c.ID] = true
+		}
+		if c.InstanceType == "" {
+			l.scenarioError(field+".instanceType", "no instance type", "write the instance type it reserves, such as m6i.large")
+		}
+		if !slices.Contains(zones, c.Zone) {
+			l.scenarioError(field+".zone", fmt.Sprintf("zone %q is not one of the account's zones %v", c.Zone, zones), "use one of spec.aws.zones")
+		}
+		if c.Count < 1 {
+			l.scenarioError(field+".count", fmt.Sprintf("%d instances", c.Count), "write how many instances it holds, at least 1")
+		}
+		switch c.Type {
+		case "":
+			c.Type = "default"
+		case "default", "capacity-block":
+		default:
+			l.scenarioError(field+".type", fmt.Sprintf("%q is not a reservation type", c.Type), "use default or capacity-block")
+		}
+		switch c.InstanceMatchCriteria {
+		case "":
+			c.InstanceMatchCriteria = "targeted"
+		case "targeted", "open":
+		default:
+			l.scenarioError(field+".instanceMatchCriteria", fmt.Sprintf("%q is not a match criteria", c.InstanceMatchCriteria), "use targeted or open")
+		}
+		if end := l.duration(r.End, field+".end", 0, true); end > 0 {
+			c.End = start.Add(end)
+		} else if c.Type == "capacity-block" && r.End == "" {
+			l.scenarioError(field+".end", "a capacity block without an end", "write when it ends, as a duration from the start such as 6h")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 var amiID = regexp.MustCompile(`\bami-[0-9a-f]{8,17}\b`)
 
 func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 	c := AWSConfig{
 		Region: a.Region, Zones: slices.Clone(a.Zones), Subnets: a.Subnets, SecurityGroups: a.SecurityGroups,
 		PassRole: a.PassRole, AccessEntries: a.AccessEntries, InterruptionQueue: a.InterruptionQueue,
-		InstanceTypes: a.InstanceTypes,
+		InstanceTypes: a.InstanceTypes, PlacementGroups: slices.Clone(a.PlacementGroups),
+	}
+	for i, g := range c.PlacementGroups {
+		if !slices.Contains([]string{"cluster", "partition", "spread"}, g.Strategy) {
+			l.scenarioError(fmt.Sprintf("spec.aws.placementGroups[%d].strategy", i), fmt.Sprintf("strategy %q is not an EC2 placement strategy", g.Strategy),
+				"use cluster, partition or spread")
+		}
 	}
 	if c.Region == "" {
 		c.Region = fake.DefaultRegion
@@ -590,6 +676,7 @@ func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 				fmt.Sprintf("write at most %d (a /16), or leave it out for a /20's", MaxFreeIPs))
 		}
 	}
+	c.CapacityReservations = l.capacityReservations(a.CapacityReservations, c.Zones, run.Start)
 	c.BootTime = l.duration(a.BootTime, "spec.aws.bootTime", DefaultBootTime, false)
 	c.ReadyTime = l.duration(a.ReadyTime, "spec.aws.readyTime", DefaultReadyTime, false)
 	l.startupBound("spec.aws.bootTime", c.BootTime)
@@ -689,7 +776,7 @@ var controllerFlags = map[string]string{
 }
 
 func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
-	c := ControllerConfig{Settings: settings.Default()}
+	c := ControllerConfig{Settings: settings.Default(), ReservedCapacity: true}
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	_ = c.Settings.AddFlags(fs, func(string) string { return "" })
@@ -697,6 +784,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	fs.DurationVar(&c.BatchMax, "batch-max-duration", provisioning.DefaultBatchMax, "")
 	policy := string(packer.PreferenceScore)
 	fs.StringVar(&policy, "preference-policy", policy, "")
+	order := string(packer.EqualWeightName)
+	fs.StringVar(&order, "nodepool-equal-weight-order", order, "")
 	gates := ""
 	fs.StringVar(&gates, "feature-gates", "", "")
 	fs.DurationVar(&c.ValidationDelay, "disruption-validation-delay", disruptionctl.DefaultValidationDelay, "")
@@ -731,6 +820,7 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	c.Settings.ClusterName = run.ClusterName
 	c.Settings.InterruptionQueue = run.AWS.InterruptionQueue
 	c.PreferencePolicy = packer.PreferencePolicy(policy)
+	c.EqualWeightOrder = packer.EqualWeightOrder(order)
 	for _, kv := range strings.Split(gates, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
@@ -746,6 +836,10 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.NodeRepair = on
 		case k == "SpotToSpotConsolidation":
 			c.SpotToSpot = on
+		case k == "ReservedCapacity":
+			c.ReservedCapacity = on
+		case k == "StaticCapacity":
+			c.StaticCapacity = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}
@@ -754,6 +848,11 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	case packer.PreferenceScore, packer.PreferenceRespect, packer.PreferenceIgnore:
 	default:
 		l.scenarioError("spec.controller.preference-policy", fmt.Sprintf("%q is not a policy", policy), "use Score, Respect or Ignore")
+	}
+	switch c.EqualWeightOrder {
+	case packer.EqualWeightName, packer.EqualWeightPrice:
+	default:
+		l.scenarioError("spec.controller.nodepool-equal-weight-order", fmt.Sprintf("%q is not an order", order), "use Name (Karpenter's order) or Price")
 	}
 	if c.ValidationDelay <= 0 || c.ReplacementTimeout <= 0 {
 		l.scenarioError("spec.controller", "disruption-validation-delay and disruption-replacement-timeout must be positive",

@@ -208,6 +208,8 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"JSON patch too far", "  events: [{at: 1m, patch: {kind: Deployment, namespace: shop, name: web, type: json, patch: [{op: replace, path: /spec/replicas, value: 150000}]}}]\n", "spec.events[0].patch.patch[0].value", "more than one workload"},
 		{"too many pods together", "  events:\n    - {at: 1m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 100000}}\n    - {at: 1m, scale: {kind: StatefulSet, namespace: shop, name: db, replicas: 100000}}\n    - {at: 2m, scale: {kind: Deployment, name: web, replicas: 10}}\n", "spec.events[0].scale.replicas", "200010 pods together"},
 		{"too many nodes picked", "  events: [{at: 1m, nodeFailure: {count: 1000000}}]\n", "spec.events[0].nodeFailure.count", "more than an event picks"},
+		{"failure of Ready", "  events: [{at: 1m, nodeFailure: {count: 1, condition: Ready}}]\n", "spec.events[0].nodeFailure.condition", "leave condition out"},
+		{"failure of a bad condition", "  events: [{at: 1m, nodeFailure: {count: 1, condition: storage-ready}}]\n", "spec.events[0].nodeFailure.condition", "not a node condition type"},
 		{"negative event time", "  events: [{at: -5m, restartController: {}}]\n", "spec.events[0].at", "positive"},
 		{"too many free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: 10000000}]}\n", "spec.aws.subnets[0].freeIPs", "/16"},
 		{"negative free addresses", "  aws: {subnets: [{zone: us-east-1a, freeIPs: -1}]}\n", "spec.aws.subnets[0].freeIPs", "outside 0"},
@@ -237,6 +239,15 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"fault window of nothing", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, for: 0s}}]\n", "spec.events[0].awsFault.for", "positive"},
 		{"misspelt fault field", "  events: [{at: 1m, awsFault: {operations: [CreateFleet], error: throttling, time: 3}}]\n", "spec.events[0].awsFault.time", "did you mean times?"},
 		{"subnet outside the zones", "  aws: {zones: [us-east-1a], subnets: [{zone: us-east-1c}]}\n", "spec.aws.subnets[0].zone", "not one of the account's zones"},
+		{"reservation outside the zones", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: eu-west-1a, count: 1}]}\n", "spec.aws.capacityReservations[0].zone", "not one of the account's zones"},
+		{"empty reservation", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: us-east-1a}]}\n", "spec.aws.capacityReservations[0].count", "at least 1"},
+		{"reservation without a type", "  aws: {capacityReservations: [{zone: us-east-1a, count: 1}]}\n", "spec.aws.capacityReservations[0].instanceType", "no instance type"},
+		{"bad reservation ID", "  aws: {capacityReservations: [{id: odcr-1, instanceType: m6i.large, zone: us-east-1a, count: 1}]}\n", "spec.aws.capacityReservations[0].id", "17 hex digits"},
+		{"reservation listed twice", "  aws: {capacityReservations: [{id: cr-0a1b2c3d4e5f60718, instanceType: m6i.large, zone: us-east-1a, count: 1}, {id: cr-0a1b2c3d4e5f60718, instanceType: m6i.large, zone: us-east-1b, count: 1}]}\n", "spec.aws.capacityReservations[1].id", "listed twice"},
+		{"bad reservation type", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: us-east-1a, count: 1, type: spot}]}\n", "spec.aws.capacityReservations[0].type", "default or capacity-block"},
+		{"bad match criteria", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: us-east-1a, count: 1, instanceMatchCriteria: any}]}\n", "spec.aws.capacityReservations[0].instanceMatchCriteria", "targeted or open"},
+		{"capacity block without an end", "  aws: {capacityReservations: [{instanceType: p5.48xlarge, zone: us-east-1a, count: 1, type: capacity-block}]}\n", "spec.aws.capacityReservations[0].end", "when it ends"},
+		{"reserved capacity gate not a bool", "  controller: {feature-gates: \"ReservedCapacity=maybe\"}\n", "spec.controller.feature-gates", "not true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": header + tc.spec})
@@ -400,5 +411,35 @@ func TestDocsNameEveryOperation(t *testing.T) {
 		if !strings.Contains(string(data), "`"+op+"`") {
 			t.Errorf("docs/simulate.md does not list %s among the operations an awsFault may name", op)
 		}
+	}
+}
+
+func TestCapacityReservationsAreResolved(t *testing.T) {
+	spec := `apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: reserved}
+spec:
+  start: "2026-03-02T09:00:00Z"
+  aws:
+    capacityReservations:
+      - {instanceType: m6i.large, zone: us-east-1a, count: 3, tags: {team: web}}
+      - {id: cr-0a1b2c3d4e5f60718, instanceType: p5.48xlarge, zone: us-east-1b, count: 1, type: capacity-block, end: 6h, interruptible: true}
+`
+	dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": spec})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v: %v", err, problems)
+	}
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	want := []CapacityReservationConfig{
+		{InstanceType: "m6i.large", Zone: "us-east-1a", Count: 3, Type: "default", InstanceMatchCriteria: "targeted", Tags: map[string]string{"team": "web"}},
+		{ID: "cr-0a1b2c3d4e5f60718", InstanceType: "p5.48xlarge", Zone: "us-east-1b", Count: 1, Type: "capacity-block", InstanceMatchCriteria: "targeted",
+			End: start.Add(6 * time.Hour), Interruptible: true},
+	}
+	if got := run.AWS.CapacityReservations; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reservations\ngot  %+v\nwant %+v", got, want)
+	}
+	if !run.Controller.ReservedCapacity {
+		t.Error("ReservedCapacity is off by default; Karpenter has it on")
 	}
 }

@@ -117,10 +117,13 @@ func (l *loader) eventTargets(events []TimedEvent, aws AWSConfig, objects []Obje
 			for i, z := range ice.Zones {
 				t.checkZone(l, fmt.Sprintf("%s.zones[%d]", field, i), z)
 			}
-		case "spotInterruption", "nodeFailure":
+		case "spotInterruption", "nodeFailure", "instanceStatusFailure":
 			sel := e.Event.SpotInterruption
-			if sel == nil {
-				sel = e.Event.NodeFailure
+			switch {
+			case e.Event.NodeFailure != nil:
+				sel = &e.Event.NodeFailure.Selection
+			case e.Event.InstanceStatusFailure != nil:
+				sel = &e.Event.InstanceStatusFailure.Selection
 			}
 			field := e.Field() + "." + e.Kind + ".nodeSelector."
 			for _, k := range typeLabels {

@@ -148,6 +148,46 @@ type AWS struct {
 	// SpotPriceFraction prices spot at this fraction of on-demand, before the
 	// in-memory AWS's small per-zone variation (default 0.35).
 	SpotPriceFraction *float64 `json:"spotPriceFraction,omitempty"`
+	// PlacementGroups are EC2 placement groups of the account, for
+	// EC2NodeClasses' placementGroupSelector (default: none).
+	PlacementGroups []PlacementGroup `json:"placementGroups,omitempty"`
+	// CapacityReservations are on-demand capacity reservations and
+	// capacity blocks in the account, for EC2NodeClasses to select with
+	// capacityReservationSelectorTerms.
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+}
+
+// PlacementGroup is an EC2 placement group of the simulated account.
+type PlacementGroup struct {
+	// ID is generated (pg-...) when empty.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	// Strategy is cluster, partition or spread.
+	Strategy string `json:"strategy"`
+	// Partitions is a partition group's partition count (default 2).
+	Partitions int32 `json:"partitions,omitempty"`
+}
+
+// CapacityReservation is a capacity reservation of the simulated account.
+// Launches into it take a slot; terminations give it back.
+type CapacityReservation struct {
+	// ID is the reservation's ID, cr- and 17 hex digits (default: one
+	// generated from the seed).
+	ID           string `json:"id,omitempty"`
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	// Count is how many instances it holds.
+	Count int `json:"count"`
+	// Type is default (an on-demand capacity reservation, the default) or
+	// capacity-block.
+	Type string `json:"type,omitempty"`
+	// InstanceMatchCriteria is targeted (default) or open.
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	// End is when it ends, as a Go duration from the start of the run
+	// (default: never; a capacity block needs one).
+	End           Duration          `json:"end,omitempty"`
+	Interruptible bool              `json:"interruptible,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
 }
 
 // Subnet is a subnet of the simulated VPC.
@@ -189,7 +229,8 @@ type Event struct {
 	Apply map[string]any `json:"apply,omitempty"`
 	// Delete deletes an object.
 	Delete *ObjectRef `json:"delete,omitempty"`
-	// Scale sets the replicas of a Deployment, ReplicaSet or StatefulSet.
+	// Scale sets the replicas of a Deployment, ReplicaSet, StatefulSet or
+	// static NodePool, as kubectl scale does.
 	Scale *Scale `json:"scale,omitempty"`
 	// Patch patches an object.
 	Patch *Patch `json:"patch,omitempty"`
@@ -201,8 +242,12 @@ type Event struct {
 	SpotInterruption *Selection `json:"spotInterruption,omitempty"`
 	// InsufficientCapacity makes launches into matching pools fail.
 	InsufficientCapacity *InsufficientCapacity `json:"insufficientCapacity,omitempty"`
-	// NodeFailure stops the kubelets of nodes (the instances keep running).
-	NodeFailure *Selection `json:"nodeFailure,omitempty"`
+	// NodeFailure stops the kubelets of nodes (the instances keep running),
+	// or, with a condition, reports a failed subsystem on them.
+	NodeFailure *NodeFailure `json:"nodeFailure,omitempty"`
+	// InstanceStatusFailure fails an EC2 status check of the nodes'
+	// instances; the instances keep running.
+	InstanceStatusFailure *InstanceStatusFailure `json:"instanceStatusFailure,omitempty"`
 	// RestartController drops all of the controller's in-memory state and
 	// rebuilds it from the API, as a restart does.
 	RestartController *struct{} `json:"restartController,omitempty"`
@@ -255,6 +300,30 @@ type Selection struct {
 	Count        int               `json:"count,omitempty"`
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Nodes        []string          `json:"nodes,omitempty"`
+}
+
+// NodeFailure picks nodes and fails them. Without Condition their kubelets
+// stop, so the node lifecycle controller turns Ready Unknown. With Condition
+// the kubelets keep running and the node's condition of that type turns
+// False, as the EKS node monitoring agent reports a failed subsystem
+// (StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady,
+// AcceleratedHardwareReady).
+type NodeFailure struct {
+	Selection `json:",inline"`
+	// Condition is the node condition type that turns False; empty stops the
+	// kubelet instead.
+	Condition string `json:"condition,omitempty"`
+}
+
+// InstanceStatusFailure picks nodes and fails an EC2 status check of their
+// instances, as DescribeInstanceStatus then reports: impaired, with the
+// reachability check failed since the event. The instances and their
+// kubelets keep running.
+type InstanceStatusFailure struct {
+	Selection `json:",inline"`
+	// Check is instance (default: the instance's own software) or system
+	// (the AWS host under it).
+	Check string `json:"check,omitempty"`
 }
 
 // InsufficientCapacity makes pools answer InsufficientInstanceCapacity.
@@ -321,10 +390,11 @@ func (e *Event) kinds() []string {
 	add(e.SpotInterruption != nil, "spotInterruption")
 	add(e.InsufficientCapacity != nil, "insufficientCapacity")
 	add(e.NodeFailure != nil, "nodeFailure")
+	add(e.InstanceStatusFailure != nil, "instanceStatusFailure")
 	add(e.RestartController != nil, "restartController")
 	add(e.AWSFault != nil, "awsFault")
 	return out
 }
 
 // EventKinds are the names of the kinds of events, as a Scenario writes them.
-var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "restartController", "awsFault"}
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "instanceStatusFailure", "restartController", "awsFault"}

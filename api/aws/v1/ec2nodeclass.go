@@ -23,7 +23,7 @@ type EC2NodeClass struct {
 	// +kubebuilder:validation:XValidation:rule=`has(self.role) != has(self.instanceProfile)`,message="set exactly one of role and instanceProfile: role makes stevedore create and manage an instance profile for that IAM role; instanceProfile names one you manage"
 	// +kubebuilder:validation:XValidation:rule=`has(self.amiFamily) || (has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(t, has(t.alias)))`,message="amiFamily is required unless an amiSelectorTerms alias is used: set amiFamily (AL2, AL2023, Bottlerocket, Windows2019, Windows2022, Windows2025 or Custom), or select the image with an alias such as al2023@latest"
 	// +kubebuilder:validation:XValidation:rule=`!has(self.amiFamily) || self.amiFamily == 'Custom' || !has(self.amiSelectorTerms) || !self.amiSelectorTerms.exists(t, has(t.alias)) || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.split('@')[0] == self.amiFamily.lowerAscii())`,message="amiFamily must match the alias's family or be Custom: for alias al2023@latest set AL2023, or remove amiFamily and let the alias decide"
-	// +required
+	// +optional
 	Spec EC2NodeClassSpec `json:"spec"`
 	// Status reports what the selectors resolved to and whether the node
 	// class is ready for launches.
@@ -77,6 +77,8 @@ type EC2NodeClassSpec struct {
 	// must match. stevedore launches in zones that have a selected subnet.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:XValidation:rule=`self.all(t, has(t.tags) || has(t.id))`,message="every subnet selector term needs tags or id: for example tags: {karpenter.sh/discovery: my-cluster}"
+	// +kubebuilder:validation:XValidation:rule=`!self.all(t, has(t.id) && has(t.tags))`,message="id selects one subnet on its own: remove tags from the terms with an id, or put them in terms of their own"
 	// +listType=atomic
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
@@ -85,6 +87,9 @@ type EC2NodeClassSpec struct {
 	// all fields must match.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:XValidation:rule=`self.all(t, has(t.tags) || has(t.id) || has(t.name))`,message="every security group selector term needs tags, id or name: for example tags: {karpenter.sh/discovery: my-cluster}"
+	// +kubebuilder:validation:XValidation:rule=`!self.all(t, has(t.id) && (has(t.tags) || has(t.name)))`,message="id selects one security group on its own: remove tags and name from the terms with an id, or put them in terms of their own"
+	// +kubebuilder:validation:XValidation:rule=`!self.all(t, has(t.name) && (has(t.tags) || has(t.id)))`,message="name selects security groups on its own: remove tags and id from the terms with a name, or put them in terms of their own"
 	// +listType=atomic
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
@@ -92,6 +97,8 @@ type EC2NodeClassSpec struct {
 	// and capacity blocks that stevedore may launch into, as capacity type
 	// "reserved". A reservation is selected if it matches any term.
 	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:XValidation:rule=`self.all(t, has(t.tags) || has(t.id) || has(t.instanceMatchCriteria))`,message="every capacity reservation selector term needs tags, id or instanceMatchCriteria: for example id: cr-0123456789abcdef0"
+	// +kubebuilder:validation:XValidation:rule=`!self.all(t, has(t.id) && (has(t.tags) || has(t.ownerID) || has(t.instanceMatchCriteria)))`,message="id selects one capacity reservation on its own: remove tags, ownerID and instanceMatchCriteria from the terms with an id, or put them in terms of their own"
 	// +listType=atomic
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -99,6 +106,12 @@ type EC2NodeClassSpec struct {
 	// address. Unset means the subnet's setting decides.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of IP prefixes (/28 for IPv4, /80 for
+	// IPv6, following the cluster's IP family) assigned to the primary
+	// network interface at launch.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// AMISelectorTerms select the machine images. Either one term with an
 	// alias (an EKS-optimized image family and version, such as
 	// al2023@latest), or terms with id, name, tags or ssmParameter. An image
@@ -108,6 +121,9 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
 	// +kubebuilder:validation:XValidation:rule=`!self.exists(t, has(t.alias)) || self.size() == 1`,message="a term with an alias must be the only AMI selector term: remove the other terms, or select images with id, name or tags terms instead of the alias"
+	// +kubebuilder:validation:XValidation:rule=`self.all(t, has(t.alias) || has(t.id) || has(t.name) || has(t.tags) || has(t.ssmParameter))`,message="every AMI selector term needs alias, id, name, tags or ssmParameter: for example alias: al2023@latest"
+	// +kubebuilder:validation:XValidation:rule=`!self.exists(t, has(t.alias) && (has(t.id) || has(t.name) || has(t.owner) || has(t.tags)))`,message="alias selects images on its own: remove id, name, owner and tags from the term with the alias, or remove the alias"
+	// +kubebuilder:validation:XValidation:rule=`!self.exists(t, has(t.id) && (has(t.alias) || has(t.name) || has(t.owner) || has(t.tags)))`,message="id selects one image on its own: remove alias, name, owner and tags from the terms with an id, or put them in terms of their own"
 	// +listType=atomic
 	// +required
 	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
@@ -138,13 +154,11 @@ type EC2NodeClassSpec struct {
 	// Tags are put on the instances and on everything launched with them:
 	// volumes, network interfaces, launch templates, fleet and spot requests,
 	// and instance profiles. Tags that mark ownership are set by stevedore
-	// and may not be given here. EC2 allows 50 tags per resource, so at most
-	// 50 may be given.
-	// +kubebuilder:validation:MaxProperties=50
+	// and may not be given here. EC2 allows 50 tags per resource, counting
+	// the ones stevedore sets; launches fail beyond that.
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != '')`,message="tag keys must not be empty: remove the tag with the empty key"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.size() <= 128 && self[k].size() <= 256)`,message="EC2 tag keys may have at most 128 characters and values at most 256: shorten the tag"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'eks:eks-cluster-name')`,message="tag eks:eks-cluster-name is set by stevedore: remove it from tags"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('kubernetes.io/cluster/'))`,message="tags kubernetes.io/cluster/<cluster> are set by stevedore to mark cluster ownership: remove them from tags"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('kubernetes.io/cluster'))`,message="tags starting with kubernetes.io/cluster are reserved: stevedore sets kubernetes.io/cluster/<cluster> to mark cluster ownership; remove them from tags"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'karpenter.sh/nodepool')`,message="tag karpenter.sh/nodepool is set by stevedore to mark which NodePool owns an instance: remove it from tags"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'karpenter.sh/nodeclaim')`,message="tag karpenter.sh/nodeclaim is set by stevedore to mark which NodeClaim owns an instance: remove it from tags"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'karpenter.k8s.aws/ec2nodeclass')`,message="tag karpenter.k8s.aws/ec2nodeclass is set by stevedore to mark which EC2NodeClass launched an instance: remove it from tags"
@@ -181,41 +195,140 @@ type EC2NodeClassSpec struct {
 	// requests, for accounts that have been given one by AWS.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// NetworkInterfaces are the network interfaces attached at launch, for
+	// example extra EFA devices for machine learning and HPC instances.
+	// Without them the instance gets its primary interface only (and the
+	// EFA interfaces its pods request). When set, the list must include the
+	// primary interface (networkCardIndex 0, deviceIndex 0, interfaceType
+	// interface).
+	// +kubebuilder:validation:MaxItems=150
+	// +kubebuilder:validation:XValidation:rule=`self.exists(i, i.networkCardIndex == 0 && i.deviceIndex == 0 && i.interfaceType == 'interface')`,message="networkInterfaces must include the primary interface: add {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}"
+	// +kubebuilder:validation:XValidation:rule=`self.all(a, self.exists_one(b, b.networkCardIndex == a.networkCardIndex && b.deviceIndex == a.deviceIndex))`,message="each networkCardIndex and deviceIndex pair may appear only once in networkInterfaces: remove the duplicate or change its deviceIndex"
+	// +kubebuilder:validation:XValidation:rule=`self.all(a, a.interfaceType != 'efa-only' || self.exists_one(b, b.interfaceType == 'efa-only' && b.networkCardIndex == a.networkCardIndex))`,message="each network card may have at most one efa-only interface: remove the extra efa-only interfaces or move them to other network cards"
+	// +listType=atomic
+	// +optional
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// PlacementGroupSelector selects the EC2 placement group (cluster,
+	// partition or spread) that every instance of this EC2NodeClass is
+	// launched into, by name or by ID.
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	// ConnectionTracking sets the connection tracking timeouts of the
+	// network interfaces created at launch (except efa-only ones). Unset
+	// timeouts keep the EC2 defaults. Setting it limits launches to Nitro
+	// instance types.
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// CPUOptions set processor features of the instances.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// InterfaceType is the kind of a network interface attached at launch.
+//
+// +kubebuilder:validation:Enum=interface;efa-only
+type InterfaceType string
+
+// Network interface types.
+const (
+	// InterfaceTypeInterface is a standard ENA interface with IP addresses.
+	InterfaceTypeInterface InterfaceType = "interface"
+	// InterfaceTypeEFAOnly is an EFA device for RDMA traffic only; it has
+	// no IP address.
+	InterfaceTypeEFAOnly InterfaceType = "efa-only"
+)
+
+// NetworkInterface is a network interface attached to an instance at launch.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is attached to.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's position on its network card; 0 on
+	// card 0 is the primary interface.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is interface (an ENA interface with IP addresses) or
+	// efa-only (an EFA device without IP addresses).
+	// +required
+	InterfaceType InterfaceType `json:"interfaceType"`
+}
+
+// PlacementGroupSelector selects one placement group, by name or by ID.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.name) || has(self.id)`,message="placementGroupSelector needs name or id: for example name: my-placement-group"
+// +kubebuilder:validation:XValidation:rule=`!(has(self.name) && has(self.id))`,message="placementGroupSelector takes name or id, not both: remove one of them"
+type PlacementGroupSelector struct {
+	// Name selects the placement group with this name.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Name string `json:"name,omitempty"`
+	// ID selects the placement group with this ID.
+	// +kubebuilder:validation:Pattern=`^pg-[0-9a-z]+$`
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// ConnectionTracking sets connection tracking timeouts, in seconds, on
+// network interfaces.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)`,message="connectionTracking needs at least one timeout: set tcpEstablishedTimeout, udpStreamTimeout or udpTimeout, or remove connectionTracking"
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is how long an idle established TCP connection
+	// is tracked, from 60 to 432000 seconds (5 days).
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout is how long an idle UDP flow that has seen more than
+	// one request and response is tracked, from 60 to 180 seconds.
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout is how long an idle UDP flow that has seen traffic in one
+	// direction only, or a single request and response, is tracked, from 30
+	// to 60 seconds.
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions set processor features of the instances.
+type CPUOptions struct {
+	// NestedVirtualization, when enabled, limits launches to instance types
+	// whose processors support nested virtualization and turns it on.
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by ID.
-//
-// +kubebuilder:validation:XValidation:rule=`has(self.tags) || has(self.id)`,message="a subnet selector term needs tags or id: for example tags: {karpenter.sh/discovery: my-cluster}"
-// +kubebuilder:validation:XValidation:rule=`!(has(self.id) && has(self.tags))`,message="id selects one subnet on its own: remove tags from this term, or put them in a term of their own"
 type SubnetSelectorTerm struct {
 	// Tags select subnets that carry all of these tags. A value of "*"
 	// matches any value of the key.
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != '' && self[k] != '')`,message="selector tags need a key and a value: use '*' as the value to match any value of the key"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects the subnet with this ID.
-	// +kubebuilder:validation:Pattern=`^subnet-.+$`
+	// +kubebuilder:validation:Pattern=`subnet-[0-9a-z]+`
 	// +optional
 	ID string `json:"id,omitempty"`
 }
 
 // SecurityGroupSelectorTerm selects security groups by tags, ID or name.
-//
-// +kubebuilder:validation:XValidation:rule=`has(self.tags) || has(self.id) || has(self.name)`,message="a security group selector term needs tags, id or name: for example tags: {karpenter.sh/discovery: my-cluster}"
-// +kubebuilder:validation:XValidation:rule=`!has(self.id) || !(has(self.tags) || has(self.name))`,message="id selects one security group on its own: remove tags and name from this term, or put them in a term of their own"
-// +kubebuilder:validation:XValidation:rule=`!has(self.name) || !(has(self.tags) || has(self.id))`,message="name selects security groups on its own: remove tags and id from this term, or put them in a term of their own"
 type SecurityGroupSelectorTerm struct {
 	// Tags select security groups that carry all of these tags. A value of
 	// "*" matches any value of the key.
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != '' && self[k] != '')`,message="selector tags need a key and a value: use '*' as the value to match any value of the key"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects the security group with this ID.
-	// +kubebuilder:validation:Pattern=`^sg-.+$`
+	// +kubebuilder:validation:Pattern=`sg-[0-9a-z]+`
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name selects security groups by their group name, which is not the
@@ -226,13 +339,9 @@ type SecurityGroupSelectorTerm struct {
 
 // CapacityReservationSelectorTerm selects capacity reservations by tags and
 // owner, by match criteria, or by ID.
-//
-// +kubebuilder:validation:XValidation:rule=`has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)`,message="a capacity reservation selector term needs tags, id or instanceMatchCriteria: for example id: cr-0123456789abcdef0"
-// +kubebuilder:validation:XValidation:rule=`!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))`,message="id selects one capacity reservation on its own: remove tags, ownerID and instanceMatchCriteria from this term, or put them in a term of their own"
 type CapacityReservationSelectorTerm struct {
 	// Tags select reservations that carry all of these tags. A value of "*"
 	// matches any value of the key.
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != '' && self[k] != '')`,message="selector tags need a key and a value: use '*' as the value to match any value of the key"
 	// +optional
@@ -254,10 +363,6 @@ type CapacityReservationSelectorTerm struct {
 }
 
 // AMISelectorTerm selects machine images.
-//
-// +kubebuilder:validation:XValidation:rule=`has(self.alias) || has(self.id) || has(self.name) || has(self.tags) || has(self.ssmParameter)`,message="an AMI selector term needs alias, id, name, tags or ssmParameter: for example alias: al2023@latest"
-// +kubebuilder:validation:XValidation:rule=`!has(self.alias) || !(has(self.id) || has(self.name) || has(self.owner) || has(self.tags) || has(self.ssmParameter))`,message="alias selects images on its own: remove id, name, owner, tags and ssmParameter from this term, or remove the alias"
-// +kubebuilder:validation:XValidation:rule=`!has(self.id) || !(has(self.alias) || has(self.name) || has(self.owner) || has(self.tags))`,message="id selects one image on its own: remove alias, name, owner and tags from this term, or put them in a term of their own"
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized images of a family, as family@version:
 	// al2, al2023, bottlerocket, windows2019, windows2022 or windows2025,
@@ -272,13 +377,12 @@ type AMISelectorTerm struct {
 	Alias string `json:"alias,omitempty"`
 	// Tags select images that carry all of these tags. A value of "*"
 	// matches any value of the key.
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != '' && self[k] != '')`,message="selector tags need a key and a value: use '*' as the value to match any value of the key"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects the image with this ID.
-	// +kubebuilder:validation:Pattern=`^ami-[0-9a-z]+$`
+	// +kubebuilder:validation:Pattern=`ami-[0-9a-z]+`
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name selects images by name; "*" is a wildcard. Without owner, only
@@ -296,8 +400,11 @@ type AMISelectorTerm struct {
 }
 
 // KubeletConfiguration sets kubelet options on the nodes. The fields mirror
-// the kubelet's own configuration of the same names.
+// the kubelet's own configuration of the same names. Its DeepCopy methods
+// are written by hand (kubelet_deepcopy.go): the generator cannot copy maps
+// whose value type is an alias.
 //
+// +kubebuilder:object:generate=false
 // +kubebuilder:validation:XValidation:rule=`!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent`,message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent: raise the high threshold or lower the low one"
 // +kubebuilder:validation:XValidation:rule=`!has(self.evictionSoft) || self.evictionSoft.all(k, has(self.evictionSoftGracePeriod) && k in self.evictionSoftGracePeriod)`,message="every evictionSoft signal needs a grace period: add the same signal to evictionSoftGracePeriod"
 // +kubebuilder:validation:XValidation:rule=`!has(self.evictionSoftGracePeriod) || self.evictionSoftGracePeriod.all(k, has(self.evictionSoft) && k in self.evictionSoft)`,message="every evictionSoftGracePeriod signal needs a threshold: add the same signal to evictionSoft, or remove its grace period"
@@ -321,36 +428,32 @@ type KubeletConfiguration struct {
 	// the operating system.
 	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])`,message="systemReserved keys must be cpu, memory, ephemeral-storage or pid: remove or rename the other keys"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0')))`,message="systemReserved values must be non-negative quantities: write them like 100m, 1Gi or 1000"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].startsWith('-'))`,message="systemReserved values must not be negative: write them like 100m, 1Gi or 1000"
 	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	SystemReserved map[string]ReservedQuantity `json:"systemReserved,omitempty"`
 	// KubeReserved sets aside cpu, memory, ephemeral-storage and pid for the
 	// kubelet and container runtime. Unset keys get defaults that grow with
 	// the instance size.
 	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])`,message="kubeReserved keys must be cpu, memory, ephemeral-storage or pid: remove or rename the other keys"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0')))`,message="kubeReserved values must be non-negative quantities: write them like 100m, 1Gi or 1000"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].startsWith('-'))`,message="kubeReserved values must not be negative: write them like 100m, 1Gi or 1000"
 	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	KubeReserved map[string]ReservedQuantity `json:"kubeReserved,omitempty"`
 	// EvictionHard are the thresholds at which the kubelet evicts pods at
 	// once, per signal: memory.available, nodefs.available,
 	// nodefs.inodesFree, imagefs.available, imagefs.inodesFree or
 	// pid.available. A value is a percentage (10%) or a quantity (100Mi).
 	// +kubebuilder:validation:MaxProperties=6
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])`,message="evictionHard keys must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available: remove or rename the other keys"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, self[k].endsWith('%') || (isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0'))))`,message="evictionHard values must be a percentage such as 10% or a non-negative quantity such as 100Mi"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].endsWith('%') || (!self[k].startsWith('-') && isQuantity(self[k].substring(0, self[k].size() - 1)) && !quantity(self[k].substring(0, self[k].size() - 1)).isGreaterThan(quantity('100'))))`,message="evictionHard percentages must be a number from 0 to 100 followed by %, for example 10%"
 	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	EvictionHard map[string]EvictionThreshold `json:"evictionHard,omitempty"`
 	// EvictionSoft are the thresholds at which the kubelet evicts pods once
 	// the signal has stayed past them for its evictionSoftGracePeriod. Same
 	// signals and values as evictionHard.
 	// +kubebuilder:validation:MaxProperties=6
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])`,message="evictionSoft keys must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available: remove or rename the other keys"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, self[k].endsWith('%') || (isQuantity(self[k]) && !quantity(self[k]).isLessThan(quantity('0'))))`,message="evictionSoft values must be a percentage such as 10% or a non-negative quantity such as 100Mi"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].endsWith('%') || (!self[k].startsWith('-') && isQuantity(self[k].substring(0, self[k].size() - 1)) && !quantity(self[k].substring(0, self[k].size() - 1)).isGreaterThan(quantity('100'))))`,message="evictionSoft percentages must be a number from 0 to 100 followed by %, for example 10%"
 	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
+	EvictionSoft map[string]EvictionThreshold `json:"evictionSoft,omitempty"`
 	// EvictionSoftGracePeriod is, per evictionSoft signal, how long the
 	// signal must stay past its threshold before pods are evicted, for
 	// example 1m30s.
@@ -460,10 +563,11 @@ type BlockDevice struct {
 	// +optional
 	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
 	// VolumeSize is the size of the volume, a whole number with the unit Gi,
-	// G, Ti or T (for example 100Gi). It is needed unless snapshotID is set.
+	// G, Ti or T (for example 100Gi), at most 59000Gi, 64000G, 58Ti or 64T.
+	// It is needed unless snapshotID is set.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([1-9][0-9]{0,4}(Gi|G)|([1-9]|[1-5][0-9]|6[0-4])(Ti|T))$`
+	// +kubebuilder:validation:Pattern=`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`
 	// +optional
 	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
 	// VolumeType is the EBS volume type: standard, io1, io2, gp2, sc1, st1
@@ -472,3 +576,17 @@ type BlockDevice struct {
 	// +optional
 	VolumeType *string `json:"volumeType,omitempty"`
 }
+
+// EvictionThreshold is a kubelet eviction threshold: a percentage from 0 to
+// 100 with at most two decimals (10%, 7.5%), a quantity (100Mi), or empty.
+// It is an alias of string, so that the maps that hold thresholds stay
+// plain string maps in Go; the alias exists to give the CRD its pattern.
+//
+// +kubebuilder:validation:Pattern=`^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
+type EvictionThreshold = string
+
+// ReservedQuantity is an amount of a resource that the kubelet reserves, as a
+// quantity (100m, 1Gi, 1000). An alias of string, like EvictionThreshold.
+//
+// +kubebuilder:validation:Pattern=`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+type ReservedQuantity = string

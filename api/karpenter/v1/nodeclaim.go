@@ -26,6 +26,7 @@ import (
 // +kubebuilder:printcolumn:name="ID",type="string",JSONPath=`.status.providerID`,priority=1,description="Cloud provider ID of the instance"
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=`.metadata.labels.karpenter\.sh/nodepool`,priority=1,description="NodePool that created the NodeClaim"
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=`.spec.nodeClassRef.name`,priority=1,description="Node class the instance was launched from"
+// +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=`.status.conditions[?(@.type=="Drifted")].status`,priority=1,description="Whether the node no longer matches its NodePool or node class"
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -51,22 +52,21 @@ type NodeClaimList struct {
 // NodeClaimSpec is what a NodeClaim's node must satisfy.
 type NodeClaimSpec struct {
 	// Taints are put on the node, and pods must tolerate them to run there.
-	// +kubebuilder:validation:XValidation:rule=`self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])`,message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute: set effect to one of them, spelled exactly so"
-	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on the node when it starts and are expected to be
 	// removed by someone else (typically a DaemonSet) once the node is ready
 	// for them. Pods need not tolerate them to be provisioned for.
-	// +kubebuilder:validation:XValidation:rule=`self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])`,message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute: set effect to one of them, spelled exactly so"
-	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node's labels: instance type, zone,
 	// capacity type, architecture and any other label. The launched node
 	// satisfies all of them.
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, r.operator != 'In' || (has(r.values) && r.values.size() > 0))`,message="operator In needs at least one value: list the allowed values, or use Exists to accept any value"
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, !(r.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(r.values) && r.values.size() == 1 && int(r.values[0]) >= 0))`,message="operators Gt, Lt, Gte and Lte need exactly one value, a non-negative whole number such as \"5\""
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, r.operator != 'In' || !has(r.minValues) || (has(r.values) && r.values.size() >= r.minValues))`,message="minValues is larger than the number of values: list at least minValues values, or lower minValues"
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +required
@@ -98,34 +98,35 @@ type NodeClaimSpec struct {
 	ExpireAfter *NillableDuration `json:"expireAfter,omitempty"`
 }
 
+// Operators that Karpenter adds to the node selector operators of
+// Kubernetes. Like Gt and Lt they compare the label's value, a whole number,
+// with the requirement's single value, but include it.
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // NodeSelectorRequirementWithMinValues is a requirement on one node label,
 // with an optional floor on how many different values the launch must be
 // able to choose from.
-//
-// +kubebuilder:validation:XValidation:rule=`self.operator != 'In' || (has(self.values) && self.values.size() > 0)`,message="operator In needs at least one value: list the allowed values, or use Exists to accept any value"
-// +kubebuilder:validation:XValidation:rule=`!(self.operator in ['Gt', 'Lt']) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]{1,18}$'))`,message="operators Gt and Lt need exactly one value, a non-negative whole number such as \"5\""
-// +kubebuilder:validation:XValidation:rule=`self.operator != 'In' || !has(self.minValues) || (has(self.values) && self.values.size() >= self.minValues)`,message="minValues is larger than the number of values: list at least minValues values, or lower minValues"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label the requirement applies to.
 	// +kubebuilder:validation:MaxLength=316
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule=`self == 'kubernetes.io/hostname' || !self.matches('^([^/]+[.])?kubernetes[.]io/') || self.matches('^([^/]+[.])?(node|node-restriction)[.]kubernetes[.]io/') || self in ['kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'beta.kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region']`,message="keys in the kubernetes.io domain are reserved for Kubernetes: use a well-known key such as topology.kubernetes.io/zone or kubernetes.io/arch, a node.kubernetes.io key, or a key in your own domain"
-	// +kubebuilder:validation:XValidation:rule=`!self.matches('^([^/]+[.])?k8s[.]io/') || self.matches('^([^/]+[.])?kops[.]k8s[.]io/')`,message="keys in the k8s.io domain are reserved for Kubernetes: use a key in your own domain, for example example.com/team"
-	// +kubebuilder:validation:XValidation:rule=`!self.matches('^([^/]+[.])?karpenter[.]sh/') || self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool']`,message="keys in the karpenter.sh domain are reserved for stevedore: use karpenter.sh/capacity-type, or a key in your own domain"
-	// +kubebuilder:validation:XValidation:rule=`!self.matches('^([^/]+[.])?karpenter[.]k8s[.]aws/') || self in ['karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition']`,message="keys in the karpenter.k8s.aws domain are reserved for stevedore: use a well-known instance label such as karpenter.k8s.aws/instance-family, or a key in your own domain"
+	// +kubebuilder:validation:XValidation:rule=`self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !self.find('^([^/]+)').endsWith('karpenter.sh')`,message="keys in the karpenter.sh domain are reserved for stevedore: use karpenter.sh/capacity-type, or a key in your own domain"
+	// +kubebuilder:validation:XValidation:rule=`self in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex'] || !self.find('^([^/]+)').endsWith('karpenter.k8s.aws')`,message="keys in the karpenter.k8s.aws domain are reserved for stevedore: use a well-known instance label such as karpenter.k8s.aws/instance-family, or a key in your own domain"
 	// +kubebuilder:validation:XValidation:rule=`self != 'kubernetes.io/hostname'`,message="kubernetes.io/hostname cannot be required: each node has its own host name; spread pods with topology spread constraints or pod anti-affinity instead"
 	// +required
 	Key string `json:"key"`
 	// Operator relates the label's value to Values: In, NotIn, Exists,
-	// DoesNotExist, Gt (greater than) or Lt (less than).
-	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+	// DoesNotExist, Gt (greater than), Lt (less than), Gte (greater than or
+	// equal) or Lte (less than or equal).
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt;Gte;Lte
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values are the label values the operator compares with. In and NotIn
-	// take a list, Gt and Lt a single whole number, Exists and DoesNotExist
-	// none.
-	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+	// take a list, Gt, Lt, Gte and Lte a single whole number, Exists and
+	// DoesNotExist none.
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -152,18 +153,15 @@ type ResourceRequirements struct {
 type NodeClassReference struct {
 	// Group is the API group of the node class, without a version: for
 	// example karpenter.k8s.aws.
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]*$`
 	// +kubebuilder:validation:XValidation:rule=`self != ''`,message="nodeClassRef.group must not be empty: set it to the node class's API group, for example karpenter.k8s.aws"
-	// +kubebuilder:validation:XValidation:rule=`!self.contains('/')`,message="nodeClassRef.group is the API group alone, without a version: write karpenter.k8s.aws rather than karpenter.k8s.aws/v1"
 	// +required
 	Group string `json:"group"`
 	// Kind is the kind of the node class: for example EC2NodeClass.
-	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule=`self != ''`,message="nodeClassRef.kind must not be empty: set it to the node class's kind, for example EC2NodeClass"
 	// +required
 	Kind string `json:"kind"`
 	// Name is the name of the node class object.
-	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule=`self != ''`,message="nodeClassRef.name must not be empty: set it to the name of the node class object, for example default"
 	// +required
 	Name string `json:"name"`

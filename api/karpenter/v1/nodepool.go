@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -13,6 +15,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter,shortName={np,nps}
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=`.spec.template.spec.nodeClassRef.name`,description="Node class the NodePool launches from"
 // +kubebuilder:printcolumn:name="Nodes",type="integer",JSONPath=`.status.nodes`,description="Number of nodes the NodePool owns"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the NodePool is valid and its node class is ready"
@@ -25,6 +28,9 @@ type NodePool struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the NodePool's desired behaviour.
+	// +kubebuilder:validation:XValidation:rule=`has(self.replicas) == has(oldSelf.replicas)`,message="a NodePool cannot switch between static (replicas set) and dynamic (replicas unset): create a new NodePool of the other kind, then delete this one"
+	// +kubebuilder:validation:XValidation:rule=`!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)`,message="a static NodePool (replicas set) supports only limits.nodes: remove the other limits"
+	// +kubebuilder:validation:XValidation:rule=`!has(self.replicas) || !has(self.weight)`,message="a static NodePool (replicas set) cannot have a weight: remove weight"
 	// +required
 	Spec NodePoolSpec `json:"spec"`
 	// Status is the NodePool's observed state.
@@ -49,7 +55,7 @@ type NodePoolSpec struct {
 	Template NodeClaimTemplate `json:"template"`
 	// Disruption says when stevedore may remove this NodePool's nodes on its
 	// own initiative, and how many at a time.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={consolidateAfter: "0s"}
 	// +optional
 	Disruption Disruption `json:"disruption"`
 	// Limits cap the total resources of this NodePool's nodes, for example
@@ -63,6 +69,14 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the NodePool static: stevedore keeps exactly this many
+	// nodes, whatever the pods need, instead of sizing the NodePool to the
+	// pending pods. Consolidation does not apply to a static NodePool, it
+	// supports only limits.nodes, and it cannot have a weight. A NodePool
+	// cannot switch between static and dynamic. The field is alpha upstream.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // NodeClaimTemplate is the pattern for a NodePool's NodeClaims.
@@ -80,20 +94,16 @@ type NodeClaimTemplate struct {
 // NodePool puts on its NodeClaims and Nodes.
 type NodeClaimTemplateMetadata struct {
 	// Labels are put on every NodeClaim and Node, and pods may select them.
-	// Keys in the kubernetes.io, k8s.io, karpenter.sh and karpenter.k8s.aws
-	// domains are reserved, except for well-known keys (for example
-	// topology.kubernetes.io/zone or karpenter.sh/capacity-type) and the
-	// node.kubernetes.io, node-restriction.kubernetes.io and kops.k8s.io
-	// subdomains. kubernetes.io/hostname and karpenter.sh/nodepool are
-	// never allowed.
+	// Keys in the karpenter.sh domain (or any domain ending in karpenter.sh)
+	// are set by stevedore, except karpenter.sh/capacity-type; keys in the
+	// karpenter.k8s.aws domain are too, except its well-known instance labels
+	// and karpenter.k8s.aws/ec2nodeclass. kubernetes.io/hostname and
+	// karpenter.sh/nodepool are never allowed.
 	// +kubebuilder:validation:MaxProperties=100
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.size() <= 316 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))`,message="label keys must be a name of letters, digits, '-', '_' and '.' that starts and ends with a letter or digit, optionally after a DNS prefix and '/': for example team or example.com/team"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, k == 'kubernetes.io/hostname' || !k.matches('^([^/]+[.])?kubernetes[.]io/') || k.matches('^([^/]+[.])?(node|node-restriction)[.]kubernetes[.]io/') || k in ['kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'beta.kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region'])`,message="label keys in the kubernetes.io domain are reserved for Kubernetes: use a node-restriction.kubernetes.io or node.kubernetes.io key, or a key in your own domain such as example.com/team"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.matches('^([^/]+[.])?k8s[.]io/') || k.matches('^([^/]+[.])?kops[.]k8s[.]io/'))`,message="label keys in the k8s.io domain are reserved for Kubernetes: use a key in your own domain, for example example.com/team"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.matches('^([^/]+[.])?karpenter[.]sh/') || k in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'])`,message="label keys in the karpenter.sh domain are set by stevedore: remove the label, or use a key in your own domain"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.matches('^([^/]+[.])?karpenter[.]k8s[.]aws/') || k in ['karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition'])`,message="label keys in the karpenter.k8s.aws domain are set by stevedore from the instance type: remove the label, or use a key in your own domain"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !k.find('^([^/]+)').endsWith('karpenter.sh'))`,message="label keys in the karpenter.sh domain are set by stevedore: remove the label, or use a key in your own domain"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'karpenter.sh/nodepool')`,message="karpenter.sh/nodepool cannot be set: stevedore sets it to the NodePool's name; select it in pods' node selectors instead"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k != 'kubernetes.io/hostname')`,message="kubernetes.io/hostname cannot be set: each node gets its own host name; remove the label"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex'] || !k.find('^([^/]+)').endsWith('karpenter.k8s.aws'))`,message="label keys in the karpenter.k8s.aws domain are set by stevedore from the instance type: remove the label, or use a key in your own domain"
 	// +optional
 	Labels map[string]LabelValue `json:"labels,omitempty"`
 	// Annotations are put on every NodeClaim and Node.
@@ -116,23 +126,22 @@ type LabelValue string
 // fields of NodeClaimSpec except resources, which come from the pods.
 type NodeClaimTemplateSpec struct {
 	// Taints are put on every node, and pods must tolerate them to run there.
-	// +kubebuilder:validation:XValidation:rule=`self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])`,message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute: set effect to one of them, spelled exactly so"
-	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on every node when it starts and are expected to
 	// be removed by someone else (typically a DaemonSet) once the node is
 	// ready for them. Pods need not tolerate them to be provisioned for.
-	// +kubebuilder:validation:XValidation:rule=`self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])`,message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute: set effect to one of them, spelled exactly so"
-	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the labels of the nodes: instance type, zone,
 	// capacity type, architecture and any other label. Pods narrow them
 	// further; every node launched satisfies all of them.
-	// +kubebuilder:validation:XValidation:rule=`self.all(r, r.key != 'karpenter.sh/nodepool')`,message="karpenter.sh/nodepool cannot be required in a NodePool: a NodePool's nodes always carry its own name; remove the requirement"
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, r.operator != 'In' || (has(r.values) && r.values.size() > 0))`,message="operator In needs at least one value: list the allowed values, or use Exists to accept any value"
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, !(r.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(r.values) && r.values.size() == 1 && int(r.values[0]) >= 0))`,message="operators Gt, Lt, Gte and Lte need exactly one value, a non-negative whole number such as \"5\""
+	// +kubebuilder:validation:XValidation:rule=`self.all(r, r.operator != 'In' || !has(r.minValues) || (has(r.values) && r.values.size() >= r.minValues))`,message="minValues is larger than the number of values: list at least minValues values, or lower minValues"
+	// +kubebuilder:validation:items:XValidation:rule=`self.key != 'karpenter.sh/nodepool'`,message="karpenter.sh/nodepool cannot be required in a NodePool: a NodePool's nodes always carry its own name; remove the requirement",fieldPath=`.key`
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +required
@@ -168,7 +177,7 @@ type NodeClaimTemplateSpec struct {
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
 //
-// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 type ConsolidationPolicy string
 
 const (
@@ -178,6 +187,10 @@ const (
 	// ConsolidationPolicyWhenEmptyOrUnderutilized also removes or replaces
 	// nodes whose pods fit elsewhere or on a cheaper node.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced considers the same nodes as
+	// WhenEmptyOrUnderutilized, but consolidates only when the savings are
+	// worth the disruption to the pods that move.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // DisruptionReason is a reason for which stevedore disrupts nodes on its own
@@ -201,18 +214,20 @@ const (
 // initiative, and how many at a time.
 type Disruption struct {
 	// ConsolidationPolicy says which nodes consolidation may act on:
-	// WhenEmpty (only nodes without pods) or WhenEmptyOrUnderutilized (also
-	// nodes whose pods fit elsewhere or on a cheaper node).
+	// WhenEmpty (only nodes without pods), WhenEmptyOrUnderutilized (also
+	// nodes whose pods fit elsewhere or on a cheaper node) or Balanced (as
+	// WhenEmptyOrUnderutilized, but only when the savings are worth the
+	// disruption). A static NodePool ignores it.
 	// +kubebuilder:default=WhenEmptyOrUnderutilized
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
 	// ConsolidateAfter is how long a node must go without a pod being
 	// scheduled to it or leaving it before consolidation considers it.
-	// "Never" turns consolidation off for this NodePool.
-	// +kubebuilder:default="0s"
+	// "Never" turns consolidation off for this NodePool. It is required
+	// when disruption is given; without disruption it is 0s.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type=string
-	// +optional
+	// +required
 	ConsolidateAfter *NillableDuration `json:"consolidateAfter,omitempty"`
 	// Budgets cap how many of this NodePool's nodes may be disrupted at the
 	// same time. Each budget may apply only at scheduled times and only to
@@ -220,6 +235,7 @@ type Disruption struct {
 	// interruption are not limited by budgets.
 	// +kubebuilder:default={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:XValidation:rule=`self.all(b, has(b.schedule) == has(b.duration))`,message="schedule and duration must be set together: give a budget with a schedule a duration (for example 8h), or remove the schedule"
 	// +listType=atomic
 	// +optional
 	Budgets []Budget `json:"budgets,omitempty"`
@@ -227,14 +243,12 @@ type Disruption struct {
 
 // Budget caps how many nodes may be disrupted at once, optionally only in a
 // recurring time window and only for some reasons.
-//
-// +kubebuilder:validation:XValidation:rule=`!has(self.schedule) || has(self.duration)`,message="schedule and duration must be set together: add duration (for example 8h) or remove schedule"
-// +kubebuilder:validation:XValidation:rule=`!has(self.duration) || has(self.schedule)`,message="schedule and duration must be set together: add schedule (for example \"0 9 * * mon-fri\") or remove duration"
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons: Underutilized,
-	// Empty or Drifted. Without reasons the budget applies to all of them.
+	// Empty or Drifted, each at most once. Without reasons the budget
+	// applies to all of them.
 	// +kubebuilder:validation:MaxItems=50
-	// +listType=atomic
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the most nodes that may be disrupted at once: a number such as
@@ -248,7 +262,7 @@ type Budget struct {
 	// fields (minute hour day-of-month month day-of-week, in UTC) or a macro
 	// such as @daily. It needs a duration. Without a schedule the budget
 	// always applies.
-	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*?,/-]+(\s+[0-9A-Za-z*?,/-]+){4})$`
+	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration is how long the budget applies after each time the schedule
@@ -258,4 +272,17 @@ type Budget struct {
 	// +kubebuilder:validation:Type=string
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// MarshalJSON writes the disruption settings with consolidateAfter "0s" when
+// it is nil. The API requires consolidateAfter whenever disruption is given
+// (as Karpenter's does), and a nil ConsolidateAfter in Go has always meant
+// the 0s that disruption defaults to; writing it keeps NodePools built in Go,
+// which always carry a disruption object, valid. Manifests are unaffected.
+func (d Disruption) MarshalJSON() ([]byte, error) {
+	type plain Disruption // without this method
+	if d.ConsolidateAfter == nil {
+		d.ConsolidateAfter = NewNillableDuration(0)
+	}
+	return json.Marshal(plain(d))
 }

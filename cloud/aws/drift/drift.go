@@ -11,7 +11,10 @@
 //     selects for its instance type;
 //  3. SecurityGroupDrift: the instance's security groups, as a set, differ
 //     from the selected ones;
-//  4. SubnetDrift: the instance's subnet is no longer selected.
+//  4. SubnetDrift: the instance's subnet is no longer selected;
+//  5. PlacementGroupDrift: the NodeClaim's placement-group-id label is not
+//     the placement group the node class now selects (or it has the label
+//     and the node class selects none).
 //
 // Everything here is pure: the caller gathers the NodeClaim, the node class,
 // the instance's image, subnet and security groups, and the labels of the
@@ -40,6 +43,12 @@ const (
 	AMIDrift           cloud.DriftReason = "AMIDrift"
 	SecurityGroupDrift cloud.DriftReason = "SecurityGroupDrift"
 	SubnetDrift        cloud.DriftReason = "SubnetDrift"
+	// CapacityReservationDrift: the instance runs in a capacity reservation
+	// the node class no longer selects.
+	CapacityReservationDrift cloud.DriftReason = "CapacityReservationDrift"
+	// PlacementGroupDrift is Karpenter's reason for an instance outside the
+	// placement group its node class selects.
+	PlacementGroupDrift cloud.DriftReason = "PlacementGroupDrift"
 )
 
 // HashVersion is the value of the ec2nodeclass-hash-version annotation
@@ -73,6 +82,14 @@ type hashed struct {
 	AssociatePublicIPAddress *bool                       `json:"associatePublicIPAddress,omitempty"`
 	DetailedMonitoring       *bool                       `json:"detailedMonitoring,omitempty"`
 	Context                  *string                     `json:"context,omitempty"`
+	// Karpenter v1.14's network, placement and CPU fields. They are hashed
+	// only when set, so node classes without them keep their hash and no
+	// version bump is needed. ipPrefixCount is left out, as in Karpenter:
+	// it changes launch templates, not running nodes.
+	NetworkInterfaces      []awsv1.NetworkInterface      `json:"networkInterfaces,omitempty"`
+	PlacementGroupSelector *awsv1.PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	ConnectionTracking     *awsv1.ConnectionTracking     `json:"connectionTracking,omitempty"`
+	CPUOptions             *awsv1.CPUOptions             `json:"cpuOptions,omitempty"`
 }
 
 // Hash returns the static hash of a node class: its hashed spec fields, the
@@ -93,6 +110,19 @@ func Hash(nodeClass *awsv1.EC2NodeClass, caBundle string) string {
 		AssociatePublicIPAddress: spec.AssociatePublicIPAddress,
 		DetailedMonitoring:       spec.DetailedMonitoring,
 		Context:                  spec.Context,
+		PlacementGroupSelector:   spec.PlacementGroupSelector,
+		ConnectionTracking:       spec.ConnectionTracking,
+		CPUOptions:               spec.CPUOptions,
+	}
+	if len(spec.NetworkInterfaces) > 0 {
+		// Order does not matter to the launch (interfaces are written in
+		// card and device order), so it does not matter to the hash.
+		h.NetworkInterfaces = slices.SortedFunc(slices.Values(spec.NetworkInterfaces), func(a, b awsv1.NetworkInterface) int {
+			if a.NetworkCardIndex != b.NetworkCardIndex {
+				return int(a.NetworkCardIndex - b.NetworkCardIndex)
+			}
+			return int(a.DeviceIndex - b.DeviceIndex)
+		})
 	}
 	if len(spec.Tags) > 0 {
 		h.Tags = spec.Tags
@@ -122,6 +152,10 @@ type Instance struct {
 	ImageID          string
 	SubnetID         string
 	SecurityGroupIDs []string
+	// CapacityReservationID is the reservation the instance was launched
+	// into by targeting it; empty for other instances, and for every
+	// instance while the ReservedCapacity feature gate is off.
+	CapacityReservationID string
 }
 
 // Input is everything the drift checks read.
@@ -136,6 +170,11 @@ type Input struct {
 	// InstanceTypeLabels are the labels of the NodeClaim's instance type as
 	// currently offered; nil when the type is no longer offered.
 	InstanceTypeLabels map[string]string
+	// PlacementGroupID is the ID of the placement group the node class's
+	// selector resolves to now; empty without a selector. With a selector
+	// that resolves to nothing, the check is skipped: there is nothing to
+	// compare with, and the node class is not Ready for replacements anyway.
+	PlacementGroupID string
 }
 
 // ErrStatusIncomplete is returned when the node class's status lacks what
@@ -156,6 +195,8 @@ func Check(in Input) (cloud.DriftReason, error) {
 	case len(status.SecurityGroups) == 0:
 		return cloud.NoDrift, fmt.Errorf("%w: EC2NodeClass %s has no status.securityGroups", ErrStatusIncomplete, in.NodeClass.Name)
 	}
+	// Karpenter's fields, in the order the hash sees them: a change of a
+	// hashed field is NodeClassDrift (see Hash).
 	if HashDrifted(in.NodeClaim, in.NodeClass) {
 		return NodeClassDrift, nil
 	}
@@ -180,6 +221,16 @@ func Check(in Input) (cloud.DriftReason, error) {
 	}
 	if !slices.ContainsFunc(status.Subnets, func(s awsv1.Subnet) bool { return s.ID == in.Instance.SubnetID }) {
 		return SubnetDrift, nil
+	}
+	// status.capacityReservations is resolved again every minute, which
+	// stands for Karpenter's uncached look at EC2 before it reports this.
+	if id := in.Instance.CapacityReservationID; id != "" &&
+		!slices.ContainsFunc(status.CapacityReservations, func(cr awsv1.CapacityReservation) bool { return cr.ID == id }) {
+		return CapacityReservationDrift, nil
+	}
+	unresolved := in.NodeClass.Spec.PlacementGroupSelector != nil && in.PlacementGroupID == ""
+	if !unresolved && in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] != in.PlacementGroupID {
+		return PlacementGroupDrift, nil
 	}
 	return cloud.NoDrift, nil
 }

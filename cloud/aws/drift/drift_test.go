@@ -83,6 +83,44 @@ func TestCheck(t *testing.T) {
 			in.Instance.SubnetID = "subnet-z"
 		}, want: SecurityGroupDrift},
 		{name: "subnet", mutate: func(in *Input) { in.Instance.SubnetID = "subnet-z" }, want: SubnetDrift},
+		{name: "reservation still selected", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.NodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-2"}, {ID: "cr-1"}}
+		}},
+		{name: "reservation no longer selected", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.NodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-2"}}
+		}, want: CapacityReservationDrift},
+		{name: "subnet wins over reservation", mutate: func(in *Input) {
+			in.Instance.CapacityReservationID = "cr-1"
+			in.Instance.SubnetID = "subnet-z"
+		}, want: SubnetDrift},
+		{name: "not in a reservation", mutate: func(in *Input) { in.NodeClass.Status.CapacityReservations = nil }},
+		{name: "placement group unchanged", mutate: func(in *Input) {
+			in.NodeClass.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "g"}
+			in.PlacementGroupID = "pg-1"
+			in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] = "pg-1"
+		}},
+		{name: "placement group changed", mutate: func(in *Input) {
+			in.NodeClass.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "g"}
+			in.PlacementGroupID = "pg-2"
+			in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] = "pg-1"
+		}, want: PlacementGroupDrift},
+		{name: "placement group newly selected", mutate: func(in *Input) {
+			in.NodeClass.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: "pg-2"}
+			in.PlacementGroupID = "pg-2"
+		}, want: PlacementGroupDrift},
+		{name: "placement group no longer selected", mutate: func(in *Input) {
+			in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] = "pg-1"
+		}, want: PlacementGroupDrift},
+		{name: "placement group selected but unresolved is not judged", mutate: func(in *Input) {
+			in.NodeClass.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "gone"}
+			in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] = "pg-1"
+		}},
+		{name: "subnet wins over placement group", mutate: func(in *Input) {
+			in.Instance.SubnetID = "subnet-z"
+			in.NodeClaim.Labels[wellknown.LabelPlacementGroupID] = "pg-1"
+		}, want: SubnetDrift},
 		{name: "no AMIs", mutate: func(in *Input) { in.NodeClass.Status.AMIs = nil }, wantErr: "status.amis"},
 		{name: "no subnets", mutate: func(in *Input) { in.NodeClass.Status.Subnets = nil }, wantErr: "status.subnets"},
 		{name: "no security groups", mutate: func(in *Input) { in.NodeClass.Status.SecurityGroups = nil }, wantErr: "status.securityGroups"},
@@ -143,6 +181,20 @@ func TestHash(t *testing.T) {
 			nc.Spec.MetadataOptions = &awsv1.MetadataOptions{HTTPTokens: ptr("optional")}
 		}, "ca", false},
 		{"monitoring", func(nc *awsv1.EC2NodeClass) { nc.Spec.DetailedMonitoring = ptr(true) }, "ca", false},
+		{"ipPrefixCount is not hashed", func(nc *awsv1.EC2NodeClass) { nc.Spec.IPPrefixCount = ptr[int32](4) }, "ca", true},
+		{"empty networkInterfaces are absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{} }, "ca", true},
+		{"networkInterfaces", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
+		}, "ca", false},
+		{"placementGroupSelector", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "g"}
+		}, "ca", false},
+		{"connectionTracking", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr[int32](30)}
+		}, "ca", false},
+		{"cpuOptions", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr("enabled")}
+		}, "ca", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,5 +233,21 @@ func TestNeedsRestamp(t *testing.T) {
 		if got := NeedsRestamp(nclaim, nc); got != tt.want {
 			t.Errorf("%s: NeedsRestamp = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The order of networkInterfaces does not change what is launched, so it
+// does not change the hash.
+func TestHashNetworkInterfacesOrder(t *testing.T) {
+	a, b := nodeClass(), nodeClass()
+	primary := awsv1.NetworkInterface{InterfaceType: awsv1.InterfaceTypeInterface}
+	efa := awsv1.NetworkInterface{NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}
+	a.Spec.NetworkInterfaces = []awsv1.NetworkInterface{primary, efa}
+	b.Spec.NetworkInterfaces = []awsv1.NetworkInterface{efa, primary}
+	if Hash(a, "ca") != Hash(b, "ca") {
+		t.Error("the hash depends on the order of networkInterfaces")
+	}
+	if a.Spec.NetworkInterfaces[0] != primary {
+		t.Error("Hash reordered the node class's networkInterfaces")
 	}
 }

@@ -132,6 +132,8 @@ type AWS struct {
 	capacity        map[poolKey]int
 	iceRules        []iceRule
 	reservations    map[string]*capacityReservation
+	// placementGroups by ID; nil until the first is added.
+	placementGroups map[string]*PlacementGroup
 	launchTemplates map[string]*launchTemplate
 	instances       map[string]*instance
 	// order lists the instances in launch order; those deleted from

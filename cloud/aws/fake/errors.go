@@ -35,6 +35,7 @@ var apiServices = map[string]service{
 	"CreateFleet": svcEC2, "RunInstances": svcEC2, "CreateLaunchTemplate": svcEC2,
 	"DescribeLaunchTemplates": svcEC2, "DeleteLaunchTemplate": svcEC2, "DescribeInstances": svcEC2,
 	"TerminateInstances": svcEC2, "CreateTags": svcEC2, "DescribeAvailabilityZones": svcEC2,
+	"DescribePlacementGroups": svcEC2, "DescribeInstanceStatus": svcEC2,
 	"GetParameter": svcSSM,
 	"GetQueueUrl":  svcSQS, "ReceiveMessage": svcSQS, "DeleteMessage": svcSQS, "SendMessage": svcSQS,
 	"GetQueueAttributes": svcSQS,

@@ -1306,9 +1306,70 @@ func TestCapacityReservations(t *testing.T) {
 	if info, _ := e.f.Instance(ids[0]); info.CapacityReservationID != id {
 		t.Errorf("instance not in the reservation: %+v", info)
 	}
+	// DescribeInstances says the instance was launched into the
+	// reservation by targeting it.
+	desc, err := e.f.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := desc.Reservations[0].Instances[0]
+	if s := inst.CapacityReservationSpecification; aws.ToString(inst.CapacityReservationId) != id || s == nil ||
+		s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceCapacityReservationsOnly ||
+		s.CapacityReservationTarget == nil || aws.ToString(s.CapacityReservationTarget.CapacityReservationId) != id {
+		t.Errorf("described instance: reservation %v, specification %+v", aws.ToString(inst.CapacityReservationId), s)
+	}
+	// The instance keeps what it was launched with when its launch template
+	// is deleted (stevedore deletes unused templates), as EC2 does.
+	if _, err := e.f.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String("reserved")}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err = e.f.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := desc.Reservations[0].Instances[0].CapacityReservationSpecification; s == nil || s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceCapacityReservationsOnly {
+		t.Errorf("after deleting the launch template the instance reports %+v, want its capacity-reservations-only launch", s)
+	}
+	if info, _ := e.f.Instance(ids[0]); info.LaunchTemplateData == nil || info.LaunchTemplateData.CapacityReservationSpecification == nil {
+		t.Errorf("after deleting the launch template the instance's launch data is %+v", info.LaunchTemplateData)
+	}
+	if _, err := e.f.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("reserved"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+		ImageId: aws.String(e.w.Images["al2023/x86_64/standard"]),
+		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: "capacity-reservations-only", CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(id)},
+		},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	fl, _ = e.f.CreateFleet(ctx, e.fleet("on-demand", 1, [2]string{"m5.large", "us-east-1a"}))
 	if len(fl.Errors) != 1 || *fl.Errors[0].ErrorCode != "ReservationCapacityExceeded" {
 		t.Errorf("exhausted reservation: %+v", fl.Errors)
+	}
+	available := func() int32 {
+		t.Helper()
+		out, err := e.f.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *out.CapacityReservations[0].AvailableInstanceCount
+	}
+	if n := available(); n != 0 {
+		t.Errorf("full reservation: %d available", n)
+	}
+	// Terminating the instance frees its slot once it has terminated.
+	if _, err := e.f.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err != nil {
+		t.Fatal(err)
+	}
+	if n := available(); n != 0 {
+		t.Errorf("while shutting down: %d available, want 0", n)
+	}
+	e.clk.Step(fake.DefaultShutdownDelay)
+	if n := available(); n != 1 {
+		t.Errorf("after termination: %d available, want 1", n)
+	}
+	fl, _ = e.f.CreateFleet(ctx, e.fleet("on-demand", 1, [2]string{"m5.large", "us-east-1a"}))
+	if len(fleetIDs(fl)) != 1 {
+		t.Errorf("launch into the freed slot: %+v", fl.Errors)
 	}
 }
 

@@ -25,13 +25,17 @@ const (
 var stateCodes = map[string]int32{StatePending: 0, StateRunning: 16, StateShuttingDown: 32, StateTerminated: 48, "stopping": 64, "stopped": 80}
 
 type instance struct {
-	seq                          int64
-	id, instanceType, zone       string
-	subnetID, vpcID, imageID     string
-	arch, capacityType           string
-	launchReservation            string
-	capacityReservationID        string
-	launchTemplateID, ltName     string
+	seq                      int64
+	id, instanceType, zone   string
+	subnetID, vpcID, imageID string
+	arch, capacityType       string
+	launchReservation        string
+	capacityReservationID    string
+	launchTemplateID, ltName string
+	// launchData is what the instance was launched with (its launch
+	// template's content), kept as EC2 keeps an instance's configuration
+	// when the template is deleted later. Shared, never modified.
+	launchData                   *ec2types.RequestLaunchTemplateData
 	profileName                  string
 	privateIP, dnsName, eniID    string
 	spotRequestID                string
@@ -46,6 +50,13 @@ type instance struct {
 	transitionReason             string
 	pool                         poolKey
 	poolLimited                  bool
+	// placementGroupID and partition are the placement group the instance
+	// was launched into (from its launch template), if any.
+	placementGroupID string
+	partition        int32
+	// impaired holds, by status check (StatusCheckInstance,
+	// StatusCheckSystem), when the check started failing.
+	impaired map[string]time.Time
 }
 
 type stateEvent struct {
@@ -72,6 +83,13 @@ type InstanceInfo struct {
 	Tags                  map[string]string
 	// UserData is the launch template's user data, base64 as sent.
 	UserData string
+	// LaunchTemplateData is a copy of the launch template content the
+	// instance was launched with; it outlives the template.
+	LaunchTemplateData *ec2types.RequestLaunchTemplateData
+	// PlacementGroupID and PlacementPartition are the placement group (and
+	// partition) the instance runs in, if any.
+	PlacementGroupID   string
+	PlacementPartition int32
 }
 
 // Instance returns a snapshot of an instance that DescribeInstances would
@@ -89,13 +107,15 @@ func (f *AWS) Instance(id string) (InstanceInfo, bool) {
 		CapacityType: inst.capacityType, State: inst.state, LaunchTime: inst.launchTime, PrivateDNSName: inst.dnsName,
 		PrivateIP: inst.privateIP, SecurityGroupIDs: append([]string(nil), inst.securityGroups...),
 		InstanceProfile: inst.profileName, LaunchTemplateName: inst.ltName, CapacityReservationID: inst.capacityReservationID,
-		Tags: copyMap(inst.tags),
+		Tags: copyMap(inst.tags), PlacementGroupID: inst.placementGroupID, PlacementPartition: inst.partition,
 	}
 	if p, ok := f.profiles[inst.profileName]; ok && len(p.roles) > 0 {
 		info.Role = p.roles[0]
 	}
-	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok {
-		info.UserData = deref(lt.data.UserData)
+	if d := inst.launchData; d != nil {
+		info.UserData = deref(d.UserData)
+		c := clone(*d)
+		info.LaunchTemplateData = &c
 	}
 	return info, true
 }
@@ -280,7 +300,7 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 		Architecture:          ec2types.ArchitectureValues(inst.arch),
 		State:                 &ec2types.InstanceState{Name: ec2types.InstanceStateName(inst.state), Code: ptr(stateCodes[inst.state])},
 		LaunchTime:            ptr(inst.launchTime),
-		Placement:             &ec2types.Placement{AvailabilityZone: ptr(inst.zone), AvailabilityZoneId: ptr(f.zoneID(inst.zone)), Tenancy: ec2types.TenancyDefault},
+		Placement:             f.instancePlacement(inst),
 		PrivateDnsName:        ptr(inst.dnsName),
 		PrivateIpAddress:      ptr(inst.privateIP),
 		SubnetId:              ptr(inst.subnetID),
@@ -314,11 +334,23 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 	if inst.capacityReservationID != "" {
 		out.CapacityReservationId = ptr(inst.capacityReservationID)
 	}
+	// The preference the instance launched with, as EC2 reports it: the
+	// launch template's, else open.
+	out.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{CapacityReservationPreference: ec2types.CapacityReservationPreferenceOpen}
+	if d := inst.launchData; d != nil && d.CapacityReservationSpecification != nil {
+		crs := d.CapacityReservationSpecification
+		if crs.CapacityReservationPreference != "" {
+			out.CapacityReservationSpecification.CapacityReservationPreference = crs.CapacityReservationPreference
+		}
+		if t := crs.CapacityReservationTarget; t != nil && t.CapacityReservationId != nil {
+			out.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTargetResponse{CapacityReservationId: ptr(*t.CapacityReservationId)}
+		}
+	}
 	if p, ok := f.profiles[inst.profileName]; ok {
 		out.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: ptr(p.arn), Id: ptr(p.id)}
 	}
-	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok && lt.data.MetadataOptions != nil {
-		m := lt.data.MetadataOptions
+	if d := inst.launchData; d != nil && d.MetadataOptions != nil {
+		m := d.MetadataOptions
 		out.MetadataOptions = &ec2types.InstanceMetadataOptionsResponse{
 			HttpEndpoint:            ec2types.InstanceMetadataEndpointState(m.HttpEndpoint),
 			HttpProtocolIpv6:        ec2types.InstanceMetadataProtocolState(m.HttpProtocolIpv6),

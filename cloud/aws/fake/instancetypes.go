@@ -186,6 +186,11 @@ func (t *typeEntry) info() ec2types.InstanceTypeInfo {
 	} else {
 		info.SupportedBootModes = []ec2types.BootModeType{"legacy-bios", "uefi"}
 	}
+	// Nested virtualization is offered on the eighth-generation Intel
+	// Nitro types (c8i, m8i, r8i and their variants), not on bare metal.
+	if gen, _ := labelInt(it, wellknown.LabelInstanceGeneration); gen >= 8 && it.Labels[wellknown.LabelInstanceCPUManufacturer] == "intel" && !isMetal(it) {
+		info.ProcessorInfo.SupportedFeatures = []ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}
+	}
 	if mhz, ok := labelInt(it, wellknown.LabelInstanceCPUSustainedClockSpeedMhz); ok {
 		info.ProcessorInfo.SustainedClockSpeedInGhz = ptr(float64(mhz) / 1000)
 	}
@@ -218,6 +223,13 @@ func (t *typeEntry) info() ec2types.InstanceTypeInfo {
 	if efa, ok := it.Capacity[corev1.ResourceName("vpc.amazonaws.com/efa")]; ok && efa.Value() > 0 {
 		net.EfaSupported = ptr(true)
 		net.EfaInfo = &ec2types.EfaInfo{MaximumEfaInterfaces: ptr(int32(efa.Value()))}
+		// Types with several EFA interfaces spread them over as many
+		// network cards (p5.48xlarge: 32 of each); the catalog does not
+		// say how many interfaces the other cards take, two stands in.
+		for i := int32(1); i < int32(efa.Value()); i++ {
+			net.NetworkCards = append(net.NetworkCards, ec2types.NetworkCardInfo{NetworkCardIndex: ptr(i), MaximumNetworkInterfaces: ptr(int32(2))})
+		}
+		net.MaximumNetworkCards = ptr(int32(len(net.NetworkCards)))
 	}
 	info.NetworkInfo = net
 

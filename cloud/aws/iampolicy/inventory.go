@@ -140,6 +140,7 @@ var Inventory = []Call{
 		Scope:  "launch templates tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool",
 	},
 	read("EC2", "DescribeInstances", SidRegionalRead, regional),
+	read("EC2", "DescribeInstanceStatus", SidRegionalRead, regional+"; the instance status checks, every minute (optional: without it the checks are off)"),
 	{
 		Service: "EC2", Operation: "TerminateInstances", Caller: CallerController,
 		Grants: []Grant{{"ec2:TerminateInstances", SidScopedDeletion}},

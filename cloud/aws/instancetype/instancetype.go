@@ -66,6 +66,10 @@ type Options struct {
 	VMMemoryOverheadPercent float64
 	// ReservedENIs are network interfaces not available to the VPC CNI.
 	ReservedENIs int
+	// NetworkInterfaces are the node class's networkInterfaces: an efa-only
+	// interface on network card 0 takes one of that card's interfaces from
+	// the VPC CNI, as Karpenter counts it.
+	NetworkInterfaces []awsv1.NetworkInterface
 	// Region, if set, becomes the topology.kubernetes.io/region label.
 	Region string
 	// BranchInterfaces returns the number of branch network interfaces (pod
@@ -443,7 +447,7 @@ func MaxPods(info ec2types.InstanceTypeInfo, opts Options) int64 {
 	case IsWindows(family):
 		count = WindowsMaxPods
 	default:
-		count = ENILimitedPods(info, opts.ReservedENIs)
+		count = ENILimitedPods(info, opts.ReservedENIs+efaOnlyOnPrimaryCard(opts.NetworkInterfaces))
 	}
 	if family != awsv1.AMIFamilyBottlerocket && opts.Kubelet != nil && opts.Kubelet.PodsPerCore != nil && *opts.Kubelet.PodsPerCore > 0 {
 		count = min(count, int64(*opts.Kubelet.PodsPerCore)*int64(deref(info.VCpuInfo.DefaultVCpus)))
@@ -657,4 +661,16 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// efaOnlyOnPrimaryCard returns the number of efa-only interfaces on network
+// card 0.
+func efaOnlyOnPrimaryCard(list []awsv1.NetworkInterface) int {
+	n := 0
+	for _, ni := range list {
+		if ni.NetworkCardIndex == 0 && ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			n++
+		}
+	}
+	return n
 }

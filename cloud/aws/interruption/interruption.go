@@ -1,7 +1,9 @@
 // Package interruption parses the messages that EventBridge delivers to the
 // interruption queue into typed events: spot interruption warnings,
 // rebalance recommendations, scheduled changes (AWS Health), instance state
-// changes and capacity reservation interruption warnings.
+// changes and capacity reservation interruption warnings. ParseInstanceStatus
+// does the same for the failed EC2 status checks that DescribeInstanceStatus
+// reports, which EventBridge does not deliver.
 //
 // Parse never acts and never panics. Every message it cannot turn into an
 // Event comes back with an error that wraps one of ErrUnknownEvent,
@@ -16,6 +18,9 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 // Kind is what an event means for the instances it names.
@@ -38,7 +43,20 @@ const (
 	// KindCapacityReservationInterrupted: the interruptible capacity
 	// reservation the instance runs in is being reclaimed.
 	KindCapacityReservationInterrupted Kind = "capacity_reservation_interrupted"
+	// KindInstanceStatus: the instance's instance status check has failed
+	// for at least StatusCheckThreshold (its operating system, kernel or
+	// network configuration is broken).
+	KindInstanceStatus Kind = "instance_status"
+	// KindSystemStatus: the instance's system status check has failed for
+	// at least StatusCheckThreshold (the AWS host or network under it is
+	// broken).
+	KindSystemStatus Kind = "system_status"
 )
+
+// StatusCheckThreshold is how long a status check must have failed before
+// the instance counts as unhealthy, as Karpenter waits: a check that fails
+// briefly (during a reboot, for one) is not acted on.
+const StatusCheckThreshold = 2 * time.Minute
 
 // Errors that classify messages Parse does not turn into an Event.
 var (
@@ -95,6 +113,8 @@ type Event struct {
 	EventTypeCode string
 	StartTime     time.Time
 	EndTime       time.Time
+	// ImpairedSince is when a failed status check started failing.
+	ImpairedSince time.Time
 }
 
 // envelope is the EventBridge event metadata.
@@ -239,4 +259,50 @@ func parseHealthTime(s string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// ParseInstanceStatus turns one instance's entry of a DescribeInstanceStatus
+// answer, observed at now, into an Event for each of its status checks
+// (instance, then system) that has failed for at least
+// StatusCheckThreshold. Checks that failed more recently, and attached EBS
+// volume checks (a volume failing may concern only the pods that use it),
+// are ignored. It returns an error wrapping ErrIgnored when no check
+// qualifies, or ErrMalformed when the entry has no valid instance ID or a
+// failed check without the time it started failing.
+func ParseInstanceStatus(s ec2types.InstanceStatus, now time.Time) ([]Event, error) {
+	id := aws.ToString(s.InstanceId)
+	if !instanceIDPattern.MatchString(id) {
+		return nil, fmt.Errorf("%w: instance status: InstanceId %q is not an instance ID", ErrMalformed, id)
+	}
+	var out []Event
+	for _, c := range []struct {
+		kind    Kind
+		name    string
+		summary *ec2types.InstanceStatusSummary
+	}{{KindInstanceStatus, "instance", s.InstanceStatus}, {KindSystemStatus, "system", s.SystemStatus}} {
+		if c.summary == nil {
+			continue
+		}
+		var since time.Time
+		for _, d := range c.summary.Details {
+			if d.Status != ec2types.StatusTypeFailed {
+				continue
+			}
+			if d.ImpairedSince == nil {
+				return nil, fmt.Errorf("%w: instance %s: the %s status check %s failed without ImpairedSince", ErrMalformed, id, c.name, d.Name)
+			}
+			if since.IsZero() || d.ImpairedSince.Before(since) {
+				since = *d.ImpairedSince
+			}
+		}
+		if since.IsZero() || now.Sub(since) < StatusCheckThreshold {
+			continue
+		}
+		out = append(out, Event{Kind: c.kind, Source: SourceEC2, DetailType: "DescribeInstanceStatus",
+			Time: since, ImpairedSince: since, InstanceIDs: []string{id}})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: instance %s has no status check failed for %s", ErrIgnored, id, StatusCheckThreshold)
+	}
+	return out, nil
 }

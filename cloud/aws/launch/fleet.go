@@ -24,10 +24,11 @@ const (
 	OnDemandAllocationStrategy = ec2types.FleetOnDemandAllocationStrategyLowestPrice
 )
 
-// CapacityTypeOrder is the order capacity types are tried in: spot is
-// cheaper, so it goes first when the NodeClaim allows it; on-demand is what
-// a spot shortage falls back to, on the next launch.
-var CapacityTypeOrder = []string{wellknown.CapacityTypeSpot, wellknown.CapacityTypeOnDemand}
+// CapacityTypeOrder is the order capacity types are tried in, Karpenter's:
+// capacity reservations first (they are paid for already), then spot, which
+// is cheaper than on-demand; on-demand is what a spot shortage falls back
+// to, on the next launch.
+var CapacityTypeOrder = []string{wellknown.CapacityTypeReserved, wellknown.CapacityTypeSpot, wellknown.CapacityTypeOnDemand}
 
 // ErrNoOffering is returned by Select when no offering can be launched.
 var ErrNoOffering = errors.New("no launchable offering")
@@ -50,6 +51,18 @@ type Candidate struct {
 	Zone         string
 	CapacityType string
 	Price        float64
+	// Reservation is the capacity reservation of a reserved candidate.
+	Reservation *Reservation
+}
+
+// Reservation is the capacity reservation a reserved offering launches into.
+type Reservation struct {
+	ID string
+	// Type is default (an on-demand capacity reservation) or
+	// capacity-block.
+	Type string
+	// Interruptible reservations may be reclaimed by EC2.
+	Interruptible bool
 }
 
 // Override is one (instance type, subnet) choice of a fleet request.
@@ -62,13 +75,26 @@ type Override struct {
 	// and its image; the caller fills them in after Select.
 	Template string
 	ImageID  string
+	// Reservation is the capacity reservation a reserved override launches
+	// into; its launch template targets it.
+	Reservation *Reservation
 }
 
 // Selection is what one CreateFleet call tries: a single capacity type and
-// the overrides, cheapest first.
+// the overrides, cheapest first. A reserved selection's overrides are all of
+// one reservation type.
 type Selection struct {
 	CapacityType string
 	Overrides    []Override
+}
+
+// ReservationType is the reservation type of a reserved selection (empty
+// for other capacity types).
+func (s Selection) ReservationType() string {
+	if s.CapacityType != wellknown.CapacityTypeReserved || len(s.Overrides) == 0 || s.Overrides[0].Reservation == nil {
+		return ""
+	}
+	return s.Overrides[0].Reservation.Type
 }
 
 // InstanceTypes returns the distinct instance types of the selection, in
@@ -118,8 +144,11 @@ func Select(cands []Candidate, subnets []Subnet, ice *ICECache, max int) (Select
 		if ice != nil && !ice.Available(c.InstanceType, c.Zone, c.CapacityType) {
 			continue
 		}
+		if c.CapacityType == wellknown.CapacityTypeReserved && c.Reservation == nil {
+			continue // nothing to target
+		}
 		byType[c.CapacityType] = append(byType[c.CapacityType], Override{
-			InstanceType: c.InstanceType, Zone: c.Zone, SubnetID: s.ID, Price: c.Price,
+			InstanceType: c.InstanceType, Zone: c.Zone, SubnetID: s.ID, Price: c.Price, Reservation: c.Reservation,
 		})
 	}
 	for _, ct := range CapacityTypeOrder {
@@ -135,8 +164,14 @@ func Select(cands []Candidate, subnets []Subnet, ice *ICECache, max int) (Select
 			if a.InstanceType != b.InstanceType {
 				return a.InstanceType < b.InstanceType
 			}
-			return a.Zone < b.Zone
+			if a.Zone != b.Zone {
+				return a.Zone < b.Zone
+			}
+			return reservationID(a) < reservationID(b)
 		})
+		if ct == wellknown.CapacityTypeReserved {
+			ovs = reservedOverrides(ovs)
+		}
 		if len(ovs) > max {
 			ovs = ovs[:max]
 		}
@@ -144,6 +179,50 @@ func Select(cands []Candidate, subnets []Subnet, ice *ICECache, max int) (Select
 	}
 	return Selection{}, ErrNoOffering
 }
+
+func reservationID(o Override) string {
+	if o.Reservation == nil {
+		return ""
+	}
+	return o.Reservation.ID
+}
+
+// reservedOverrides narrows sorted reserved overrides the way Karpenter
+// filters reserved offerings before a launch: one reservation type per
+// fleet (on-demand capacity reservations when there are any, else capacity
+// blocks), only the cheapest capacity block, and one reservation per zone
+// (the cheapest, the lower ID on a tie). A fleet request cannot say which
+// of two overrides of the same type and zone it took, so the launched
+// instance's reservation stays known.
+func reservedOverrides(ovs []Override) []Override {
+	typ := CapacityReservationTypeCapacityBlock
+	for _, o := range ovs {
+		if o.Reservation.Type != CapacityReservationTypeCapacityBlock {
+			typ = o.Reservation.Type
+			break
+		}
+	}
+	var out []Override
+	zones := map[string]bool{}
+	for _, o := range ovs {
+		if o.Reservation.Type != typ || zones[o.Zone] {
+			continue
+		}
+		zones[o.Zone] = true
+		out = append(out, o)
+		if typ == CapacityReservationTypeCapacityBlock {
+			break
+		}
+	}
+	return out
+}
+
+// Reservation types, as EC2 and the capacity-reservation-type label write
+// them.
+const (
+	CapacityReservationTypeDefault       = "default"
+	CapacityReservationTypeCapacityBlock = "capacity-block"
+)
 
 // FleetSpec is a selection with everything else a CreateFleet request carries.
 type FleetSpec struct {
@@ -192,7 +271,7 @@ func BuildCreateFleet(spec FleetSpec) *ec2.CreateFleetInput {
 		Type:    ec2types.FleetTypeInstant,
 		Context: spec.Context,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(spec.CapacityType),
+			DefaultTargetCapacityType: targetCapacityType(spec.Selection),
 			TotalTargetCapacity:       ptr(int32(1)),
 		},
 	}
@@ -204,9 +283,12 @@ func BuildCreateFleet(spec FleetSpec) *ec2.CreateFleetInput {
 			Overrides: byTemplate[n],
 		})
 	}
-	if spec.CapacityType == wellknown.CapacityTypeSpot {
+	switch {
+	case spec.CapacityType == wellknown.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: SpotAllocationStrategy}
-	} else {
+	case spec.ReservationType() == CapacityReservationTypeCapacityBlock:
+		// Capacity blocks take no on-demand allocation strategy.
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: OnDemandAllocationStrategy}
 	}
 	tags := toTags(spec.Tags)
@@ -214,6 +296,20 @@ func BuildCreateFleet(spec FleetSpec) *ec2.CreateFleetInput {
 		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: tags})
 	}
 	return in
+}
+
+// targetCapacityType is the fleet's DefaultTargetCapacityType: a launch into
+// an on-demand capacity reservation is an on-demand launch whose launch
+// template targets the reservation; one into a capacity block is a
+// capacity-block launch.
+func targetCapacityType(s Selection) ec2types.DefaultTargetCapacityType {
+	if s.CapacityType != wellknown.CapacityTypeReserved {
+		return ec2types.DefaultTargetCapacityType(s.CapacityType)
+	}
+	if s.ReservationType() == CapacityReservationTypeCapacityBlock {
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
 // Launched is the instance a fleet request started.
@@ -224,6 +320,8 @@ type Launched struct {
 	SubnetID     string
 	ImageID      string
 	CapacityType string
+	// Reservation is the capacity reservation of a reserved launch.
+	Reservation *Reservation
 }
 
 // iceCodes are the fleet error codes that mean "no capacity in this pool".
@@ -243,17 +341,22 @@ var iceCodes = map[string]bool{
 func IsICECode(code string) bool { return iceCodes[code] }
 
 // Interpret reads a CreateFleet answer. Every pool that failed for lack of
-// capacity is marked in ice (which may be nil), whatever the outcome. An
+// capacity is marked in ice (which may be nil), whatever the outcome, except
+// in a reserved launch: there the reservation ran out, not the pool (see
+// ExhaustedReservations). An
 // instance means success. Otherwise: if every error was a capacity error,
 // the result is a cloud.InsufficientCapacityError; else a cloud.CreateError
 // for the first other error (see ClassifyError).
 func Interpret(out *ec2.CreateFleetOutput, spec FleetSpec, ice *ICECache, instanceProfile string) (Launched, error) {
 	zoneOfSubnet := map[string]string{}
 	imageOf := map[string]string{}
+	reservationOf := map[string]*Reservation{}
 	for _, o := range spec.Overrides {
 		zoneOfSubnet[o.SubnetID] = o.Zone
 		imageOf[o.InstanceType+"/"+o.Zone] = o.ImageID
+		reservationOf[o.InstanceType+"/"+o.Zone] = o.Reservation
 	}
+	reserved := spec.CapacityType == wellknown.CapacityTypeReserved
 	var iceErrs []string
 	var other []ec2types.CreateFleetError
 	for _, e := range out.Errors {
@@ -267,7 +370,9 @@ func Interpret(out *ec2.CreateFleetOutput, spec FleetSpec, ice *ICECache, instan
 		if ct == "" {
 			ct = spec.CapacityType
 		}
-		if it != "" && zone != "" && ice != nil {
+		if reserved {
+			ct = wellknown.CapacityTypeReserved
+		} else if it != "" && zone != "" && ice != nil {
 			ice.MarkUnavailable(it, zone, ct)
 		}
 		iceErrs = append(iceErrs, fmt.Sprintf("%s (%s %s in %s)", code, ct, it, zone))
@@ -296,8 +401,12 @@ func Interpret(out *ec2.CreateFleetOutput, spec FleetSpec, ice *ICECache, instan
 		if l.ImageID == "" {
 			l.ImageID = imageOf[it+"/"+zone]
 		}
-		if l.CapacityType == "" {
+		if l.CapacityType == "" || reserved {
+			// EC2 reports a reserved instance's lifecycle as on-demand.
 			l.CapacityType = spec.CapacityType
+		}
+		if reserved {
+			l.Reservation = reservationOf[it+"/"+zone]
 		}
 		return l, nil
 	}
@@ -309,6 +418,36 @@ func Interpret(out *ec2.CreateFleetOutput, spec FleetSpec, ice *ICECache, instan
 		return Launched{}, cloud.NewInsufficientCapacityError(fmt.Errorf("CreateFleet launched nothing: %s", strings.Join(iceErrs, "; ")))
 	}
 	return Launched{}, cloud.NewCreateError(nil, cloud.ReasonLaunchFailed, "CreateFleet returned neither an instance nor an error; retrying")
+}
+
+// ExhaustedReservations returns the IDs of the reservations a reserved
+// launch failed on for lack of capacity, sorted: the caller stops launching
+// into them until they are described again. For other launches it returns
+// nothing.
+func ExhaustedReservations(out *ec2.CreateFleetOutput, spec FleetSpec) []string {
+	if spec.CapacityType != wellknown.CapacityTypeReserved || out == nil {
+		return nil
+	}
+	zoneOfSubnet := map[string]string{}
+	reservationOf := map[string]string{}
+	for _, o := range spec.Overrides {
+		zoneOfSubnet[o.SubnetID] = o.Zone
+		reservationOf[o.InstanceType+"/"+o.Zone] = reservationID(o)
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, e := range out.Errors {
+		if !IsICECode(deref(e.ErrorCode)) {
+			continue
+		}
+		it, zone := overrideOf(e.LaunchTemplateAndOverrides, zoneOfSubnet)
+		if id := reservationOf[it+"/"+zone]; id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func overrideOf(r *ec2types.LaunchTemplateAndOverridesResponse, zoneOfSubnet map[string]string) (instanceType, zone string) {

@@ -59,9 +59,12 @@ func TestICECacheVersion(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	subnets := []Subnet{{"subnet-a1", "a", 10}, {"subnet-a2", "a", 50}, {"subnet-b", "b", 5}}
+	cand := func(it, zone, ct string, price float64) Candidate {
+		return Candidate{InstanceType: it, Zone: zone, CapacityType: ct, Price: price}
+	}
 	cands := []Candidate{
-		{"m", "a", "on-demand", 0.10}, {"m", "b", "on-demand", 0.10},
-		{"m", "a", "spot", 0.04}, {"c", "b", "spot", 0.03}, {"c", "z", "spot", 0.01},
+		cand("m", "a", "on-demand", 0.10), cand("m", "b", "on-demand", 0.10),
+		cand("m", "a", "spot", 0.04), cand("c", "b", "spot", 0.03), cand("c", "z", "spot", 0.01),
 	}
 	tests := []struct {
 		name   string
@@ -179,6 +182,135 @@ func TestBuildTemplate(t *testing.T) {
 	}
 	if bd := a.Data.BlockDeviceMappings; len(bd) != 1 || *bd[0].Ebs.VolumeSize != 20 || *bd[0].DeviceName != "/dev/xvda" {
 		t.Errorf("block devices %+v", bd)
+	}
+}
+
+func TestSelectReserved(t *testing.T) {
+	subnets := []Subnet{{"subnet-a", "a", 10}, {"subnet-b", "b", 10}}
+	res := func(it, zone, id, typ string, price float64) Candidate {
+		return Candidate{InstanceType: it, Zone: zone, CapacityType: "reserved", Price: price, Reservation: &Reservation{ID: id, Type: typ}}
+	}
+	spot := Candidate{InstanceType: "m", Zone: "a", CapacityType: "spot", Price: 0.04}
+	tests := []struct {
+		name   string
+		cands  []Candidate
+		wantCT string
+		want   []string // type/zone/reservation
+	}{
+		{"reserved before spot", []Candidate{spot, res("m", "a", "cr-1", "default", 1e-8)}, "reserved", []string{"m/a/cr-1"}},
+		{"one reservation per zone, the cheapest", []Candidate{
+			res("r", "a", "cr-3", "default", 3e-8), res("m", "a", "cr-2", "default", 1e-8), res("m", "b", "cr-1", "default", 1e-8),
+		}, "reserved", []string{"m/a/cr-2", "m/b/cr-1"}},
+		{"on-demand reservations before capacity blocks", []Candidate{
+			res("p", "a", "cr-cb", "capacity-block", 1e-9), res("m", "b", "cr-od", "default", 1e-8),
+		}, "reserved", []string{"m/b/cr-od"}},
+		{"the cheapest capacity block only", []Candidate{
+			res("p", "a", "cr-cb1", "capacity-block", 2e-8), res("q", "b", "cr-cb2", "capacity-block", 1e-8),
+		}, "reserved", []string{"q/b/cr-cb2"}},
+		{"a reserved candidate without a reservation is dropped", []Candidate{spot, {InstanceType: "m", Zone: "a", CapacityType: "reserved"}}, "spot", []string{"m/a/"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := Select(tt.cands, subnets, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range sel.Overrides {
+				got = append(got, o.InstanceType+"/"+o.Zone+"/"+reservationID(o))
+			}
+			if sel.CapacityType != tt.wantCT || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("Select = %s %v, want %s %v", sel.CapacityType, got, tt.wantCT, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuildCreateFleetReserved(t *testing.T) {
+	for _, tt := range []struct {
+		typ      string
+		want     ec2types.DefaultTargetCapacityType
+		onDemand bool
+	}{
+		{"default", ec2types.DefaultTargetCapacityTypeOnDemand, true},
+		{"capacity-block", ec2types.DefaultTargetCapacityTypeCapacityBlock, false},
+	} {
+		in := BuildCreateFleet(FleetSpec{Selection: Selection{CapacityType: "reserved", Overrides: []Override{
+			{InstanceType: "m", Zone: "a", SubnetID: "s-a", Template: "t-cr", Reservation: &Reservation{ID: "cr-1", Type: tt.typ}},
+		}}})
+		if got := in.TargetCapacitySpecification.DefaultTargetCapacityType; got != tt.want {
+			t.Errorf("%s: DefaultTargetCapacityType %s, want %s", tt.typ, got, tt.want)
+		}
+		if (in.OnDemandOptions != nil) != tt.onDemand || in.SpotOptions != nil {
+			t.Errorf("%s: on-demand options %+v, spot options %+v", tt.typ, in.OnDemandOptions, in.SpotOptions)
+		}
+	}
+}
+
+func TestInterpretReserved(t *testing.T) {
+	r := &Reservation{ID: "cr-1", Type: "default"}
+	spec := FleetSpec{Selection: Selection{CapacityType: "reserved", Overrides: []Override{{InstanceType: "m", Zone: "a", SubnetID: "s-a", Reservation: r}}}}
+	ltor := &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{InstanceType: "m", AvailabilityZone: ptr("a")}}
+	ice := NewICECache(clocktesting.NewFakeClock(time.Unix(0, 0)))
+	out := ec2CreateFleetOutput{Errors: []ec2types.CreateFleetError{
+		{ErrorCode: ptr("ReservationCapacityExceeded"), LaunchTemplateAndOverrides: ltor, Lifecycle: "on-demand"},
+	}}.out()
+	_, err := Interpret(out, spec, ice, "p")
+	if !cloud.IsInsufficientCapacityError(err) {
+		t.Errorf("exhausted reservation: %v, want an insufficient capacity error", err)
+	}
+	// The reservation ran out, not the on-demand pool.
+	if !ice.Available("m", "a", "on-demand") || !ice.Available("m", "a", "reserved") {
+		t.Error("an exhausted reservation marked the pool unavailable")
+	}
+	if got := ExhaustedReservations(out, spec); len(got) != 1 || got[0] != "cr-1" {
+		t.Errorf("ExhaustedReservations = %v, want [cr-1]", got)
+	}
+	l, err := Interpret(ec2CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{
+		{InstanceIds: []string{"i-1"}, LaunchTemplateAndOverrides: ltor, Lifecycle: "on-demand"},
+	}}.out(), spec, ice, "p")
+	if err != nil || l.CapacityType != "reserved" || l.Reservation != r {
+		t.Errorf("reserved launch: %+v %v, want capacity type reserved in cr-1", l, err)
+	}
+}
+
+func TestBuildTemplateReservation(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec:       awsv1.EC2NodeClassSpec{AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}},
+		Status:     awsv1.EC2NodeClassStatus{InstanceProfile: "p"},
+	}
+	base := TemplateParams{ClusterName: "c", ClusterEndpoint: "https://e", CABundle: "Q0E=", ClusterCIDR: "10.0.0.0/16", NodeClass: nc, ImageID: "ami-1"}
+	build := func(mod func(*TemplateParams)) *Template {
+		p := base
+		mod(&p)
+		tmpl, err := BuildTemplate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmpl
+	}
+	plain := build(func(*TemplateParams) {})
+	optOut := build(func(p *TemplateParams) { p.OptOutOfReservations = true })
+	cr1 := build(func(p *TemplateParams) { p.Reservation = &Reservation{ID: "cr-1", Type: "default"} })
+	cr2 := build(func(p *TemplateParams) { p.Reservation = &Reservation{ID: "cr-2", Type: "default"} })
+	block := build(func(p *TemplateParams) { p.Reservation = &Reservation{ID: "cr-3", Type: "capacity-block"} })
+	if plain.Data.CapacityReservationSpecification != nil {
+		t.Errorf("no reservation, no opt-out: %+v", plain.Data.CapacityReservationSpecification)
+	}
+	if s := optOut.Data.CapacityReservationSpecification; s == nil || s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceNone || s.CapacityReservationTarget != nil {
+		t.Errorf("opt-out: %+v, want preference none", s)
+	}
+	if s := cr1.Data.CapacityReservationSpecification; s == nil || s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceCapacityReservationsOnly ||
+		*s.CapacityReservationTarget.CapacityReservationId != "cr-1" || cr1.Data.InstanceMarketOptions != nil {
+		t.Errorf("reservation: %+v, want capacity-reservations-only targeting cr-1", s)
+	}
+	if m := block.Data.InstanceMarketOptions; m == nil || m.MarketType != ec2types.MarketTypeCapacityBlock {
+		t.Errorf("capacity block market options %+v", m)
+	}
+	names := map[string]bool{plain.Name: true, optOut.Name: true, cr1.Name: true, cr2.Name: true, block.Name: true}
+	if len(names) != 5 {
+		t.Errorf("templates of different reservations share a name: %v", names)
 	}
 }
 

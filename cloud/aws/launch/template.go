@@ -61,6 +61,19 @@ type TemplateParams struct {
 	// CapacityType is the capacity type launched with the template; spot
 	// templates also tag the spot request.
 	CapacityType string
+	// Placement is the node class's resolved placement group, if any.
+	Placement Placement
+	// Reservation, when set, is the capacity reservation the template
+	// launches into: its instances may launch only there
+	// (capacity-reservations-only), and a capacity block's are
+	// capacity-block market instances.
+	Reservation *Reservation
+	// OptOutOfReservations sets the capacity reservation preference of a
+	// template without Reservation to none, so that its spot and on-demand
+	// instances do not land in open capacity reservations, which stay for
+	// the launches that target them: Karpenter's behaviour while its
+	// ReservedCapacity feature gate is on.
+	OptOutOfReservations bool
 }
 
 // Template is a resolved launch template, ready to be created.
@@ -180,15 +193,27 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: toTags(tags),
 		})
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              ptr(int32(0)),
-			AssociatePublicIpAddress: ptr(*nc.Spec.AssociatePublicIPAddress),
-			Groups:                   sgs,
-		}}
-	} else {
+	switch {
+	case p.Reservation != nil:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: ptr(p.Reservation.ID)},
+		}
+		if p.Reservation.Type == CapacityReservationTypeCapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case p.OptOutOfReservations:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
+	}
+	// Security groups go on the interfaces when the template lists any;
+	// EC2 rejects them in both places.
+	if data.NetworkInterfaces = networkInterfaces(&nc.Spec, sgs, ipv6Cluster(p.ClusterDNS)); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = sgs
 	}
+	data.CpuOptions = cpuOptions(nc.Spec.CPUOptions)
+	data.Placement = placement(p.Placement)
 	return &Template{Name: templateName(p.ClusterName, data, tags), ImageID: p.ImageID, Data: data, Tags: tags}, nil
 }
 

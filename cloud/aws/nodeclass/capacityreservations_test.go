@@ -323,3 +323,37 @@ func TestResolveCapacityReservationsAPIErrorKeepsStatus(t *testing.T) {
 		})
 	}
 }
+
+// With the ReservedCapacity feature gate off, the terms are not resolved and
+// a condition left from before is removed.
+func TestResolveCapacityReservationsGateOff(t *testing.T) {
+	w := newWorld(t)
+	addReservations(t, w)
+	nc := nodeClass(w)
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-01"}}
+	st, err := w.resolver.Resolve(context.Background(), nc, version)
+	if err != nil || len(st.CapacityReservations) != 1 {
+		t.Fatalf("gate on: %+v, %v", st.CapacityReservations, err)
+	}
+	nc.Status = st
+	w.resolver.opts.DisableCapacityReservations = true
+	calls := w.aws.Calls("DescribeCapacityReservations")
+	st, err = w.resolver.Resolve(context.Background(), nc, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.CapacityReservations) != 0 {
+		t.Errorf("gate off: capacity reservations %+v, want none", st.CapacityReservations)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == awsv1.ConditionTypeCapacityReservationsReady {
+			t.Errorf("gate off: condition %+v is still there", c)
+		}
+	}
+	if n := w.aws.Calls("DescribeCapacityReservations") - calls; n != 0 {
+		t.Errorf("gate off: DescribeCapacityReservations called %d times", n)
+	}
+	if r := cond(st, awsv1.ConditionTypeReady); r.Status != metav1.ConditionTrue {
+		t.Errorf("gate off: Ready = %+v", r)
+	}
+}

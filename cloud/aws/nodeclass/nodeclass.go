@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -73,6 +74,11 @@ type Options struct {
 	// DisableDryRun skips the dry-run launch checks; ValidationSucceeded is
 	// then True as soon as its dependencies are.
 	DisableDryRun bool
+	// DisableCapacityReservations turns the ReservedCapacity feature gate
+	// off: capacityReservationSelectorTerms are not resolved,
+	// status.capacityReservations stays empty and the node class has no
+	// CapacityReservationsReady condition, as in Karpenter with the gate off.
+	DisableCapacityReservations bool
 }
 
 // Resolver computes EC2NodeClass statuses.
@@ -148,11 +154,25 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 	}
 	// Validation does not launch into reservations, so a failure here does
 	// not hold it back.
-	if reservations, o, err := r.resolveCapacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms); err != nil {
+	if r.opts.DisableCapacityReservations {
+		st.CapacityReservations = nil
+		meta.RemoveStatusCondition(&st.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
+	} else if reservations, o, err := r.resolveCapacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms); err != nil {
 		errs = append(errs, fmt.Errorf("resolving capacityReservationSelectorTerms: %w", err))
 	} else {
 		st.CapacityReservations = reservations
 		set(awsv1.ConditionTypeCapacityReservationsReady, o)
+	}
+	var extraReady []string
+	if sel := nc.Spec.PlacementGroupSelector; sel == nil {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionTypePlacementGroupReady)
+	} else {
+		extraReady = append(extraReady, ConditionTypePlacementGroupReady)
+		o, err := r.resolvePlacementGroup(ctx, sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolving placementGroupSelector: %w", err))
+		}
+		set(ConditionTypePlacementGroupReady, o)
 	}
 	profile, o, err := r.resolveInstanceProfile(ctx, nc)
 	if err != nil {
@@ -170,7 +190,7 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 			set(awsv1.ConditionTypeValidationSucceeded, o)
 		}
 	}
-	set(awsv1.ConditionTypeReady, readiness(st.Conditions, nc.Generation))
+	set(awsv1.ConditionTypeReady, readiness(st.Conditions, nc.Generation, extraReady...))
 	return st, errors.Join(errs...)
 }
 
@@ -186,8 +206,9 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernet
 // DescribeCapacityReservations outage after a spec change (evaluated for an
 // older generation), and either would stop every launch of the node class
 // for the sake of an optional feature. Karpenter counts it only while its
-// reserved-capacity feature gate is on; stevedore has no such gate, and the
-// condition's message, not Ready, is where a reservation problem shows.
+// reserved-capacity feature gate is on; stevedore leaves it out of Ready
+// with the gate on too, and the condition's message, not Ready, is where a
+// reservation problem shows.
 var readyDependencies = []string{
 	awsv1.ConditionTypeAMIsReady,
 	awsv1.ConditionTypeSubnetsReady,
@@ -198,10 +219,14 @@ var readyDependencies = []string{
 
 // readiness computes Ready. A dependency evaluated for an older generation
 // counts as unknown: its verdict was about a spec that no longer exists.
-func readiness(conditions []metav1.Condition, generation int64) outcome {
+//
+// extra are further conditions that count while the node class uses the
+// feature they describe (PlacementGroupReady while a placement group is
+// selected).
+func readiness(conditions []metav1.Condition, generation int64, extra ...string) outcome {
 	var falseReason string
 	var falses, unknowns []string
-	for _, t := range readyDependencies {
+	for _, t := range append(slices.Clip(readyDependencies), extra...) {
 		c := meta.FindStatusCondition(conditions, t)
 		switch {
 		case c == nil:

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -152,12 +153,72 @@ const createFleetXML = `<?xml version="1.0" encoding="UTF-8"?>
     </fleetInstanceSet>
 </CreateFleetResponse>`
 
+const describeCapacityReservationsXML = `<?xml version="1.0" encoding="UTF-8"?>
+<DescribeCapacityReservationsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>6a5f7e2c-8c1d-4d4b-9b7e-EXAMPLE</requestId>
+    <capacityReservationSet>
+        <item>
+            <capacityReservationId>cr-0a1b2c3d4e5f60718</capacityReservationId>
+            <ownerId>123456789012</ownerId>
+            <capacityReservationArn>arn:aws:ec2:us-east-1:123456789012:capacity-reservation/cr-0a1b2c3d4e5f60718</capacityReservationArn>
+            <availabilityZoneId>use1-az1</availabilityZoneId>
+            <instanceType>m6i.large</instanceType>
+            <instancePlatform>Linux/UNIX</instancePlatform>
+            <availabilityZone>us-east-1a</availabilityZone>
+            <tenancy>default</tenancy>
+            <totalInstanceCount>3</totalInstanceCount>
+            <availableInstanceCount>1</availableInstanceCount>
+            <ebsOptimized>true</ebsOptimized>
+            <ephemeralStorage>false</ephemeralStorage>
+            <state>active</state>
+            <startDate>2026-03-01T00:00:00.000Z</startDate>
+            <endDateType>unlimited</endDateType>
+            <instanceMatchCriteria>targeted</instanceMatchCriteria>
+            <createDate>2026-03-01T00:00:00.000Z</createDate>
+            <tagSet>
+                <item><key>team</key><value>web</value></item>
+            </tagSet>
+            <reservationType>default</reservationType>
+            <interruptible>false</interruptible>
+        </item>
+        <item>
+            <capacityReservationId>cr-0fedcba9876543210</capacityReservationId>
+            <ownerId>123456789012</ownerId>
+            <availabilityZone>us-east-1b</availabilityZone>
+            <instanceType>p5.48xlarge</instanceType>
+            <totalInstanceCount>1</totalInstanceCount>
+            <availableInstanceCount>1</availableInstanceCount>
+            <state>active</state>
+            <endDate>2026-03-02T11:30:00.000Z</endDate>
+            <endDateType>limited</endDateType>
+            <instanceMatchCriteria>targeted</instanceMatchCriteria>
+            <reservationType>capacity-block</reservationType>
+        </item>
+    </capacityReservationSet>
+</DescribeCapacityReservationsResponse>`
+
 const unauthorizedXML = `<?xml version="1.0" encoding="UTF-8"?>
 <Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this operation. User: arn:aws:sts::123456789012:assumed-role/stevedore-controller/controller is not authorized to perform: iam:PassRole on resource: arn:aws:iam::123456789012:role/KarpenterNodeRole-demo because no identity-based policy allows the iam:PassRole action. Encoded authorization failure message: EXAMPLE</Message></Error></Errors><RequestID>f3b2a8e4-EXAMPLE</RequestID></Response>`
 
 const getParameterJSON = `{"Parameter":{"ARN":"arn:aws:ssm:us-east-1::parameter/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id","DataType":"text","LastModifiedDate":1.7514144E9,"Name":"/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id","Type":"String","Value":"ami-0123456789abcdef0","Version":42}}`
 
 const spotBody = `{"version":"0","id":"1e5527d7-bb36-4607-3370-4164db56a40e","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-07-01T12:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1b:instance/i-0abcdef1234567890"],"detail":{"instance-id":"i-0abcdef1234567890","instance-action":"terminate"}}`
+
+const describePlacementGroupsXML = `<?xml version="1.0" encoding="UTF-8"?>
+<DescribePlacementGroupsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>d4904fd9-82c2-4ea5-adfe-a9cc3EXAMPLE</requestId>
+    <placementGroupSet>
+        <item>
+            <groupName>training</groupName>
+            <state>available</state>
+            <strategy>partition</strategy>
+            <partitionCount>3</partitionCount>
+            <groupId>pg-0123456789abcdef0</groupId>
+            <groupArn>arn:aws:ec2:us-east-1:123456789012:placement-group/training</groupArn>
+            <tagSet/>
+        </item>
+    </placementGroupSet>
+</DescribePlacementGroupsResponse>`
 
 type recorded struct {
 	target string
@@ -193,9 +254,15 @@ func newServer(t *testing.T, got *[]recorded) *httptest.Server {
 		case rec.form.Get("Action") == "DescribeSubnets":
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 			io.WriteString(w, describeSubnetsXML)
+		case rec.form.Get("Action") == "DescribePlacementGroups":
+			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+			io.WriteString(w, describePlacementGroupsXML)
 		case rec.form.Get("Action") == "DescribeInstanceTypes":
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 			io.WriteString(w, describeInstanceTypesXML)
+		case rec.form.Get("Action") == "DescribeCapacityReservations":
+			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+			io.WriteString(w, describeCapacityReservationsXML)
 		case rec.form.Get("Action") == "CreateFleet":
 			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 			io.WriteString(w, createFleetXML)
@@ -276,6 +343,63 @@ func TestEC2ThroughInterface(t *testing.T) {
 		// ENI-limited max pods of m5.large: 3 × (10 − 1) + 2 = 29.
 		if pods := aws.ToInt32(n.MaximumNetworkInterfaces)*(aws.ToInt32(n.Ipv4AddressesPerInterface)-1) + 2; pods != 29 {
 			t.Errorf("max pods %d, want 29", pods)
+		}
+	})
+
+	t.Run("DescribeCapacityReservations", func(t *testing.T) {
+		out, err := clients.EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{
+			Filters: []ec2types.Filter{
+				{Name: aws.String("state"), Values: []string{"active"}},
+				{Name: aws.String("tag:team"), Values: []string{"web"}},
+			},
+			MaxResults: aws.Int32(1000),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.CapacityReservations) != 2 {
+			t.Fatalf("got %d reservations", len(out.CapacityReservations))
+		}
+		od, cb := out.CapacityReservations[0], out.CapacityReservations[1]
+		if aws.ToString(od.CapacityReservationId) != "cr-0a1b2c3d4e5f60718" || aws.ToString(od.InstanceType) != "m6i.large" ||
+			aws.ToString(od.AvailabilityZone) != "us-east-1a" || aws.ToString(od.OwnerId) != "123456789012" ||
+			aws.ToInt32(od.TotalInstanceCount) != 3 || aws.ToInt32(od.AvailableInstanceCount) != 1 ||
+			od.State != ec2types.CapacityReservationStateActive || od.InstanceMatchCriteria != ec2types.InstanceMatchCriteriaTargeted ||
+			od.ReservationType != ec2types.CapacityReservationTypeDefault || aws.ToBool(od.Interruptible) || od.EndDate != nil || len(od.Tags) != 1 {
+			t.Errorf("unexpected on-demand reservation %+v", od)
+		}
+		if cb.ReservationType != ec2types.CapacityReservationTypeCapacityBlock || cb.EndDate == nil ||
+			!cb.EndDate.Equal(time.Date(2026, 3, 2, 11, 30, 0, 0, time.UTC)) {
+			t.Errorf("unexpected capacity block %+v", cb)
+		}
+		form := got[len(got)-1].form
+		if form.Get("Filter.1.Name") != "state" || form.Get("Filter.2.Name") != "tag:team" || form.Get("Filter.2.Value.1") != "web" || form.Get("MaxResults") != "1000" {
+			t.Errorf("request not serialized as expected: %v", form)
+		}
+		// An ID goes in its own parameter.
+		if _, err := clients.EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: []string{"cr-0a1b2c3d4e5f60718"}}); err != nil {
+			t.Fatal(err)
+		}
+		if form := got[len(got)-1].form; form.Get("CapacityReservationId.1") != "cr-0a1b2c3d4e5f60718" {
+			t.Errorf("ID not serialized as expected: %v", form)
+		}
+	})
+
+	t.Run("DescribePlacementGroups", func(t *testing.T) {
+		out, err := clients.EC2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"training"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.PlacementGroups) != 1 {
+			t.Fatalf("got %d placement groups", len(out.PlacementGroups))
+		}
+		g := out.PlacementGroups[0]
+		if aws.ToString(g.GroupId) != "pg-0123456789abcdef0" || aws.ToString(g.GroupName) != "training" ||
+			g.Strategy != ec2types.PlacementStrategyPartition || aws.ToInt32(g.PartitionCount) != 3 || g.State != ec2types.PlacementGroupStateAvailable {
+			t.Errorf("unexpected placement group %+v", g)
+		}
+		if form := got[len(got)-1].form; form.Get("GroupName.1") != "training" {
+			t.Errorf("group name not serialized as expected: %v", form)
 		}
 	})
 

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -252,7 +253,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.event(node, corev1.EventTypeWarning, ReasonUnhealthy, "Repair", "replacing the node: %s", health.Message())
 	capacityType := nc.Labels[wellknown.LabelCapacityType]
 	r.metrics.NodeClaimDisrupted(metricReason, pool, capacityType)
-	r.metrics.NodeClaimUnhealthyDisrupted(string(health.Condition.Type), pool, capacityType, nc.Status.ImageID)
+	r.metrics.NodeClaimUnhealthyDisrupted(snakeCase(string(health.Condition.Type)), pool, capacityType, nc.Status.ImageID)
 	return reconcile.Result{}, nil
 }
 
@@ -361,4 +362,23 @@ func (r *Reconciler) event(obj client.Object, eventType, reason, action, note st
 	if r.recorder != nil {
 		r.recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
 	}
+}
+
+// snakeCase writes a condition type as Karpenter's condition label does:
+// AcceleratedHardwareReady becomes accelerated_hardware_ready.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				prev := rune(s[i-1])
+				if unicode.IsLower(prev) || unicode.IsDigit(prev) {
+					b.WriteByte('_')
+				}
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

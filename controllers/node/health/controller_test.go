@@ -241,9 +241,9 @@ func TestRepairAfterToleration(t *testing.T) {
 	}
 	e.machine("repair-sick", "repair-pool", corev1.ConditionFalse, start.Add(-4*time.Minute))
 
-	// Not ready for 4 of the 10 minutes tolerated: wait the 6 left.
-	if res := e.reconcile("repair-sick"); res.RequeueAfter != 6*time.Minute {
-		t.Errorf("RequeueAfter = %s, want 6m", res.RequeueAfter)
+	// Not ready for 4 of the 30 minutes tolerated: wait the 26 left.
+	if res := e.reconcile("repair-sick"); res.RequeueAfter != 26*time.Minute {
+		t.Errorf("RequeueAfter = %s, want 26m", res.RequeueAfter)
 	}
 	e.wantKept("repair-sick")
 
@@ -253,7 +253,7 @@ func TestRepairAfterToleration(t *testing.T) {
 	}
 	e.wantKept("repair-a")
 
-	e.clk.Step(6 * time.Minute)
+	e.clk.Step(26 * time.Minute)
 	if res := e.reconcile("repair-sick"); res.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %s after repair", res.RequeueAfter)
 	}
@@ -269,7 +269,7 @@ func TestRepairAfterToleration(t *testing.T) {
 karpenter_nodeclaims_disrupted_total{capacity_type="on-demand",nodepool="repair-pool",reason="unhealthy"} 1
 # HELP karpenter_nodeclaims_unhealthy_disrupted_total Number of unhealthy nodeclaims replaced by node repair. Labeled by the node condition that made them unhealthy, the owning nodepool, capacity type and image ID.
 # TYPE karpenter_nodeclaims_unhealthy_disrupted_total counter
-karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",condition="Ready",image_id="ami-0123",nodepool="repair-pool"} 1
+karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",condition="ready",image_id="ami-0123",nodepool="repair-pool"} 1
 `
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodeClaimsDisrupted, metrics.NameNodeClaimsUnhealthyDisrupted); err != nil {
 		t.Error(err)
@@ -283,6 +283,77 @@ karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",conditi
 	}
 	if got := counterSum(t, e.reg, metrics.NameNodeClaimsDisrupted); got != 1 {
 		t.Errorf("disrupted_total = %v after a second reconcile", got)
+	}
+}
+
+// TestRepairPolicyTolerations checks that each of the AWS provider's repair
+// policies is held to its own toleration: the node monitoring agent's
+// conditions make a Ready node unhealthy, AcceleratedHardwareReady after 10
+// minutes and the others after 30, and the condition that runs out first
+// decides when the node is looked at again and why it is replaced.
+func TestRepairPolicyTolerations(t *testing.T) {
+	type cond struct {
+		typ    corev1.NodeConditionType
+		status corev1.ConditionStatus
+	}
+	tests := []struct {
+		name  string
+		conds []cond
+		// wait is the requeue 4 minutes after the conditions took their
+		// status; 0 when nothing matches a policy.
+		wait time.Duration
+		// repairedBy is the condition named when the node is replaced once
+		// wait has passed.
+		repairedBy string
+	}{
+		{"accelerated hardware", []cond{{"AcceleratedHardwareReady", corev1.ConditionFalse}}, 6 * time.Minute, "AcceleratedHardwareReady"},
+		{"storage", []cond{{"StorageReady", corev1.ConditionFalse}}, 26 * time.Minute, "StorageReady"},
+		{"networking", []cond{{"NetworkingReady", corev1.ConditionFalse}}, 26 * time.Minute, "NetworkingReady"},
+		{"kernel", []cond{{"KernelReady", corev1.ConditionFalse}}, 26 * time.Minute, "KernelReady"},
+		{"container runtime", []cond{{"ContainerRuntimeReady", corev1.ConditionFalse}}, 26 * time.Minute, "ContainerRuntimeReady"},
+		{"the earliest toleration wins", []cond{{"KernelReady", corev1.ConditionFalse}, {"AcceleratedHardwareReady", corev1.ConditionFalse}}, 6 * time.Minute, "AcceleratedHardwareReady"},
+		{"unknown agent status is no failure", []cond{{"StorageReady", corev1.ConditionUnknown}}, 0, ""},
+		{"healthy agent conditions", []cond{{"StorageReady", corev1.ConditionTrue}, {"AcceleratedHardwareReady", corev1.ConditionTrue}}, 0, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Options{Enabled: true})
+			pool := fmt.Sprintf("tol-pool-%d", i)
+			name := fmt.Sprintf("tol-sick-%d", i)
+			for j := range 4 {
+				e.machine(fmt.Sprintf("tol-%d-%d", i, j), pool, corev1.ConditionTrue, start.Add(-time.Hour))
+			}
+			node, _ := e.machine(name, pool, corev1.ConditionTrue, start.Add(-time.Hour))
+			since := metav1.NewTime(start.Add(-4 * time.Minute))
+			for _, c := range tt.conds {
+				node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
+					Type: c.typ, Status: c.status, Reason: "Test", LastHeartbeatTime: since, LastTransitionTime: since,
+				})
+			}
+			if err := kube.Status().Update(e.ctx, node); err != nil {
+				t.Fatal(err)
+			}
+			if res := e.reconcile(name); res.RequeueAfter != tt.wait {
+				t.Fatalf("RequeueAfter = %s, want %s", res.RequeueAfter, tt.wait)
+			}
+			e.wantKept(name)
+			if tt.wait == 0 {
+				e.clk.Step(time.Hour)
+				e.reconcile(name)
+				e.wantKept(name)
+				return
+			}
+			e.clk.Step(tt.wait - time.Second)
+			e.reconcile(name)
+			e.wantKept(name)
+			e.clk.Step(time.Second)
+			e.reconcile(name)
+			nc := e.wantRepaired(name)
+			c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
+			if c == nil || !strings.Contains(c.Message, "condition "+tt.repairedBy+" ") {
+				t.Errorf("DisruptionReason = %+v, want it to name %s", c, tt.repairedBy)
+			}
+		})
 	}
 }
 
@@ -488,5 +559,16 @@ func TestConditionsChangedPredicate(t *testing.T) {
 	}
 	if !p.Create(event.CreateEvent{Object: ready}) || p.Delete(event.DeleteEvent{Object: ready}) {
 		t.Error("creations must pass and deletions must not")
+	}
+}
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ready": "ready", "AcceleratedHardwareReady": "accelerated_hardware_ready", "StorageReady": "storage_ready",
+		"ContainerRuntimeReady": "container_runtime_ready", "": "",
+	} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

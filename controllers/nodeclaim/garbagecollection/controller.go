@@ -23,20 +23,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 )
 
 // Name is the controller's name, as registered with the manager and used as
@@ -53,7 +49,7 @@ const ReasonInstanceNotFound = "InstanceNotFound"
 // Request returns the request the collector reconciles: there is one
 // collector, whatever the request says.
 func Request() reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: Name}}
+	return singleton.Request(Name)
 }
 
 // Reconciler is the NodeClaim garbage collector. Create it with New.
@@ -74,14 +70,7 @@ func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, record
 // Register runs the collector under the manager: once when the manager
 // starts, then every Interval.
 func (r *Reconciler) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).
-		Named(Name).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(Request())
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(r)
+	return singleton.Register(mgr, Name, r)
 }
 
 // Reconcile deletes the registered NodeClaims whose instance is gone and

@@ -55,6 +55,11 @@ const (
 	// DeletionPoll is how often a deleting node class checks for NodeClaims
 	// that still reference it, besides being woken by their changes.
 	DeletionPoll = 30 * time.Second
+	// CapacityReservationRequeue is how soon a node class that selects
+	// capacity reservations is resolved again, as Karpenter polls them:
+	// reservations come and go, and capacity blocks start expiring 40
+	// minutes before their end.
+	CapacityReservationRequeue = time.Minute
 )
 
 // ReasonWaitingOnNodeClaims is the reason of the event recorded while a
@@ -168,13 +173,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The work queue retries with its backoff.
 		return reconcile.Result{}, fmt.Errorf("resolving EC2NodeClass %s: %w", nc.Name, resolveErr)
 	}
-	if !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeReady) {
-		return reconcile.Result{RequeueAfter: NotReadyRequeue}, nil
-	}
+	ready := ReadyRequeue
 	if r.opts.RefreshInterval > 0 {
-		return reconcile.Result{RequeueAfter: r.opts.RefreshInterval}, nil
+		ready = r.opts.RefreshInterval
 	}
-	return reconcile.Result{RequeueAfter: ReadyRequeue}, nil
+	return reconcile.Result{RequeueAfter: requeueAfter(nc, ready)}, nil
+}
+
+// requeueAfter is how soon a resolved node class is resolved again: after
+// ready when it is Ready.
+func requeueAfter(nc *awsv1.EC2NodeClass, ready time.Duration) time.Duration {
+	d := ready
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeReady) {
+		d = NotReadyRequeue
+	}
+	// The condition is there only while reservations are resolved (the
+	// ReservedCapacity feature gate is on).
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 && meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady) != nil {
+		d = min(d, CapacityReservationRequeue)
+	}
+	return d
 }
 
 // finalize removes the finalizer once no NodeClaim references the node

@@ -14,6 +14,10 @@
 //
 // Messages about instances the cluster does not own are consumed and counted:
 // the queue is meant to serve one cluster.
+//
+// StatusPoller covers what EventBridge does not deliver: instances whose EC2
+// instance or system status check fails, found with DescribeInstanceStatus
+// and handed to the same handler.
 package queue
 
 import (
@@ -127,19 +131,13 @@ func New(cfg Config) (*Consumer, error) {
 		cfg.VisibilityTimeout = DefaultVisibilityTimeout
 	}
 	c := &Consumer{
-		cfg: cfg,
-		received: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_interruption_received_messages_total",
-			Help: "Count of messages received from the interruption queue, by message type (an event kind, or malformed, unknown or ignored).",
-		}, []string{"message_type"}),
+		cfg:      cfg,
+		received: newReceived(),
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "karpenter_interruption_deleted_messages_total",
 			Help: "Count of messages deleted from the interruption queue.",
 		}),
-		unowned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stevedore_interruption_unowned_messages_total",
-			Help: "Count of interruption messages that named no instance of this cluster, by message type. A steady rate means another cluster shares the queue.",
-		}, []string{"message_type"}),
+		unowned: newUnowned(),
 		queued: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "karpenter_interruption_message_queue_duration_seconds",
 			Help:    "Time an interruption message spent in the queue before it was processed.",
@@ -162,6 +160,22 @@ func New(cfg Config) (*Consumer, error) {
 		}
 	}
 	return c, nil
+}
+
+// newReceived and newUnowned build the message counters that the queue
+// consumer and the status poller share.
+func newReceived() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_interruption_received_messages_total",
+		Help: "Count of messages received from the interruption queue, by message type (an event kind, or malformed, unknown or ignored); failed instance status checks count as instance_status and system_status.",
+	}, []string{"message_type"})
+}
+
+func newUnowned() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stevedore_interruption_unowned_messages_total",
+		Help: "Count of interruption messages that named no instance of this cluster, by message type. A steady rate means another cluster shares the queue.",
+	}, []string{"message_type"})
 }
 
 // register registers m, or returns the collector already registered under
@@ -273,13 +287,17 @@ func (c *Consumer) process(ctx context.Context, m sqstypes.Message) error {
 
 // handle calls the handler, turning a panic into an error so that one bad
 // message cannot stop the consumer.
-func (c *Consumer) handle(ctx context.Context, a Action) (err error) {
+func (c *Consumer) handle(ctx context.Context, a Action) error {
+	return callHandler(ctx, c.cfg.Handle, a)
+}
+
+func callHandler(ctx context.Context, h func(context.Context, Action) error, a Action) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	return c.cfg.Handle(ctx, a)
+	return h(ctx, a)
 }
 
 func (c *Consumer) observeQueueTime(m sqstypes.Message) {
