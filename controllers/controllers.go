@@ -26,6 +26,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/garbagecollect"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption"
@@ -186,19 +187,24 @@ func Register(mgr manager.Manager, deps Deps) error {
 		return err
 	}
 	kube := mgr.GetClient()
+	deps.Metrics.WatchState(metrics.StateOptions{State: deps.State, Clock: deps.Clock,
+		Synced: func(ctx context.Context) bool { return deps.State.Synced(ctx, mgr.GetClient()) }})
+	// Each controller calls the cloud through its own measured view, so
+	// that karpenter_cloudprovider_* metrics say which controller called.
+	cloudFor := func(controller string) cloud.CloudProvider { return deps.Metrics.Decorate(deps.Cloud, controller) }
 	if err := informer.Register(mgr, deps.State); err != nil {
 		return fmt.Errorf("state informers: %w", err)
 	}
-	if err := lifecycle.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(lifecycle.Name), deps.Metrics).Register(mgr); err != nil {
+	if err := lifecycle.New(kube, cloudFor(lifecycle.Name), deps.Clock, mgr.GetEventRecorder(lifecycle.Name), deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", lifecycle.Name, err)
 	}
-	if err := nodeclaimgc.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeclaimgc.Name)).Register(mgr); err != nil {
+	if err := nodeclaimgc.New(kube, cloudFor(nodeclaimgc.Name), deps.Clock, mgr.GetEventRecorder(nodeclaimgc.Name)).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeclaimgc.Name, err)
 	}
-	if err := nodeterm.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).Register(mgr); err != nil {
+	if err := nodeterm.New(kube, cloudFor(nodeterm.Name), deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).WithMetrics(deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeterm.Name, err)
 	}
-	if err := disruption.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(disruption.Name)).Register(mgr); err != nil {
+	if err := disruption.New(kube, cloudFor(disruption.Name), deps.Clock, mgr.GetEventRecorder(disruption.Name)).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruption.Name, err)
 	}
 	if err := expiration.New(kube, deps.Clock, mgr.GetEventRecorder(expiration.Name), deps.Metrics).Register(mgr); err != nil {
@@ -207,7 +213,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", tagging.Name, err)
 	}
-	if err := health.New(kube, deps.Cloud, deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
+	if err := health.New(kube, cloudFor(health.Name), deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", health.Name, err)
 	}
 	if err := nodepoolstatus.New(kube, deps.State, deps.Clock, mgr.GetEventRecorder(nodepoolstatus.Name), deps.Validator, deps.Metrics).Register(mgr); err != nil {
@@ -216,7 +222,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := nodeclassstatus.New(kube, deps.Resolver, mgr.GetEventRecorder(nodeclassstatus.Name), deps.NodeClass).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeclassstatus.Name, err)
 	}
-	prov := provisioning.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning, deps.Metrics)
+	prov := provisioning.New(kube, deps.State, cloudFor(provisioning.Name), deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning, deps.Metrics)
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", provisioning.Name, err)
 	}
@@ -229,7 +235,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if disrOpts.MaxInstanceTypes == 0 {
 		disrOpts.MaxInstanceTypes = deps.Provisioning.MaxInstanceTypes
 	}
-	disr := disruptionctl.New(kube, deps.State, deps.Cloud, deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
+	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
 	}
@@ -480,6 +486,16 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 		return nil
 	}
 	reason, note, act := describe(a, h.actOnRebalance)
+	switch a.Event.Kind {
+	case interruption.KindScheduledChange:
+		// A scheduled maintenance event is what EC2 reports as an
+		// unhealthy event status.
+		h.metrics.InstanceStatusUnhealthy("event_status")
+	case interruption.KindInstanceStatus, interruption.KindSystemStatus:
+		// Counted once per NodeClaim: later polls stop above while it is
+		// being deleted.
+		h.metrics.InstanceStatusUnhealthy(string(a.Event.Kind))
+	}
 	h.rec.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Interrupted", "%s", note)
 	if !act {
 		return nil

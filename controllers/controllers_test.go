@@ -1,6 +1,13 @@
 package controllers
 
 import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+
 	"context"
 	"fmt"
 	"sync"
@@ -186,7 +193,12 @@ func TestInterruptionHandlerStatusCheckIsForceful(t *testing.T) {
 	kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(nc).Build()
 	rec := &eventLog{}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h := &interruptionHandler{kube: kube, rec: rec, disruption: &interrupts{}, clock: clocktesting.NewFakeClock(now)}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &interruptionHandler{kube: kube, rec: rec, disruption: &interrupts{}, clock: clocktesting.NewFakeClock(now), metrics: m}
 	a := queue.Action{Event: interruption.Event{Kind: interruption.KindSystemStatus, ImpairedSince: now.Add(-3 * time.Minute)}, InstanceID: "i-1", NodeClaim: "nc"}
 	for range 2 {
 		if err := h.handle(context.Background(), a); err != nil {
@@ -205,5 +217,13 @@ func TestInterruptionHandlerStatusCheckIsForceful(t *testing.T) {
 	}
 	if len(rec.reasons) != 1 {
 		t.Errorf("events %v, want one", rec.reasons)
+	}
+	want := `
+# HELP karpenter_interruption_instance_status_unhealthy_total Count of unhealthy instance statuses detected. Broken down by status check category.
+# TYPE karpenter_interruption_instance_status_unhealthy_total counter
+karpenter_interruption_instance_status_unhealthy_total{category="system_status"} 1
+`
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_interruption_instance_status_unhealthy_total"); err != nil {
+		t.Error(err)
 	}
 }

@@ -3,7 +3,13 @@
 # pods placed per second, nodes proposed, their price per hour, the ratio of
 # that price to the lower bound, and the bytes and allocations per run.
 #
-# Usage: hack/bench-scheduling.sh [extra go test flags...]
+# The default pattern covers every figure of the Scheduling section of
+# docs/performance.md in one run: Pack (Karpenter's benchmark types, with
+# their per-node overhead), PackWithoutOverhead (allocatable equal to
+# capacity), Preferences, and the Catalog variants on the EC2 catalog. With
+# -count N each benchmark prints N rows.
+#
+# Usage: hack/bench-scheduling.sh [extra go test flags...], e.g. -count 3
 #   BENCH      benchmark name pattern (default: BenchmarkPack|BenchmarkPreferences)
 #   BENCHTIME  -benchtime value (default: 1x, one solve per benchmark)
 #   RAW=1      also print go test's own output

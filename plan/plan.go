@@ -321,7 +321,7 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 				continue
 			}
 			if o, seen := cheapest[it.Name]; !seen || price < o.PricePerHour {
-				cheapest[it.Name] = lowerbound.Option{Name: it.Name, CPU: it.Allocatable.CPU, Memory: it.Allocatable.Memory, PricePerHour: price}
+				cheapest[it.Name] = lowerbound.Option{Name: it.Name, CPU: it.Allocatable.CPU, Memory: it.Allocatable.Memory, Pods: it.Allocatable.Pods, PricePerHour: price}
 			}
 		}
 	}
@@ -362,6 +362,16 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 			fits[i] = o.CPU >= g.cpu && o.Memory >= g.memory
 		}
 		groups = append(groups, lowerbound.Group{Name: g.name, Count: g.count, Fits: fits})
+	}
+	// Whether a type fits a pod is judged on its whole allocatable above;
+	// the resource LP counts only what these pods can use of it.
+	var demand lowerbound.Demand
+	for _, pod := range pods {
+		v := resources.PodVector(pod)
+		demand.Add(v.CPU, v.Memory)
+	}
+	for i, o := range options {
+		options[i] = demand.Usable(o)
 	}
 	return lowerbound.Compute(options, cpu, memory, groups)
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
@@ -14,13 +16,14 @@ import (
 func newPlanCommand() *cobra.Command {
 	var (
 		files      []string
+		podFiles   []string
 		output     string
 		preference string
 		spot       float64
 		zones      []string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR|- ...",
+		Use:   "plan -f FILE|DIR|- ... [--pods PODS.json]",
 		Short: "Show the nodes stevedore would launch for a set of manifests",
 		Long: `Read NodePools, EC2NodeClasses, workloads (Pods, Deployments, ReplicaSets,
 StatefulSets, Jobs, DaemonSets) and optionally existing Nodes, and print the
@@ -34,7 +37,13 @@ fraction of them; every instance type is offered in every zone given. Only the
 Node objects given count as existing capacity.
 
 The manifests are validated first, as 'stevedore validate' does: when any has an
-error, the problems are printed and the exit status is 1.`,
+error, the problems are printed and the exit status is 1.
+
+--pods adds the pods of a JSON file to pack and price: a JSON array of Pods, or a
+List or PodList of them as 'kubectl get pods -o json' prints. Each is packed as a
+pending pod, wherever it runs today (its nodeName and status are ignored); pods
+that have finished (Succeeded or Failed) are left out. The NodePools still come
+from -f.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
@@ -51,7 +60,26 @@ error, the problems are printed and the exit status is 1.`,
 			if err := opts.Offerings.Validate(); err != nil {
 				return err
 			}
-			objs, problems, err := plan.Load(files, cmd.InOrStdin())
+			var pods []runtime.Object
+			for _, f := range podFiles {
+				if f == "-" && slices.Contains(files, "-") {
+					return fmt.Errorf("--pods -: standard input is already read by -f -; give the pods as a file")
+				}
+				list, err := readPodList(f, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				for _, p := range list {
+					pods = append(pods, p)
+				}
+			}
+			var objs *plan.Objects
+			var problems []validation.Problem
+			if len(files) == 0 && len(podFiles) > 0 {
+				objs = &plan.Objects{}
+			} else {
+				objs, problems, err = plan.Load(files, cmd.InOrStdin())
+			}
 			if errors.Is(err, plan.ErrInvalid) {
 				for _, p := range problems {
 					fmt.Fprintln(cmd.OutOrStdout(), p.String())
@@ -68,6 +96,7 @@ error, the problems are printed and the exit status is 1.`,
 			if err != nil {
 				return err
 			}
+			objs.Workloads = append(objs.Workloads, pods...)
 			report, err := plan.Run(objs, opts)
 			if err != nil {
 				return err
@@ -79,6 +108,7 @@ error, the problems are printed and the exit status is 1.`,
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory (searched recursively for .yaml, .yml and .json) or - for standard input; repeatable")
+	cmd.Flags().StringArrayVar(&podFiles, "pods", nil, "JSON file of pods to pack as pending (an array of Pods, or a List or PodList), or - for standard input; repeatable")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&preference, "preference-policy", "Score", "how preferred affinity and ScheduleAnyway spread shape new nodes: Score, Respect or Ignore")
 	cmd.Flags().Float64Var(&spot, "spot-price-fraction", offerings.DefaultSpotPriceFraction, "spot price as a fraction of the on-demand price")

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,5 +161,87 @@ func TestPlanListed(t *testing.T) {
 	out, _, err := run(t, "", "--help")
 	if err != nil || !strings.Contains(out, "plan ") {
 		t.Errorf("plan is not listed: %v\n%s", err, out)
+	}
+}
+
+// podJSON is a pod requesting cpu, as `kubectl get pods -o json` would list
+// it: on a node, with a status.
+func podJSON(name, cpu, phase string) string {
+	return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"shop"},` +
+		`"spec":{"nodeName":"ip-10-0-0-1","containers":[{"name":"c","image":"registry.example.com/shop:1","resources":{"requests":{"cpu":"` + cpu + `","memory":"1Gi"}}}]},` +
+		`"status":{"phase":"` + phase + `"}}`
+}
+
+func TestPlanPodsFile(t *testing.T) {
+	a, b, done := podJSON("a", "1", "Running"), podJSON("b", "2", "Pending"), podJSON("c", "3", "Succeeded")
+	tests := []struct {
+		name     string
+		content  string
+		wantPods []string // placed; nil with wantErr
+		wantErr  string
+	}{
+		{name: "array", content: "[" + a + "," + b + "," + done + "]", wantPods: []string{"shop/a", "shop/b"}},
+		{name: "List", content: `{"apiVersion":"v1","kind":"List","items":[` + a + "," + b + `]}`, wantPods: []string{"shop/a", "shop/b"}},
+		{name: "PodList without item kinds", content: `{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"d"},"spec":{"containers":[{"name":"c","image":"x","resources":{"requests":{"cpu":"1"}}}]}}]}`,
+			wantPods: []string{"default/d"}},
+		{name: "one Pod", content: a, wantPods: []string{"shop/a"}},
+		{name: "YAML", content: "kind: List\nitems: []\n", wantErr: "not JSON"},
+		{name: "other kind", content: `{"kind":"Deployment"}`, wantErr: `kind "Deployment"`},
+		{name: "other kind in a list", content: `[{"kind":"Service","metadata":{"name":"s"}}]`, wantErr: "item 0 is a Service"},
+		{name: "duplicate", content: "[" + a + "," + a + "]", wantErr: "items 0 and 1 are both pod shop/a"},
+		{name: "unnamed", content: `[{"kind":"Pod","spec":{}}]`, wantErr: "item 0 has no metadata.name"},
+		{name: "empty", content: "", wantErr: "the file is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "pods.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := runPlan(t, "", "-f", "../../examples/spot-mix.yaml", "--pods", path, "-o", "json")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var report plan.Report
+			if err := json.Unmarshal([]byte(out), &report); err != nil {
+				t.Fatalf("not the JSON report: %v\n%s", err, out)
+			}
+			var got []string
+			for _, nc := range report.NodeClaims {
+				for _, p := range nc.Pods {
+					if !strings.HasPrefix(p, "default/web-") {
+						got = append(got, p)
+					}
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantPods) || len(report.Unschedulable) != 0 {
+				t.Errorf("placed %v (unschedulable %+v), want %v", got, report.Unschedulable, tc.wantPods)
+			}
+			if report.PricePerHour <= 0 || report.LowerBound.PricePerHour <= 0 || report.LowerBound.PricePerHour > report.PricePerHour+1e-9 {
+				t.Errorf("price %v, lower bound %+v", report.PricePerHour, report.LowerBound)
+			}
+		})
+	}
+}
+
+func TestPlanPodsAlone(t *testing.T) {
+	// Without -f there is no NodePool: the pods are read and reported
+	// unschedulable, not refused.
+	out, _, err := runPlan(t, "["+podJSON("a", "1", "Running")+"]", "--pods", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "shop/a: ") || !strings.Contains(out, "no NodePool") {
+		t.Errorf("output:\n%s", out)
+	}
+	if _, _, err := runPlan(t, "[]", "-f", "-", "--pods", "-"); err == nil || !strings.Contains(err.Error(), "already read by -f -") {
+		t.Errorf("err = %v, want standard input read twice refused", err)
 	}
 }

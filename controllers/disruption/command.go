@@ -130,6 +130,9 @@ func (c *Controller) start(ctx context.Context, cmd *decide.Command, pools []pac
 		}
 	}
 	c.metrics.DisruptionDecision(string(cm.method), metricReason(cm.reason), cm.ctype)
+	for _, pool := range candidatePools(cmd) {
+		c.metrics.DisruptionDecisionByNodePool(pool, string(cm.method), metricReason(cm.reason), cm.ctype)
+	}
 	if len(cm.replacements) == 0 {
 		return c.finish(ctx, cm, now)
 	}
@@ -428,4 +431,20 @@ func (c *Controller) eventOnCandidate(ctx context.Context, now time.Time, nodeCl
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: node}, n); err == nil {
 		c.events.Eventf(now, n, nil, eventType, reason, action, note, args...)
 	}
+}
+
+// candidatePools returns the NodePools of the command's candidates, sorted,
+// each once.
+func candidatePools(cmd *decide.Command) []string {
+	var pools []string
+	for _, cand := range cmd.Candidates {
+		if cand.NodePool == nil || slices.Contains(pools, cand.NodePool.Name) {
+			continue
+		}
+		if p := cand.NodePool.Name; p != "" {
+			pools = append(pools, p)
+		}
+	}
+	slices.Sort(pools)
+	return pools
 }

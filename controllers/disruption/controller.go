@@ -418,7 +418,18 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 	if c.memo.holds(relaxations, pools, remaining, now) {
 		in.Options.SkipConsolidation, in.Options.Verdicts = true, c.memo.verdicts
 	}
+	done := c.metrics.StartScheduling(metrics.ControllerDisruption, len(snap.Nodes))
+	start := time.Now()
 	dec := decide.Decide(in)
+	done()
+	// decide.Decide runs every method in one pass: the pass is observed
+	// under the reason and consolidation type of the command it found, or
+	// "none".
+	if dec.Command != nil {
+		c.metrics.DisruptionEvaluated(metricReason(dec.Command.Reason), consolidationType(dec.Command), time.Since(start), len(dec.Command.Candidates))
+	} else {
+		c.metrics.DisruptionEvaluated("none", "", time.Since(start), 0)
+	}
 	switch {
 	case dec.Command != nil:
 		c.memo = nil
@@ -463,7 +474,7 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 	cmd, rej := decide.Validate(in, p.cmd)
 	if rej != nil {
 		log.FromContext(ctx).Info("consolidation rejected", "code", rej.Code, "reason", rej.Message, "command", p.cmd.String())
-		c.metrics.DisruptionFailedValidation(metricReason(p.cmd.Reason), consolidationType(p.cmd))
+		c.metrics.DisruptionFailedValidation(consolidationType(p.cmd))
 		for _, cand := range p.cmd.Candidates {
 			if nc := cand.Node.NodeClaim; nc != nil {
 				c.events.Eventf(now, nc, nil, corev1.EventTypeNormal, ReasonConsolidationRejected, "Validate",

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
@@ -130,70 +129,6 @@ karpenter_nodeclaims_terminated_total{capacity_type="spot",nodepool="default",zo
 	}
 }
 
-func TestNodeAllocatable(t *testing.T) {
-	m, reg := newMetrics(t)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{
-			"karpenter.sh/nodepool":            "default",
-			"karpenter.sh/capacity-type":       "on-demand",
-			"node.kubernetes.io/instance-type": "m6i.large",
-			"topology.kubernetes.io/zone":      "us-east-1a",
-			"topology.kubernetes.io/region":    "us-east-1",
-			"kubernetes.io/arch":               "amd64",
-			"kubernetes.io/os":                 "linux",
-		}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU:  resource.MustParse("1930m"),
-			corev1.ResourcePods: resource.MustParse("29"),
-		}},
-	}
-	m.SetNodeAllocatable(node)
-	want := `
-# HELP karpenter_nodes_allocatable Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.
-# TYPE karpenter_nodes_allocatable gauge
-karpenter_nodes_allocatable{karpenter_sh_capacity_type="on-demand",kubernetes_io_arch="amd64",kubernetes_io_os="linux",node_kubernetes_io_instance_type="m6i.large",node_name="ip-10-0-0-1",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="us-east-1",topology_kubernetes_io_zone="us-east-1a"} 1.93
-karpenter_nodes_allocatable{karpenter_sh_capacity_type="on-demand",kubernetes_io_arch="amd64",kubernetes_io_os="linux",node_kubernetes_io_instance_type="m6i.large",node_name="ip-10-0-0-1",nodepool="default",resource_type="pods",topology_kubernetes_io_region="us-east-1",topology_kubernetes_io_zone="us-east-1a"} 29
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodesAllocatable); err != nil {
-		t.Fatal(err)
-	}
-	m.DeleteNode("ip-10-0-0-1")
-	if n := testutil.CollectAndCount(m.nodesAllocatable); n != 0 {
-		t.Errorf("series after DeleteNode = %d, want 0", n)
-	}
-}
-
-// TestNodeAllocatableReplaced: publishing a node again replaces its series:
-// those of a resource it no longer has, or with a label value it no longer
-// has, go; other nodes' series stay.
-func TestNodeAllocatableReplaced(t *testing.T) {
-	m, reg := newMetrics(t)
-	node := func(name, zone string, allocatable corev1.ResourceList) *corev1.Node {
-		return &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": zone}},
-			Status:     corev1.NodeStatus{Allocatable: allocatable},
-		}
-	}
-	m.SetNodeAllocatable(node("other", "us-east-1b", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}))
-	m.SetNodeAllocatable(node("a", "us-east-1a", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("29")}))
-	m.SetNodeAllocatable(node("a", "us-east-1c", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}))
-	m.SetNodeAllocatable(node("a", "us-east-1c", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}))
-	want := `
-# HELP karpenter_nodes_allocatable Node allocatable: the resources a node can give to pods. Labeled by node name, nodepool, resource type and well-known node labels.
-# TYPE karpenter_nodes_allocatable gauge
-karpenter_nodes_allocatable{karpenter_sh_capacity_type="",kubernetes_io_arch="",kubernetes_io_os="",node_kubernetes_io_instance_type="",node_name="a",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="",topology_kubernetes_io_zone="us-east-1c"} 4
-karpenter_nodes_allocatable{karpenter_sh_capacity_type="",kubernetes_io_arch="",kubernetes_io_os="",node_kubernetes_io_instance_type="",node_name="other",nodepool="default",resource_type="cpu",topology_kubernetes_io_region="",topology_kubernetes_io_zone="us-east-1b"} 2
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameNodesAllocatable); err != nil {
-		t.Fatal(err)
-	}
-	m.SetNodeAllocatable(node("a", "us-east-1c", nil))
-	m.DeleteNode("other")
-	if n := testutil.CollectAndCount(m.nodesAllocatable); n != 0 {
-		t.Errorf("series left = %d, want 0", n)
-	}
-}
-
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
 	m.SetNodePool("x", nil, nil)
@@ -201,8 +136,12 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.SetNodePoolAllowedDisruptions("x", "Empty", 1)
 	m.NodeClaimCreated("r", "x", false)
 	m.NodeClaimTerminated("x", "spot", "z")
-	m.SetNodeAllocatable(&corev1.Node{})
-	m.DeleteNode("x")
+	m.WatchState(StateOptions{})
+	m.NodeCreated("x", "z")
+	m.StartScheduling("provisioner", 1)()
+	if got := m.Decorate(nil, "x"); got != nil {
+		t.Errorf("Decorate on nil Metrics = %v, want the provider", got)
+	}
 }
 
 func TestLint(t *testing.T) {

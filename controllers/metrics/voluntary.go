@@ -37,8 +37,8 @@ func (m *Metrics) registerVoluntary(reg prometheus.Registerer) error {
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
 		failedValidations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameDisruptionFailedValidations,
-			Help: "Number of disruption decisions dropped because they no longer held when validated after the validation delay. Labeled by the disruption reason and the consolidation type.",
-		}, []string{LabelReason, LabelConsolidationType}),
+			Help: "Number of candidates that were selected for disruption but failed validation: their decision no longer held after the validation delay. Labeled by consolidation type.",
+		}, []string{LabelConsolidationType}),
 		queueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameDisruptionQueueFailures,
 			Help: "Number of disruption commands abandoned and rolled back, for example because a replacement failed to launch or initialize in time. Labeled by the decision, the disruption reason and the consolidation type.",
@@ -66,12 +66,13 @@ func (m *Metrics) DisruptionDecision(decision, reason, consolidationType string)
 	m.voluntary.decisions.WithLabelValues(decision, reason, consolidationType).Inc()
 }
 
-// DisruptionFailedValidation counts one command rejected when validated.
-func (m *Metrics) DisruptionFailedValidation(reason, consolidationType string) {
+// DisruptionFailedValidation counts one command rejected when validated,
+// by its consolidation type ("" for drift).
+func (m *Metrics) DisruptionFailedValidation(consolidationType string) {
 	if m == nil {
 		return
 	}
-	m.voluntary.failedValidations.WithLabelValues(reason, consolidationType).Inc()
+	m.voluntary.failedValidations.WithLabelValues(consolidationType).Inc()
 }
 
 // DisruptionQueueFailure counts one command that was rolled back.

@@ -12,7 +12,7 @@ func TestVoluntaryDisruptionAndInterruption(t *testing.T) {
 	m.DisruptionDecision("replace", "drifted", "")
 	m.DisruptionDecision("delete", "underutilized", "multi")
 	m.DisruptionDecision("delete", "underutilized", "multi")
-	m.DisruptionFailedValidation("empty", "empty")
+	m.DisruptionFailedValidation("empty")
 	m.DisruptionQueueFailure("replace", "drifted", "")
 	m.SetInterruptionHandling(false)
 
@@ -21,9 +21,9 @@ func TestVoluntaryDisruptionAndInterruption(t *testing.T) {
 # TYPE karpenter_voluntary_disruption_decisions_total counter
 karpenter_voluntary_disruption_decisions_total{consolidation_type="",decision="replace",reason="drifted"} 1
 karpenter_voluntary_disruption_decisions_total{consolidation_type="multi",decision="delete",reason="underutilized"} 2
-# HELP karpenter_voluntary_disruption_failed_validations_total Number of disruption decisions dropped because they no longer held when validated after the validation delay. Labeled by the disruption reason and the consolidation type.
+# HELP karpenter_voluntary_disruption_failed_validations_total Number of candidates that were selected for disruption but failed validation: their decision no longer held after the validation delay. Labeled by consolidation type.
 # TYPE karpenter_voluntary_disruption_failed_validations_total counter
-karpenter_voluntary_disruption_failed_validations_total{consolidation_type="empty",reason="empty"} 1
+karpenter_voluntary_disruption_failed_validations_total{consolidation_type="empty"} 1
 # HELP karpenter_voluntary_disruption_queue_failures_total Number of disruption commands abandoned and rolled back, for example because a replacement failed to launch or initialize in time. Labeled by the decision, the disruption reason and the consolidation type.
 # TYPE karpenter_voluntary_disruption_queue_failures_total counter
 karpenter_voluntary_disruption_queue_failures_total{consolidation_type="",decision="replace",reason="drifted"} 1
@@ -49,7 +49,7 @@ stevedore_interruption_handling_enabled 0
 
 	var nilMetrics *Metrics
 	nilMetrics.DisruptionDecision("delete", "empty", "empty")
-	nilMetrics.DisruptionFailedValidation("empty", "empty")
+	nilMetrics.DisruptionFailedValidation("empty")
 	nilMetrics.DisruptionQueueFailure("delete", "empty", "empty")
 	nilMetrics.SetInterruptionHandling(true)
 }

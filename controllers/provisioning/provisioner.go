@@ -241,7 +241,29 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
 	in.EqualWeightOrder = p.opts.EqualWeightOrder
+	keys := make([]types.NamespacedName, 0, len(pods))
+	for _, pod := range pods {
+		keys = append(keys, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	}
+	p.metrics.PodsSeen(keys, now)
+	done := p.metrics.StartScheduling(metrics.ControllerProvisioner, len(pods))
 	res := packer.Solve(in)
+	done()
+	p.metrics.SchedulingResult(metrics.ControllerProvisioner, len(res.Unschedulable), len(res.Ignored))
+	placed, unplaced := make([]types.NamespacedName, 0, len(res.Placements)), make([]types.NamespacedName, 0, len(res.Unschedulable)+len(res.Ignored))
+	for _, pl := range res.Placements {
+		placed = append(placed, pl.Pod)
+	}
+	for _, claim := range res.NodeClaims {
+		placed = append(placed, claim.Pods...)
+	}
+	for _, u := range res.Unschedulable {
+		unplaced = append(unplaced, u.Pod)
+	}
+	for _, u := range res.Ignored {
+		unplaced = append(unplaced, u.Pod)
+	}
+	p.metrics.PodsDecided(placed, unplaced, now)
 
 	byKey := make(map[types.NamespacedName]*corev1.Pod, len(pods))
 	for _, pod := range pods {

@@ -173,6 +173,9 @@ func newEnv(t *testing.T, name string, seed uint64) *env {
 	if e.m, err = metrics.New(e.reg); err != nil {
 		t.Fatal(err)
 	}
+	// The node gauges describe the cluster state, as the controller wiring
+	// sets them up.
+	e.m.WatchState(metrics.StateOptions{State: e.st, Clock: clk})
 	e.p = New(kube, e.st, e.cloud, clk, e.rec, Options{}, e.m)
 	t.Cleanup(e.cleanup)
 	if err := kube.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
@@ -499,6 +502,10 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, nc := range claims {
+		drive(nc.Name)
+	}
+	e.sync() // the node gauges read the cluster state
 	for _, nc := range claims {
 		got := drive(nc.Name)
 		for _, c := range []string{karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, karpv1.ConditionTypeReady} {

@@ -318,11 +318,14 @@ func (w *world) multiNode(cands []*Candidate) *Command {
 	return best
 }
 
-// search is consolidation's search: multiNode, then, when it finds
-// nothing, single-node consolidation, which takes the first candidate that
-// can be deleted or replaced by one cheaper node on its own, and reports
-// why each candidate before it could not (verdicts; nil when multiNode
-// found the command).
+// search is consolidation's search: multiNode over multi, then, when it
+// finds nothing, single-node consolidation over single, which takes the
+// first candidate that can be deleted or replaced by one cheaper node on
+// its own, and reports why each candidate before it could not (verdicts;
+// nil when multiNode found the command). multi is the prefix that the
+// budgets allow a command of several nodes; single is every candidate whose
+// NodePool may still lose a node, since a single-node command takes one
+// slot whichever candidate it is.
 //
 // The packings run on two goroutines. Each is a pure function of the world
 // and its candidates, so the packings that come later in that order can
@@ -331,21 +334,21 @@ func (w *world) multiNode(cands []*Candidate) *Command {
 // is dropped. The second goroutine packs with the cache's sibling, as a
 // cache is for one goroutine at a time. Both have finished when search
 // returns.
-func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
-	if len(cands) == 0 {
+func (w *world) search(multi, single []*Candidate) (cmd *Command, verdicts []Blocked) {
+	if len(multi) == 0 && len(single) == 0 {
 		return nil, nil
 	}
 	w.room() // built before the goroutines share the world
 	// Single-node consolidation takes the candidates round-robin by
 	// NodePool; multi-node takes prefixes of the order given.
-	single := interleaveByPool(cands)
+	single = interleaveByPool(single)
 	type result struct {
 		cmd  *Command
 		why  *Blocked
 		done chan struct{}
 	}
 	// Task 0 is multi-node consolidation; task i is candidate i-1 alone.
-	results := make([]result, len(cands)+1)
+	results := make([]result, len(single)+1)
 	for i := range results {
 		results[i].done = make(chan struct{})
 	}
@@ -361,7 +364,7 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 			}
 			r := &results[i]
 			if i == 0 {
-				r.cmd = wk.multiNode(cands)
+				r.cmd = wk.multiNode(multi)
 			} else {
 				r.cmd, r.why = wk.command(single[i-1:i], true)
 			}
@@ -389,7 +392,8 @@ func (w *world) search(cands []*Candidate) (cmd *Command, verdicts []Blocked) {
 }
 
 // withinBudget keeps the candidates, in order, that the reason's budget of
-// each NodePool allows, and reports the others.
+// each NodePool allows in one command, and reports the others: what a
+// command of several nodes (emptiness, multi-node consolidation) may take.
 func withinBudget(in *Input, cands []*Candidate, r Reason) ([]*Candidate, []Blocked) {
 	used := map[string]int{}
 	var kept []*Candidate
@@ -398,15 +402,68 @@ func withinBudget(in *Input, cands []*Candidate, r Reason) ([]*Candidate, []Bloc
 		pool := c.NodePool.Name
 		left := in.remaining(pool, r)
 		if used[pool] >= left {
-			msg := fmt.Sprintf("NodePool %s allows no more %s disruptions now", pool, r)
-			if left > 0 {
-				msg = fmt.Sprintf("NodePool %s allows %d more %s disruption(s) now, taken by other nodes in this pass", pool, left, r)
-			}
-			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: pool, Reason: r, Code: CodeBudget, Message: msg})
+			blocked = append(blocked, budgetBlocked(c, r, left))
 			continue
 		}
 		used[pool]++
 		kept = append(kept, c)
 	}
 	return kept, blocked
+}
+
+// openBudget keeps the candidates whose NodePool may still lose a node for
+// the reason, and reports the others. A method that disrupts one node per
+// command (single-node consolidation, drift) tries each of them in turn, as
+// Karpenter does: a candidate that cannot go takes no budget slot, so it
+// does not keep another of its NodePool from being tried.
+func openBudget(in *Input, cands []*Candidate, r Reason) ([]*Candidate, []Blocked) {
+	var open []*Candidate
+	var blocked []Blocked
+	for _, c := range cands {
+		if left := in.remaining(c.NodePool.Name, r); left <= 0 {
+			blocked = append(blocked, budgetBlocked(c, r, 0))
+			continue
+		}
+		open = append(open, c)
+	}
+	return open, blocked
+}
+
+// takenBy reports the candidates that cmd leaves out and that its NodePool's
+// budget, once cmd has taken its slots, no longer allows. Candidates tried
+// and found unable to go (tried, by node name) are left out: what holds
+// them is not the budget.
+func takenBy(in *Input, cmd *Command, cands []*Candidate, tried []Blocked) []Blocked {
+	used := map[string]int{}
+	inCmd := map[string]bool{}
+	for _, c := range cmd.Candidates {
+		used[c.NodePool.Name]++
+		inCmd[c.Name()] = true
+	}
+	done := map[string]bool{}
+	for _, b := range tried {
+		done[b.Node] = true
+	}
+	var blocked []Blocked
+	for _, c := range cands {
+		pool := c.NodePool.Name
+		if inCmd[c.Name()] || done[c.Name()] || used[pool] == 0 {
+			continue
+		}
+		if left := in.remaining(pool, cmd.Reason); used[pool] >= left {
+			blocked = append(blocked, budgetBlocked(c, cmd.Reason, left))
+		}
+	}
+	return blocked
+}
+
+// budgetBlocked is candidate c held by its NodePool's budget for reason r,
+// of which left slots were open in this pass.
+func budgetBlocked(c *Candidate, r Reason, left int) Blocked {
+	pool := c.NodePool.Name
+	msg := fmt.Sprintf("NodePool %s allows no more %s disruptions now", pool, r)
+	if left > 0 {
+		msg = fmt.Sprintf("NodePool %s allows %d more %s disruption(s) now, taken by other nodes in this pass", pool, left, r)
+	}
+	return Blocked{Node: c.Name(), NodePool: pool, Reason: r, Code: CodeBudget, Message: msg}
 }

@@ -101,24 +101,8 @@ func (d *decider) emptiness() (*Command, []Blocked) {
 // moved onto other drifted nodes (they would only have to move again), and
 // the replacements are not price-checked.
 func (d *decider) drift() (*Command, []Blocked) {
-	var drifted []*Candidate
-	var blocked []Blocked
-	for _, c := range d.cands {
-		if !c.Drifted || IsStatic(c.NodePool) {
-			// Static NodePools' drifted nodes are staticDrift's.
-			continue
-		}
-		// With a terminationGracePeriod the drain ends by itself, so
-		// do-not-disrupt pods and PDBs do not keep the node forever:
-		// they only slow its drain.
-		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
-			g := *c.gracefulBlock
-			g.Reason = ReasonDrifted
-			blocked = append(blocked, g)
-			continue
-		}
-		drifted = append(drifted, c)
-	}
+	// Static NodePools' drifted nodes are staticDrift's.
+	drifted, blocked := d.driftedCandidates(false)
 	slices.SortStableFunc(drifted, func(a, b *Candidate) int {
 		if ea, eb := a.Empty(), b.Empty(); ea != eb {
 			if ea {
@@ -131,20 +115,25 @@ func (d *decider) drift() (*Command, []Blocked) {
 		}
 		return cmp.Compare(a.Name(), b.Name())
 	})
-	kept, over := withinBudget(d.in, drifted, ReasonDrifted)
-	blocked = append(blocked, over...)
-	for _, c := range kept {
+	// One node per command: every candidate whose NodePool may still lose
+	// a node is tried, until one can go.
+	open, held := openBudget(d.in, drifted, ReasonDrifted)
+	blocked = append(blocked, held...)
+	var failed []Blocked
+	for _, c := range open {
 		out := d.sim().simulate([]*Candidate{c}, modeDrift)
 		if out.failed != "" {
-			blocked = append(blocked, Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonDrifted, Code: CodePodsDoNotFit, Message: out.failed})
+			failed = append(failed, Blocked{Node: c.Name(), NodePool: c.NodePool.Name, Reason: ReasonDrifted, Code: CodePodsDoNotFit, Message: out.failed})
 			continue
 		}
 		cmd := &Command{Reason: ReasonDrifted, Method: MethodDelete, Candidates: []*Candidate{c}, Replacements: out.replacements}
 		if len(out.replacements) > 0 {
 			cmd.Method = MethodReplace
 		}
-		return cmd, blocked
+		blocked = append(blocked, failed...)
+		return cmd, append(blocked, takenBy(d.in, cmd, open, failed)...)
 	}
+	blocked = append(blocked, failed...)
 	return nil, blocked
 }
 
@@ -163,27 +152,34 @@ func (d *decider) consolidation() (*Command, []Blocked) {
 		eligible = append(eligible, c)
 	}
 	slices.SortStableFunc(eligible, byValue)
-	kept, over := withinBudget(d.in, eligible, ReasonUnderutilized)
-	blocked = append(blocked, over...)
-	if m := d.in.Options.maxCandidates; m > 0 && len(kept) > m {
-		kept = kept[:m]
-	}
-	if len(kept) == 0 {
+	open, held := openBudget(d.in, eligible, ReasonUnderutilized)
+	blocked = append(blocked, held...)
+	if len(open) == 0 {
 		return nil, blocked
+	}
+	// Multi-node consolidation tries prefixes of the candidates that the
+	// budgets allow in one command; single-node tries every open one.
+	multi, _ := withinBudget(d.in, open, ReasonUnderutilized)
+	if m := d.in.Options.maxCandidates; m > 0 && len(multi) > m {
+		multi = multi[:m]
 	}
 	if d.in.Options.SkipConsolidation {
 		// The caller knows the packings would find nothing again; what
-		// they said about each candidate still kept stands.
-		for _, c := range kept {
+		// they said about each candidate still open stands.
+		for _, c := range open {
 			if v, ok := d.in.Options.Verdicts[c.Name()]; ok {
 				blocked = append(blocked, v)
 			}
 		}
 		return nil, blocked
 	}
-	cmd, why := d.sim().search(kept)
+	cmd, why := d.sim().search(multi, open)
 	d.verdicts = why
-	return cmd, append(blocked, why...)
+	blocked = append(blocked, why...)
+	if cmd != nil {
+		blocked = append(blocked, takenBy(d.in, cmd, open, why)...)
+	}
+	return cmd, blocked
 }
 
 // nodePoolPolicy is the consolidation policy in effect for a NodePool.
@@ -192,4 +188,24 @@ func nodePoolPolicy(np *karpv1.NodePool) karpv1.ConsolidationPolicy {
 		return p
 	}
 	return karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+}
+
+// driftedCandidates are the drifted candidates of static NodePools (static)
+// or of the others, and the drifted ones that pods block. With a
+// terminationGracePeriod the drain ends by itself, so do-not-disrupt pods
+// and PDBs do not keep the node forever: they only slow its drain.
+func (d *decider) driftedCandidates(static bool) (drifted []*Candidate, blocked []Blocked) {
+	for _, c := range d.cands {
+		if !c.Drifted || IsStatic(c.NodePool) != static {
+			continue
+		}
+		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
+			g := *c.gracefulBlock
+			g.Reason = ReasonDrifted
+			blocked = append(blocked, g)
+			continue
+		}
+		drifted = append(drifted, c)
+	}
+	return drifted, blocked
 }

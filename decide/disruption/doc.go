@@ -8,15 +8,23 @@
 //  1. Emptiness: nodes without reschedulable pods, past consolidateAfter, are
 //     deleted, as many as the Empty budget of each NodePool allows, in one
 //     command.
-//  2. Drift: the oldest drifted node (empty ones first) is replaced, one at a
-//     time, within the Drifted budget. Replacements are not price-checked:
-//     the point is to move to what the NodePool now asks for.
+//  2. Drift: the oldest drifted node (empty ones first) whose pods can be
+//     placed is replaced, one at a time, within the Drifted budget.
+//     Replacements are not price-checked: the point is to move to what the
+//     NodePool now asks for.
 //  3. Multi-node consolidation: the largest set of candidates whose pods fit
 //     on the other nodes, optionally plus one new node strictly cheaper than
 //     the set, found by a binary search over every candidate (no cap on the
 //     number considered and no timeout).
 //  4. Single-node consolidation: the first candidate that can be deleted, or
 //     replaced by one strictly cheaper node.
+//
+// A budget slot is taken only by the command made. Multi-node consolidation
+// and emptiness take no more of a NodePool's candidates than its budget
+// allows; drift and single-node consolidation, whose commands take one
+// node, try every candidate of a NodePool whose budget allows one more, so
+// a candidate that cannot go does not keep the next from being tried, as in
+// Karpenter.
 //
 // Nodes that are not candidates, and candidates that could not be
 // consolidated, come back with a structured reason each (Blocked), so that

@@ -103,7 +103,7 @@ func TestSearchAgreesWithTheSequentialOrder(t *testing.T) {
 				}
 				ref := f.input()
 				wantCmd, wantWhy := sequentialSearch(newWorld(&ref), cands)
-				gotCmd, gotWhy := d.sim().search(cands)
+				gotCmd, gotWhy := d.sim().search(cands, cands)
 				if fmt.Sprint(gotCmd) != fmt.Sprint(wantCmd) || !reflect.DeepEqual(gotWhy, wantWhy) {
 					t.Fatalf("round %d: search %v %v, sequential %v %v", round, gotCmd, gotWhy, wantCmd, wantWhy)
 				}

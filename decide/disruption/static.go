@@ -156,20 +156,7 @@ func (d *decider) staticDrift() (*Command, []Blocked) {
 	if !d.in.Options.StaticCapacity {
 		return nil, nil
 	}
-	var drifted []*Candidate
-	var blocked []Blocked
-	for _, c := range d.cands {
-		if !c.Drifted || !IsStatic(c.NodePool) {
-			continue
-		}
-		if c.gracefulBlock != nil && c.Node.NodeClaim.Spec.TerminationGracePeriod == nil {
-			g := *c.gracefulBlock
-			g.Reason = ReasonDrifted
-			blocked = append(blocked, g)
-			continue
-		}
-		drifted = append(drifted, c)
-	}
+	drifted, blocked := d.driftedCandidates(true)
 	slices.SortStableFunc(drifted, func(a, b *Candidate) int {
 		if a.DriftedSince != b.DriftedSince {
 			return cmp.Compare(a.DriftedSince, b.DriftedSince)

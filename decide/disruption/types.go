@@ -252,7 +252,7 @@ type Options struct {
 	// is then derived again only when they change. It changes no result.
 	Cache *packer.Cache
 
-	// maxCandidates caps the candidates the consolidation search
+	// maxCandidates caps the candidates multi-node consolidation
 	// considers, as Karpenter does (100); 0 means no cap. Only the
 	// benchmarks set it, to compare.
 	maxCandidates int

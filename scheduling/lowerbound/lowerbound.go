@@ -39,10 +39,28 @@
 // Adding k·p_g to the resource bound instead would overstate it: other pods
 // may fill the room left on the group's nodes.
 //
+// # What a node can hold of these pods
+//
+// A type's allocatable counts in full above, but pods can use only part of
+// it when they cannot fill it: a type with 2 vCPU and 15 MiB of memory
+// offers cheap cpu that no pod asking for memory can run on. Usable caps
+// each option at what any set of the pods placed on one node can request
+// there. On a node of type t holding pods S,
+//
+//	Σ_S cpu_i = Σ_S mem_i·(cpu_i/mem_i) ≤ ρ·Σ_S mem_i ≤ ρ·m_t
+//	Σ_S cpu_i ≤ |S|·max cpu_i ≤ n_t·max cpu_i
+//
+// where ρ is the largest cpu-to-memory ratio among the pods and n_t the
+// type's pod slots; so the cpu the pods request on it is at most
+// min(c_t, ρ·m_t, n_t·max cpu_i), and likewise for memory with the largest
+// memory-to-cpu ratio. Every integral placement therefore satisfies the
+// resource constraints with the capped capacities too, and the LP over them
+// is still at most the cheapest placement: a lower bound, tighter where
+// types are lopsided or short of pod slots.
+//
 // The bound ignores everything else that costs nodes (DaemonSet overhead,
-// the pods-per-node limit, other resources, node affinity, taints, topology
-// spread), each of which can only raise the true optimum, so it stays a
-// lower bound.
+// other resources, node affinity, taints, topology spread), each of which
+// can only raise the true optimum, so it stays a lower bound.
 package lowerbound
 
 import (
@@ -56,8 +74,79 @@ type Option struct {
 	Name string
 	// CPU in millicores and Memory in bytes that pods may request on it.
 	CPU, Memory int64
+	// Pods is how many pods it holds; 0 means no limit.
+	Pods int64
 	// PricePerHour is its cheapest price.
 	PricePerHour float64
+}
+
+// Demand summarises the pods a bound is for: their total requests and what
+// the largest and most lopsided of them ask, which limits how much of a
+// node they can use (see Usable).
+type Demand struct {
+	// CPU in millicores and Memory in bytes, summed over the pods.
+	CPU, Memory int64
+	// MaxCPU and MaxMemory are the largest single requests.
+	MaxCPU, MaxMemory int64
+	// CPUPerMemory and MemoryPerCPU are the largest ratios of one pod's
+	// requests; +Inf when some pod asks for one and not the other.
+	CPUPerMemory, MemoryPerCPU float64
+	// Pods is how many pods were added.
+	Pods int
+}
+
+// Add counts one pod requesting cpu millicores and memory bytes.
+func (d *Demand) Add(cpu, memory int64) {
+	cpu, memory = max(cpu, 0), max(memory, 0)
+	d.CPU = addSaturating(d.CPU, cpu)
+	d.Memory = addSaturating(d.Memory, memory)
+	d.MaxCPU, d.MaxMemory = max(d.MaxCPU, cpu), max(d.MaxMemory, memory)
+	d.CPUPerMemory = max(d.CPUPerMemory, ratio(cpu, memory))
+	d.MemoryPerCPU = max(d.MemoryPerCPU, ratio(memory, cpu))
+	d.Pods++
+}
+
+func ratio(a, b int64) float64 {
+	switch {
+	case a == 0:
+		return 0
+	case b == 0:
+		return math.Inf(1)
+	}
+	return float64(a) / float64(b)
+}
+
+func addSaturating(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Usable returns o with its cpu and memory cut to what pods like d's can
+// request on one node of it (see the package documentation): never more
+// than its allocatable, and less where the pods' shapes or its pod slots
+// leave part of it unusable.
+func (d *Demand) Usable(o Option) Option {
+	// Never below 1: an option left with nothing would drop out of the LP,
+	// which would overstate the bound for pods that request none of it.
+	capAt := func(have int64, limit float64) int64 {
+		if limit < float64(have) {
+			return max(int64(math.Floor(limit)), min(have, 1))
+		}
+		return have
+	}
+	cpu, memory := o.CPU, o.Memory
+	if d.Pods > 0 {
+		cpu = capAt(cpu, d.CPUPerMemory*float64(o.Memory))
+		memory = capAt(memory, d.MemoryPerCPU*float64(o.CPU))
+		if o.Pods > 0 {
+			cpu = capAt(cpu, float64(o.Pods)*float64(d.MaxCPU))
+			memory = capAt(memory, float64(o.Pods)*float64(d.MaxMemory))
+		}
+	}
+	o.CPU, o.Memory = cpu, memory
+	return o
 }
 
 // Share is how much of one option a fractional optimum buys.

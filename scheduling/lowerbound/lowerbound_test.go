@@ -163,3 +163,133 @@ func TestCompute(t *testing.T) {
 		t.Errorf("Ratio(6, 0) = %v", r)
 	}
 }
+
+func TestUsable(t *testing.T) {
+	// Pods of 1.5 cores and 4 GiB: a 2-core type with 15 MiB of memory
+	// offers almost none of its cpu to them, and a type with one pod slot
+	// at most one pod's worth.
+	var d Demand
+	d.Add(1500, 4*gib)
+	d.Add(1500, 4*gib)
+	tests := []struct {
+		name             string
+		in               Option
+		wantCPU, wantMem int64
+	}{
+		{name: "memory-starved", in: Option{CPU: 1930, Memory: 15 << 20, Pods: 4}, wantCPU: 5, wantMem: 15 << 20}, // 1500m per 4 GiB of 15 MiB,
+		{name: "few pod slots", in: Option{CPU: 8000, Memory: 32 * gib, Pods: 1}, wantCPU: 1500, wantMem: 4 * gib},
+		{name: "balanced", in: Option{CPU: 3000, Memory: 8 * gib, Pods: 10}, wantCPU: 3000, wantMem: 8 * gib},
+		{name: "no pod limit", in: Option{CPU: 3000, Memory: 8 * gib}, wantCPU: 3000, wantMem: 8 * gib},
+		{name: "cpu-starved keeps one millicore", in: Option{CPU: 0, Memory: 8 * gib, Pods: 10}, wantCPU: 0, wantMem: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := d.Usable(tc.in)
+			if got.CPU != tc.wantCPU || got.Memory != tc.wantMem {
+				t.Errorf("Usable = %d m, %d bytes; want %d m, %d bytes", got.CPU, got.Memory, tc.wantCPU, tc.wantMem)
+			}
+		})
+	}
+	var none Demand
+	if got := none.Usable(Option{CPU: 1, Memory: 2, Pods: 1}); got.CPU != 1 || got.Memory != 2 {
+		t.Errorf("no pods: Usable = %+v, want the option unchanged", got)
+	}
+}
+
+// cheapestPacking is the price of the cheapest placement of pods (cpu
+// millicores, memory bytes) on nodes of the options, where the first apart
+// pods must each be on a different node, by trying every partition of the
+// pods; +Inf when there is none.
+func cheapestPacking(options []Option, pods [][2]int64, apart int) float64 {
+	best := math.Inf(1)
+	block := make([]int, len(pods))
+	var rec func(i, blocks int)
+	rec = func(i, blocks int) {
+		if i == len(pods) {
+			total := 0.0
+			for b := range blocks {
+				var cpu, mem, n, sep int64
+				for j, p := range pods {
+					if block[j] == b {
+						cpu, mem, n = cpu+p[0], mem+p[1], n+1
+						if j < apart {
+							sep++
+						}
+					}
+				}
+				if sep > 1 {
+					return
+				}
+				price := math.Inf(1)
+				for _, o := range options {
+					if cpu <= o.CPU && mem <= o.Memory && (o.Pods == 0 || n <= o.Pods) {
+						price = min(price, o.PricePerHour)
+					}
+				}
+				total += price
+			}
+			best = min(best, total)
+			return
+		}
+		for b := 0; b <= blocks; b++ {
+			block[i] = b
+			rec(i+1, max(blocks, b+1))
+		}
+	}
+	rec(0, 0)
+	return best
+}
+
+func TestUsableBoundBelowCheapestPacking(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 0))
+	checked := 0
+	for trial := range 400 {
+		options := make([]Option, 1+r.IntN(3))
+		for i := range options {
+			options[i] = Option{
+				Name:         string(rune('a' + i)),
+				CPU:          int64(500 + r.IntN(8)*500),
+				Memory:       int64(1+r.IntN(16)) * gib / 4,
+				Pods:         int64(r.IntN(4)),
+				PricePerHour: 0.01 + r.Float64(),
+			}
+		}
+		pods := make([][2]int64, 1+r.IntN(6))
+		var d Demand
+		for i := range pods {
+			pods[i] = [2]int64{int64(r.IntN(5) * 250), int64(r.IntN(5)) * gib / 8}
+			if i > 0 && r.IntN(3) == 0 {
+				pods[i] = pods[0]
+			}
+		}
+		apart := 0
+		for apart < len(pods) && pods[apart] == pods[0] && r.IntN(2) == 0 {
+			apart++
+		}
+		for _, p := range pods {
+			d.Add(p[0], p[1])
+		}
+		opt := cheapestPacking(options, pods, apart)
+		if math.IsInf(opt, 1) {
+			continue
+		}
+		usable := make([]Option, len(options))
+		fits := make([]bool, len(options))
+		for i, o := range options {
+			usable[i] = d.Usable(o)
+			fits[i] = pods[0][0] <= o.CPU && pods[0][1] <= o.Memory
+		}
+		var groups []Group
+		if apart > 1 {
+			groups = append(groups, Group{Name: "apart", Count: apart, Fits: fits})
+		}
+		b := Compute(usable, d.CPU, d.Memory, groups)
+		if b.PricePerHour > opt*(1+1e-9) {
+			t.Fatalf("trial %d: bound %v above the cheapest packing %v (options %+v, pods %v, apart %d)", trial, b.PricePerHour, opt, options, pods, apart)
+		}
+		checked++
+	}
+	if checked < 100 {
+		t.Fatalf("only %d feasible trials", checked)
+	}
+}

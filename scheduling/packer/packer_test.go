@@ -105,9 +105,10 @@ func req(key string, op corev1.NodeSelectorOperator, vals ...string) requirement
 	return r
 }
 
-// pool returns a NodePool over n benchmark instance types (i+1 vCPU).
+// pool returns a NodePool over n benchmark instance types (i+1 vCPU),
+// without the per-node overhead, so that the cases can use whole numbers.
 func pool(name string, n int, mods ...func(*packer.NodePool)) packer.NodePool {
-	np := karpenterbench.NodePool(karpenterbench.InstanceTypes(n))
+	np := karpenterbench.NodePool(karpenterbench.InstanceTypesWithoutOverhead(n))
 	np.Name = name
 	np.Requirements = requirements.New(req(wellknown.LabelNodePool, corev1.NodeSelectorOpIn, name))
 	np.Labels = map[string]string{wellknown.LabelNodePool: name}
@@ -316,7 +317,8 @@ func TestConstraints(t *testing.T) {
 		},
 		{
 			// Sizes 2, 4 and 8 vCPU at prices proportional to size: five 1-vCPU
-			// pods cost less on a 4- and a 2-vCPU node than on one 8-vCPU node.
+			// pods cost less on a 4- and a 2-vCPU node than on one 8-vCPU node
+			// (the 2-vCPU node's free room takes a second pod).
 			name: "no larger node where a second small one is cheaper",
 			in: packer.Input{
 				Pods: []*corev1.Pod{pod("a", "1", "1Gi"), pod("b", "1", "1Gi"), pod("c", "1", "1Gi"), pod("d", "1", "1Gi"), pod("e", "1", "1Gi")},
@@ -333,10 +335,10 @@ func TestConstraints(t *testing.T) {
 					total += c.PricePerHour
 				}
 				slices.Sort(got)
-				if want := []string{"fake-it-1:1", "fake-it-3:4"}; !slices.Equal(got, want) {
+				if want := []string{"fake-it-1:2", "fake-it-3:3"}; !slices.Equal(got, want) {
 					t.Errorf("claims %v, want %v", got, want)
 				}
-				its := karpenterbench.InstanceTypes(8)
+				its := karpenterbench.InstanceTypesWithoutOverhead(8)
 				if want := its[1].Offerings[0].PricePerHour + its[3].Offerings[0].PricePerHour; math.Abs(total-want) > 1e-9 {
 					t.Errorf("total %v $/hour, want %v", total, want)
 				}
@@ -924,7 +926,7 @@ func TestMinValues(t *testing.T) {
 				if got := r.NodeClaims[0].InstanceTypes; !slices.Equal(got, []string{"fake-it-0", "fake-it-8"}) {
 					t.Errorf("types %v, want [fake-it-0 fake-it-8]", got)
 				}
-				if r.NodeClaims[0].PricePerHour != karpenterbench.InstanceTypes(1)[0].Offerings[0].PricePerHour {
+				if r.NodeClaims[0].PricePerHour != karpenterbench.InstanceTypesWithoutOverhead(1)[0].Offerings[0].PricePerHour {
 					t.Errorf("price %v, want that of fake-it-0", r.NodeClaims[0].PricePerHour)
 				}
 			},
@@ -1055,5 +1057,29 @@ func TestEqualWeightOrder(t *testing.T) {
 				t.Fatalf("NodeClaims %+v, want one of NodePool %s; unschedulable %+v", res.NodeClaims, tt.want, res.Unschedulable)
 			}
 		})
+	}
+}
+
+// TestImproveFillsRoomLeftByFirstFit: two pods that must be apart open a
+// 2-vCPU node each with half a vCPU free; first fit grows the first node for
+// the 1-vCPU and two 500m pods that follow, to 4 vCPU for 3.5. Moving one
+// 500m pod into the second node's free room lets the first shrink to 3 vCPU.
+func TestImproveFillsRoomLeftByFirstFit(t *testing.T) {
+	in := packer.Input{
+		Pods: []*corev1.Pod{
+			pod("apart-1", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("apart-2", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("big", "1", "1Gi"), pod("small-1", "500m", "512Mi"), pod("small-2", "500m", "512Mi"),
+		},
+		NodePools: []packer.NodePool{pool("p", 8)},
+	}
+	r := checkConsistent(t, in)
+	var got []string
+	for _, c := range r.NodeClaims {
+		got = append(got, fmt.Sprintf("%s:%d", c.InstanceTypes[0], len(c.Pods)))
+	}
+	slices.Sort(got)
+	if want := []string{"fake-it-1:2", "fake-it-2:3"}; !slices.Equal(got, want) {
+		t.Errorf("claims %v, want %v", got, want)
 	}
 }

@@ -383,6 +383,7 @@ func solve(in Input) (Result, []step) {
 		}
 		pending = failed
 	}
+	sv.improve()
 	sv.rightSize()
 	sv.result(&res, pending)
 	return res, sv.trace

@@ -120,6 +120,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 	if err != nil {
 		return nil, err
 	}
+	st2 := state.NewCluster()
+	m.WatchState(metrics.StateOptions{State: st2, Clock: r.clock})
 	return &Deps{
 		API:     api,
 		Cloud:   provider,
@@ -128,7 +130,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
 			DisableCapacityReservations: !run.Controller.ReservedCapacity,
 		}),
-		State:     state.NewCluster(),
+		State:     st2,
 		Clock:     r.clock,
 		Metrics:   m,
 		Validator: v,
@@ -304,10 +306,14 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Start:      []reconcile.Request{watch.Named(controllers.NameGarbageCollection)},
 		},
 	)
+	// The instance-status poller and the queue consumer act on what they
+	// find the same way.
+	nodeClaimFor := controllers.NodeClaimForInstance(d.State, d.Clock)
+	handle := controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock)
 	status, err := interruptionqueue.NewStatusPoller(interruptionqueue.StatusConfig{
 		EC2:          d.Clients.EC2,
-		NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-		Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+		NodeClaimFor: nodeClaimFor,
+		Handle:       handle,
 		Clock:        d.Clock,
 	})
 	if err != nil {
@@ -322,8 +328,8 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		consumer, err := interruptionqueue.New(interruptionqueue.Config{
 			QueueName:    d.Settings.InterruptionQueue,
 			SQS:          d.Clients.SQS,
-			NodeClaimFor: controllers.NodeClaimForInstance(d.State, d.Clock),
-			Handle:       controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock),
+			NodeClaimFor: nodeClaimFor,
+			Handle:       handle,
 			Clock:        d.Clock,
 		})
 		if err != nil {

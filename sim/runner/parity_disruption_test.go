@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
 
 // The scenarios of this file check that disruption behaves as Karpenter
@@ -114,4 +118,107 @@ func TestParityCandidateOrder(t *testing.T) {
 		t.Errorf("pods on the first node consolidated %v, want the five web pods", slices.Sorted(maps.Keys(pods)))
 	}
 	allRunning(t, doc, 6)
+}
+
+// TestParityDaemonSetPodsBlock: Karpenter keeps a node whose DaemonSet pods
+// forbid its disruption, as it does for any other pod. Each scenario leaves
+// one of two nodes with only its DaemonSet pod at 5m; the DaemonSet pods
+// either carry karpenter.sh/do-not-disrupt or are covered by a
+// PodDisruptionBudget that allows no eviction. stevedore once looked at
+// neither for DaemonSet pods and removed the node as empty. Each case runs
+// its scenario a second time without the DaemonSet pods' protection (the
+// annotation dropped, the budget deleted), where the node does go: that is
+// what shows the protection, nothing else, keeps it.
+func TestParityDaemonSetPodsBlock(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+		// code and note are what the DisruptionBlocked events must say.
+		code, note string
+		// unprotect takes the DaemonSet pods' protection out of the loaded
+		// scenario; it fails the test when the scenario has none to take.
+		unprotect func(t *testing.T, run *scenario.Run)
+	}{{
+		name: "do-not-disrupt",
+		path: "testdata/parity/daemonset-do-not-disrupt",
+		code: "(DoNotDisruptPod)",
+		note: "karpenter.sh/do-not-disrupt=true",
+		unprotect: func(t *testing.T, run *scenario.Run) {
+			for _, o := range run.Objects {
+				if ds, ok := o.Object.(*appsv1.DaemonSet); ok && ds.Name == "agent" {
+					if ds.Spec.Template.Annotations["karpenter.sh/do-not-disrupt"] != "true" {
+						t.Fatal("the agent DaemonSet's pods no longer carry do-not-disrupt; update this test")
+					}
+					delete(ds.Spec.Template.Annotations, "karpenter.sh/do-not-disrupt")
+					return
+				}
+			}
+			t.Fatal("the scenario has no agent DaemonSet; update this test")
+		},
+	}, {
+		name: "pdb",
+		path: "testdata/parity/daemonset-pdb",
+		code: "(PDBBlocked)",
+		note: "PodDisruptionBudget kube-system/agent allows no disruption of pod agent-",
+		unprotect: func(t *testing.T, run *scenario.Run) {
+			kept := run.Objects[:0]
+			for _, o := range run.Objects {
+				if _, ok := o.Object.(*policyv1.PodDisruptionBudget); !ok {
+					kept = append(kept, o)
+				}
+			}
+			if len(kept) == len(run.Objects) {
+				t.Fatal("the scenario has no PodDisruptionBudget; update this test")
+			}
+			run.Objects = kept
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := story(t, tc.path)
+			if s := sampleAt(t, doc, 4*time.Minute); s.Nodes != 2 || s.RunningPods != 4 {
+				t.Fatalf("before the scale-down: %+v, want 2 nodes with a web and an agent pod each", s)
+			}
+			for _, d := range doc.Decisions {
+				if d.Reason == report.ReasonEmpty || d.Reason == report.ReasonUnderutilized {
+					t.Errorf("%s decision for %s at %s, want none: the agent's pods protect every node", d.Reason, d.NodeClaim, since(doc, d.Time))
+				}
+			}
+			for _, e := range eventsOf(doc, report.KindDisruptionStarted) {
+				t.Errorf("%s disruption of %s at %s, want none", e.Reason, e.NodeClaim, since(doc, e.Time))
+			}
+			blocked := 0
+			for _, e := range eventsOf(doc, report.KindDisruptionBlocked) {
+				if e.NodeClaim != "" && strings.Contains(e.Message, tc.note) && strings.Contains(e.Message, tc.code) {
+					blocked++
+				}
+			}
+			if blocked == 0 {
+				t.Errorf("no DisruptionBlocked event saying %q %s; blocked events %+v", tc.note, tc.code, eventsOf(doc, report.KindDisruptionBlocked))
+			}
+			if n := len(doc.Final.Nodes); n != 2 {
+				t.Errorf("%d nodes at the end, want both", n)
+			}
+			allRunning(t, doc, 3)
+
+			// The control: unprotected, the empty node goes.
+			run, problems, err := scenario.Load([]string{tc.path}, testScheme(t))
+			if err != nil {
+				t.Fatalf("%v: %v", err, problems)
+			}
+			tc.unprotect(t, run)
+			free := runLoaded(t, run)
+			consolidated := 0
+			for _, d := range free.Decisions {
+				if d.Reason == report.ReasonEmpty || d.Reason == report.ReasonUnderutilized {
+					consolidated++
+				}
+			}
+			if consolidated == 0 {
+				t.Errorf("unprotected: no Empty or Underutilized decision; decisions %+v", free.Decisions)
+			}
+			if n := len(free.Final.Nodes); n != 1 {
+				t.Errorf("unprotected: %d nodes at the end, want 1", n)
+			}
+			allRunning(t, free, 2)
+		})
+	}
 }

@@ -54,6 +54,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 )
 
@@ -102,11 +103,14 @@ type Reconciler struct {
 	cloud    cloud.CloudProvider
 	clock    clock.PassiveClock
 	recorder events.EventRecorder
+	metrics  *metrics.Metrics
 
 	mu sync.Mutex
 	// backoff holds, per node name, the eviction backoff of the node's pods
 	// by pod UID.
 	backoff map[string]map[types.UID]*evictionBackoff
+	// reasons holds, per node name, why it is drained (see drainReason).
+	reasons map[string]string
 }
 
 // New returns a Reconciler that acts through kube and cloudProvider, reads the
@@ -118,7 +122,15 @@ func New(kube client.Client, cloudProvider cloud.CloudProvider, clk clock.Passiv
 		clock:    clk,
 		recorder: recorder,
 		backoff:  map[string]map[types.UID]*evictionBackoff{},
+		reasons:  map[string]string{},
 	}
+}
+
+// WithMetrics makes the reconciler count terminations, drains and
+// evictions in m, and returns it.
+func (r *Reconciler) WithMetrics(m *metrics.Metrics) *Reconciler {
+	r.metrics = m
+	return r
 }
 
 // Register adds the reconciler to mgr. It watches Nodes being deleted, and
@@ -230,6 +242,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// 3. Drain.
+	r.mu.Lock()
+	r.reasons[node.Name] = drainReason(nodeClaim)
+	r.mu.Unlock()
 	drained, requeue, err := r.drain(ctx, node, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -239,6 +254,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	if !conditionTrue(nodeClaim, karpv1.ConditionTypeDrained) && nodeClaim != nil {
+		r.metrics.NodeDrained(node.Labels[wellknown.LabelNodePool])
 	}
 	if err := r.setCondition(ctx, nodeClaim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, conditionReasonDrained, ""); err != nil {
 		return reconcile.Result{}, err
@@ -321,6 +339,11 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, node *corev1.Node) (re
 		return reconcile.Result{}, fmt.Errorf("removing finalizer of node %s: %w", node.Name, err)
 	}
 	r.forget(node.Name)
+	var deleted time.Time
+	if node.DeletionTimestamp != nil {
+		deleted = node.DeletionTimestamp.Time
+	}
+	r.metrics.NodeTerminated(node.Labels[wellknown.LabelNodePool], node.Labels[wellknown.LabelTopologyZone], node.CreationTimestamp.Time, deleted, r.clock.Now())
 	log.FromContext(ctx).Info("deleted node")
 	r.recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonDeletedNode, "Finalize", "deleted node")
 	return reconcile.Result{}, nil
@@ -477,4 +500,15 @@ func (r *Reconciler) forget(nodeName string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.backoff, nodeName)
+	delete(r.reasons, nodeName)
+}
+
+// drainReasonOf returns why the node is drained.
+func (r *Reconciler) drainReasonOf(nodeName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reason, ok := r.reasons[nodeName]; ok {
+		return reason
+	}
+	return "deleted"
 }

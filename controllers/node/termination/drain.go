@@ -3,19 +3,24 @@ package termination
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
@@ -300,8 +305,10 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
 	}
 	err := r.kube.SubResource("eviction").Create(ctx, pod, eviction)
+	r.metrics.EvictionRequested(evictionCode(err))
 	switch {
 	case err == nil:
+		r.metrics.PodDrained(r.drainReasonOf(node.Name))
 		delete(backoff, pod.UID)
 		logger.Info("evicted pod")
 		r.recorder.Eventf(pod, node, corev1.EventTypeNormal, ReasonEvictedPod, "Evict", "evicted pod from terminating node %s", node.Name)
@@ -359,4 +366,30 @@ func (r *Reconciler) backoffFor(nodeName string, pods []*corev1.Pod) map[types.U
 // klogRef names a pod in log lines.
 func klogRef(pod *corev1.Pod) string {
 	return pod.Namespace + "/" + pod.Name
+}
+
+// evictionCode is the HTTP status of an eviction request's response.
+func evictionCode(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if code := status.Status().Code; code != 0 {
+			return int(code)
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// drainReason is why the NodeClaim's node is drained, as Karpenter labels
+// karpenter_pods_drained_total: the reason of its DisruptionReason
+// condition in lower case, or "deleted" when it was deleted otherwise.
+func drainReason(nodeClaim *karpv1.NodeClaim) string {
+	if nodeClaim != nil {
+		if c := meta.FindStatusCondition(nodeClaim.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil && c.Status == metav1.ConditionTrue && c.Reason != "" {
+			return strings.ToLower(c.Reason)
+		}
+	}
+	return "deleted"
 }

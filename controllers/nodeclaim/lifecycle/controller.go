@@ -225,28 +225,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.initialize(ctx, nc); err != nil {
 			return reconcile.Result{}, err
 		}
-		if err := r.publishNode(ctx, nc); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	return r.liveness(ctx, nc)
-}
-
-// publishNode publishes the allocatable resources of a registered
-// NodeClaim's Node. The controller is woken by changes to the Node, so the
-// gauge follows them.
-func (r *Reconciler) publishNode(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if r.metrics == nil {
-		return nil
-	}
-	nodes, err := r.nodesFor(ctx, nc.Status.ProviderID)
-	if err != nil {
-		return err
-	}
-	if len(nodes) == 1 {
-		r.metrics.SetNodeAllocatable(&nodes[0])
-	}
-	return nil
 }
 
 // patchMeta applies mutate to nc and, if its metadata changed, writes it with

@@ -82,9 +82,15 @@ func (r *Reconciler) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if err := r.patchMeta(ctx, nc, func(nc *karpv1.NodeClaim) { removeFinalizer(&nc.ObjectMeta) }); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if nc.Status.NodeName != "" {
-		r.metrics.DeleteNode(nc.Status.NodeName)
+	var terminatingSince time.Time
+	if c := findCondition(nc, karpv1.ConditionTypeInstanceTerminating); c != nil && c.Status == metav1.ConditionTrue {
+		terminatingSince = c.LastTransitionTime.Time
 	}
+	var deleted time.Time
+	if nc.DeletionTimestamp != nil {
+		deleted = nc.DeletionTimestamp.Time
+	}
+	r.metrics.NodeClaimFinalized(nc.Labels[wellknown.LabelNodePool], deleted, terminatingSince, r.clock.Now())
 	if len(instances) > 0 {
 		// An instance existed and the cloud now reports it gone. Counted once:
 		// the finalizer is removed once.

@@ -73,6 +73,7 @@ func (r *Reconciler) register(ctx context.Context, nc *karpv1.NodeClaim) error {
 	logger.Info("registered nodeclaim")
 	// Registered is now True, so register does not come here again for this
 	// NodeClaim: the success is recorded once.
+	r.metrics.NodeCreated(nc.Labels[wellknown.LabelNodePool], node.Labels[wellknown.LabelTopologyZone])
 	return r.recordRegistration(ctx, nc, true)
 }
 

@@ -1,6 +1,7 @@
 // Package karpenterbench reproduces the workload of Karpenter's scheduling
 // benchmark, so that the packer (and scripts comparing the two systems) can
-// be measured on the same input: 400 instance types, one NodePool with very
+// be measured on the same input: 400 instance types (with the fake
+// provider's per-node overhead), one NodePool with very
 // large limits, and pods in five equal groups (generic, zone spread, hostname
 // spread, zone self-affinity, hostname self-anti-affinity), plus the
 // preference workload. Everything is drawn from a PCG source seeded with 42,
@@ -28,12 +29,34 @@ const NodePoolName = "default"
 // Zones are the benchmark's zones.
 var Zones = []string{"test-zone-1", "test-zone-2", "test-zone-3"}
 
-// InstanceTypes returns n instance types: type i (0-based) has i+1 vCPU,
-// 2(i+1) GiB of memory and room for 10(i+1) pods, offered as spot in the
-// first two zones and on demand in all three, at 0.1 per vCPU plus 0.1 per
-// GB (10^9 bytes) of memory per hour.
+// KubeReserved is the overhead Karpenter's fake cloud provider reserves on
+// every instance type it makes (100m of cpu and 10Mi of memory, as kube
+// reserved), so a type's allocatable is its capacity less these.
+var KubeReserved = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("10Mi"),
+}
+
+// InstanceTypes returns n instance types as Karpenter's fake provider makes
+// them for its scheduling benchmark: type i (0-based) has i+1 vCPU, 2(i+1)
+// GiB of memory and room for 10(i+1) pods, offered as spot in the first two
+// zones and on demand in all three, at 0.1 per vCPU plus 0.1 per GB (10^9
+// bytes) of memory per hour; its allocatable is its capacity less
+// KubeReserved.
 func InstanceTypes(n int) []*packer.InstanceType {
+	return instanceTypes(n, true)
+}
+
+// InstanceTypesWithoutOverhead returns the types of InstanceTypes with
+// allocatable equal to capacity: no node overhead at all. Packing on them
+// measures the packer apart from the per-node reservation.
+func InstanceTypesWithoutOverhead(n int) []*packer.InstanceType {
+	return instanceTypes(n, false)
+}
+
+func instanceTypes(n int, overhead bool) []*packer.InstanceType {
 	out := make([]*packer.InstanceType, 0, n)
+	reserved := resources.NewVector(KubeReserved)
 	for i := range n {
 		cpu := int64(i + 1)
 		mem := 2 * cpu * (1 << 30)
@@ -44,6 +67,10 @@ func InstanceTypes(n int) []*packer.InstanceType {
 			corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
 			corev1.ResourcePods:   *resource.NewQuantity(10*cpu, resource.DecimalSI),
 		})
+		allocatable := capacity.Clone()
+		if overhead {
+			allocatable.Sub(reserved)
+		}
 		it := &packer.InstanceType{
 			Name: name,
 			Requirements: requirements.New(
@@ -52,7 +79,7 @@ func InstanceTypes(n int) []*packer.InstanceType {
 				must(requirements.NewRequirement(wellknown.LabelOS, corev1.NodeSelectorOpIn, "linux")),
 			),
 			Capacity:    capacity,
-			Allocatable: capacity.Clone(),
+			Allocatable: allocatable,
 		}
 		for z, zone := range Zones {
 			if z < 2 {
@@ -87,9 +114,15 @@ func NodePool(types []*packer.InstanceType) packer.NodePool {
 	}
 }
 
-// Input returns a packer input for pods on the benchmark's 400 types.
+// Input returns a packer input for pods on the benchmark's 400 types, with
+// their overhead, as Karpenter's benchmark has them.
 func Input(pods []*corev1.Pod, policy packer.PreferencePolicy) packer.Input {
 	return packer.Input{Pods: pods, NodePools: []packer.NodePool{NodePool(InstanceTypes(400))}, PreferencePolicy: policy}
+}
+
+// InputWithoutOverhead is Input on InstanceTypesWithoutOverhead.
+func InputWithoutOverhead(pods []*corev1.Pod, policy packer.PreferencePolicy) packer.Input {
+	return packer.Input{Pods: pods, NodePools: []packer.NodePool{NodePool(InstanceTypesWithoutOverhead(400))}, PreferencePolicy: policy}
 }
 
 type gen struct {

@@ -1,0 +1,263 @@
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/state"
+)
+
+// The status-condition and termination metrics follow those Karpenter's
+// status controllers publish for NodeClaims, Nodes, NodePools and
+// EC2NodeClasses: per kind (operator_<kind>_status_condition_*,
+// operator_<kind>_termination_*), and, for NodeClaims, NodePools and
+// EC2NodeClasses, also under the deprecated names without the kind
+// (operator_status_condition_*, operator_termination_*) labeled by group and
+// kind.
+
+// statusObject is an object with status conditions, as the metrics need it.
+type statusObject struct {
+	namespace, name string
+	// extra are the values of the kind's extra labels, in order.
+	extra      []string
+	conditions []statusCondition
+	deleted    time.Time
+}
+
+type statusCondition struct {
+	typ, status, reason string
+	since               time.Time
+}
+
+type objectKey struct{ namespace, name string }
+
+// statusKind publishes the metrics of one kind.
+type statusKind struct {
+	kind, group, lower string
+	// extraLabels are the object labels copied onto the metrics, by key;
+	// the metric label is the key with "/", "." and "-" replaced by "_".
+	extraLabels []string
+	deprecated  *deprecatedStatus
+	objects     func(state.Snapshot) []statusObject
+
+	count, current, terminating *prometheus.Desc
+	transitions                 *prometheus.CounterVec
+	transitionSeconds           *prometheus.HistogramVec
+	terminationDuration         *prometheus.HistogramVec
+
+	// observed are the conditions seen at the last scrape and terminating
+	// the objects seen being deleted, by object.
+	observed map[objectKey]map[string]statusCondition
+	deleting map[objectKey]statusObject
+}
+
+// deprecatedStatus are the metrics under the names without the kind.
+type deprecatedStatus struct {
+	count, current, terminating *prometheus.Desc
+	transitions                 *prometheus.CounterVec
+	transitionSeconds           *prometheus.HistogramVec
+	terminationDuration         *prometheus.HistogramVec
+}
+
+func promLabel(key string) string {
+	return strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(key)
+}
+
+func newDeprecatedStatus() *deprecatedStatus {
+	gk := []string{"group", "kind"}
+	obj := append([]string{"namespace", "name"}, gk...)
+	return &deprecatedStatus{
+		count:       prometheus.NewDesc("operator_status_condition_count", "The number of a condition for a given object, type and status. e.g. Alarm := Available=False > 0", append(obj, "type", "status", "reason"), nil),
+		current:     prometheus.NewDesc("operator_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state. Alarm := P99(Updated=Unknown) > 5 minutes", append(obj, "type", "status", "reason"), nil),
+		terminating: prometheus.NewDesc("operator_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", obj, nil),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "operator_status_condition_transitions_total", Help: "The count of transitions of a given object, type and status."},
+			append(gk, "type", "status", "reason")),
+		transitionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "operator_status_condition_transition_seconds", Help: "The amount of time a condition was in a given state before transitioning. e.g. Alarm := P99(Updated=False) > 5 minutes", Buckets: durationBuckets},
+			append(gk, "type", "status")),
+		terminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "operator_termination_duration_seconds", Help: "The amount of time taken by an object to terminate completely.", Buckets: durationBuckets},
+			append(gk, "namespace", "name")),
+	}
+}
+
+func newStatusKind(kind, group string, extraLabels []string, dep *deprecatedStatus, objects func(state.Snapshot) []statusObject) *statusKind {
+	lower := strings.ToLower(kind)
+	extra := make([]string, len(extraLabels))
+	for i, k := range extraLabels {
+		extra[i] = promLabel(k)
+	}
+	obj := append([]string{"namespace", "name"}, extra...)
+	cond := append(append([]string{}, obj...), "type", "status", "reason")
+	prefix := "operator_" + lower + "_"
+	return &statusKind{
+		kind: kind, group: group, lower: lower, extraLabels: extraLabels, deprecated: dep, objects: objects,
+		count:       prometheus.NewDesc(prefix+"status_condition_count", "The number of a condition for a given object, type and status. e.g. Alarm := Available=False > 0", cond, nil),
+		current:     prometheus.NewDesc(prefix+"status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state. Alarm := P99(Updated=Unknown) > 5 minutes", cond, nil),
+		terminating: prometheus.NewDesc(prefix+"termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", obj, nil),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "status_condition_transitions_total", Help: "The count of transitions of a given object, type and status."},
+			append(append([]string{}, extra...), "type", "status", "reason")),
+		transitionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "status_condition_transition_seconds", Help: "The amount of time a condition was in a given state before transitioning. e.g. Alarm := P99(Updated=False) > 5 minutes", Buckets: durationBuckets},
+			append(append([]string{}, extra...), "type", "status")),
+		terminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "termination_duration_seconds", Help: "The amount of time taken by an object to terminate completely.", Buckets: durationBuckets},
+			extra),
+		observed: map[objectKey]map[string]statusCondition{},
+		deleting: map[objectKey]statusObject{},
+	}
+}
+
+func (s *statusKind) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.transitions, s.transitionSeconds, s.terminationDuration}
+}
+
+func (d *deprecatedStatus) collectors() []prometheus.Collector {
+	return []prometheus.Collector{d.transitions, d.transitionSeconds, d.terminationDuration}
+}
+
+func (s *statusKind) describe(ch chan<- *prometheus.Desc) {
+	ch <- s.count
+	ch <- s.current
+	ch <- s.terminating
+}
+
+// collect publishes the gauges of the objects in snap and observes the
+// transitions and terminations since the last scrape.
+func (s *statusKind) collect(ch chan<- prometheus.Metric, snap state.Snapshot, now time.Time) {
+	live := map[objectKey]bool{}
+	for _, o := range s.objects(snap) {
+		k := objectKey{o.namespace, o.name}
+		live[k] = true
+		obj := append([]string{o.namespace, o.name}, o.extra...)
+		seen := s.observed[k]
+		current := map[string]statusCondition{}
+		for _, c := range o.conditions {
+			current[c.typ] = c
+			labels := append(append([]string{}, obj...), c.typ, c.status, c.reason)
+			ch <- prometheus.MustNewConstMetric(s.count, prometheus.GaugeValue, 1, labels...)
+			ch <- prometheus.MustNewConstMetric(s.current, prometheus.GaugeValue, now.Sub(c.since).Seconds(), labels...)
+			if s.deprecated != nil {
+				dep := []string{o.namespace, o.name, s.group, s.kind, c.typ, c.status, c.reason}
+				ch <- prometheus.MustNewConstMetric(s.deprecated.count, prometheus.GaugeValue, 1, dep...)
+				ch <- prometheus.MustNewConstMetric(s.deprecated.current, prometheus.GaugeValue, now.Sub(c.since).Seconds(), dep...)
+			}
+			before, ok := seen[c.typ]
+			if ok && before.status == c.status {
+				continue
+			}
+			s.transitions.WithLabelValues(append(append([]string{}, o.extra...), c.typ, c.status, c.reason)...).Inc()
+			if s.deprecated != nil {
+				s.deprecated.transitions.WithLabelValues(s.group, s.kind, c.typ, c.status, c.reason).Inc()
+			}
+			if !ok {
+				continue
+			}
+			took := c.since.Sub(before.since).Seconds()
+			s.transitionSeconds.WithLabelValues(append(append([]string{}, o.extra...), before.typ, before.status)...).Observe(took)
+			if s.deprecated != nil {
+				s.deprecated.transitionSeconds.WithLabelValues(s.group, s.kind, before.typ, before.status).Observe(took)
+			}
+		}
+		s.observed[k] = current
+		if !o.deleted.IsZero() {
+			s.deleting[k] = o
+			ch <- prometheus.MustNewConstMetric(s.terminating, prometheus.GaugeValue, now.Sub(o.deleted).Seconds(), obj...)
+			if s.deprecated != nil {
+				ch <- prometheus.MustNewConstMetric(s.deprecated.terminating, prometheus.GaugeValue, now.Sub(o.deleted).Seconds(), o.namespace, o.name, s.group, s.kind)
+			}
+		}
+	}
+	for k := range s.observed {
+		if !live[k] {
+			delete(s.observed, k)
+		}
+	}
+	// An object seen terminating that is gone has finished terminating.
+	for k, o := range s.deleting {
+		if live[k] {
+			continue
+		}
+		delete(s.deleting, k)
+		took := now.Sub(o.deleted).Seconds()
+		s.terminationDuration.WithLabelValues(o.extra...).Observe(took)
+		if s.deprecated != nil {
+			s.deprecated.terminationDuration.WithLabelValues(s.group, s.kind, o.namespace, o.name).Observe(took)
+		}
+	}
+}
+
+func metaConditions(conds []metav1.Condition) []statusCondition {
+	out := make([]statusCondition, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, statusCondition{typ: c.Type, status: string(c.Status), reason: c.Reason, since: c.LastTransitionTime.Time})
+	}
+	return out
+}
+
+func deletedAt(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func labelValues(labels map[string]string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = labels[k]
+	}
+	return out
+}
+
+// statusKinds returns the kinds whose status conditions are published.
+func statusKinds() ([]*statusKind, *deprecatedStatus) {
+	dep := newDeprecatedStatus()
+	claimLabels := []string{wellknown.LabelEC2NodeClass, wellknown.LabelNodePool}
+	nodeLabels := []string{wellknown.LabelEC2NodeClass, wellknown.LabelNodePool, wellknown.LabelInitialized}
+	return []*statusKind{
+		newStatusKind("NodeClaim", "karpenter.sh", claimLabels, dep, func(snap state.Snapshot) []statusObject {
+			var out []statusObject
+			for _, n := range snap.Nodes {
+				if nc := n.NodeClaim; nc != nil {
+					out = append(out, statusObject{name: nc.Name, extra: labelValues(nc.Labels, claimLabels),
+						conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp)})
+				}
+			}
+			return out
+		}),
+		newStatusKind("Node", "", nodeLabels, nil, func(snap state.Snapshot) []statusObject {
+			var out []statusObject
+			for _, n := range snap.Nodes {
+				if node := n.Node; node != nil {
+					out = append(out, statusObject{name: node.Name, extra: labelValues(node.Labels, nodeLabels),
+						conditions: nodeConditions(node.Status.Conditions), deleted: deletedAt(node.DeletionTimestamp)})
+				}
+			}
+			return out
+		}),
+		newStatusKind("NodePool", "karpenter.sh", nil, dep, func(snap state.Snapshot) []statusObject {
+			out := make([]statusObject, 0, len(snap.NodePools))
+			for _, np := range snap.NodePools {
+				out = append(out, statusObject{name: np.Name, conditions: metaConditions(np.Status.Conditions), deleted: deletedAt(np.DeletionTimestamp)})
+			}
+			return out
+		}),
+		newStatusKind("EC2NodeClass", "karpenter.k8s.aws", nil, dep, func(snap state.Snapshot) []statusObject {
+			out := make([]statusObject, 0, len(snap.NodeClasses))
+			for _, nc := range snap.NodeClasses {
+				out = append(out, statusObject{name: nc.Name, conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp)})
+			}
+			return out
+		}),
+	}, dep
+}
+
+func nodeConditions(conds []corev1.NodeCondition) []statusCondition {
+	out := make([]statusCondition, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, statusCondition{typ: string(c.Type), status: string(c.Status), reason: c.Reason, since: c.LastTransitionTime.Time})
+	}
+	return out
+}

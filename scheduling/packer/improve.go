@@ -1,0 +1,317 @@
+package packer
+
+import (
+	"cmp"
+	"slices"
+)
+
+// improve moves pods from crowded claims into room that other claims already
+// pay for, then shrinks every claim to the cheapest type that still holds its
+// pods and drops the claims left empty.
+//
+// First fit cannot know which pods are still to come. Pods that must each
+// have a node of their own (hostname self-anti-affinity) open their nodes
+// first, each at the cheapest type for that one pod; the pods after them
+// grow the first claims that take them into large nodes, and the nodes
+// opened first keep the room their type has beyond the one pod. Moving a pod
+// into that room costs nothing, and once enough have left a crowded claim it
+// drops to a smaller type.
+//
+// A move never makes the plan dearer: the target keeps its type, and the
+// source's only shrinks. It never changes what a constraint sees anywhere
+// but on the two nodes:
+//   - the pod keeps its domain on every key but the hostname (the target
+//     must already be in, or take, the source's zone and every other
+//     domain), so zone and other counts stay as they were;
+//   - on the target the pod passes every check it passed when first placed
+//     (state.check: requirements, taints, ports, resources, its own spread,
+//     affinity and anti-affinity, and the anti-affinity of the pods there);
+//   - no other pod's hostname constraint can object: a pod another pod
+//     needs on its node (required pod affinity on the hostname) is not
+//     moved, and one counted by a hostname spread constraint goes only
+//     where that constraint counts none, so the target holds at most one
+//     such pod, within any maxSkew of at least 1 over a minimum of 0 (the
+//     packer opens fresh nodes, so the hostname minimum is 0). Taking pods
+//     away from a node never breaks another's required constraint.
+//
+// Pods with preferences are left where first fit put them, which honours
+// the preferences the placement chose. So are pods of pools with minValues.
+func (sv *solver) improve() {
+	s := sv.s
+	if len(sv.claims) < 2 {
+		return
+	}
+	// Groups some pod needs on its own node: the pods they select stay.
+	needed := map[*group]bool{}
+	var shapes []*shape
+	seen := map[*shape]bool{}
+	for _, sh := range sv.shapeOf {
+		if !seen[sh] {
+			seen[sh] = true
+			shapes = append(shapes, sh)
+		}
+	}
+	// By signature, not id: ids follow the order of the input pods.
+	slices.SortFunc(shapes, func(a, b *shape) int { return cmp.Compare(a.sig, b.sig) })
+	for _, sh := range shapes {
+		for _, g := range sh.aff {
+			if g.key == s.hostKey {
+				needed[g] = true
+			}
+		}
+	}
+	movable := func(sh *shape) bool {
+		if len(sh.prefs) > 0 || len(sh.variants) != 1 {
+			return false
+		}
+		for _, g := range sh.aff {
+			if g.key == s.hostKey {
+				return false
+			}
+		}
+		for _, g := range sh.matchedBy {
+			if needed[g] {
+				return false
+			}
+		}
+		return true
+	}
+	// The pods on claims, by shape; shapes largest first, as first-fit
+	// decreasing fills room.
+	onClaims := map[*shape][]int32{}
+	for _, id := range sv.claims {
+		b := s.bins[id]
+		if b.pool.minv != nil {
+			continue
+		}
+		for _, pi := range b.pods {
+			if sh := sv.shapeOf[pi]; movable(sh) {
+				onClaims[sh] = append(onClaims[sh], pi)
+			}
+		}
+	}
+	var order []*shape
+	for _, sh := range shapes {
+		if len(onClaims[sh]) > 0 {
+			order = append(order, sh)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *shape) int {
+		if c := cmp.Compare(b.req.CPU, a.req.CPU); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.req.Memory, a.req.Memory)
+	})
+	traceAt := make([]int32, len(sv.pods))
+	for i, st := range sv.trace {
+		traceAt[st.pod] = int32(i)
+	}
+
+	// Each target looks at a bounded number of pods per shape, so the pass
+	// costs targets × shapes, not targets × pods.
+	const looks = 16
+	var out outcome
+	for _, tid := range sv.claims {
+		t := s.bins[tid]
+		if t.pool.minv != nil {
+			continue
+		}
+		for _, sh := range order {
+			list := onClaims[sh]
+			next := 0
+			for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(list) {
+				moved := false
+				for tries := 0; next < len(list) && tries < looks; tries++ {
+					pi := list[next]
+					next++
+					src := s.bins[sv.binOf[pi]]
+					// Only out of claims more crowded than the target: the
+					// sum of squared pod counts falls with every move, so
+					// the pass ends.
+					if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
+						continue
+					}
+					if sv.move(pi, src, t, &out) {
+						sv.trace[traceAt[pi]].bin = t.id
+						moved = true
+						break
+					}
+				}
+				if !moved {
+					break
+				}
+			}
+		}
+	}
+	sv.shrink()
+}
+
+// sameDomains reports whether target t is in every domain of src on the keys
+// other than the hostname, or not yet pinned on them.
+func sameDomains(s *state, src, t *bin) bool {
+	for k := range s.keys {
+		if k != s.hostKey && t.dom[k] != domUnpinned && t.dom[k] != src.dom[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// move puts pod pi from claim src on claim t when the rules of improve
+// allow it, and reports whether it did; otherwise src is as it was.
+func (sv *solver) move(pi int32, src, t *bin, out *outcome) bool {
+	s := sv.s
+	sh := sv.shapeOf[pi]
+	v := sh.variants[0]
+	for _, g := range sh.matchedBy {
+		if g.key == s.hostKey && g.kind == gSpread && g.count(t.dom[s.hostKey]) > 0 {
+			return false
+		}
+		if g.kind == gSpread && s.eligible(g, src) != s.eligible(g, t) {
+			return false
+		}
+	}
+	at := slices.Index(src.pods, pi)
+	s.detach(sh, src, at)
+	s.check(v, t, out)
+	ok := out.code == okCode && out.cheap == t.cheap
+	if ok {
+		for k := range s.keys {
+			if k == s.hostKey {
+				continue
+			}
+			d := t.dom[k]
+			for _, p := range out.pins {
+				if p.key == k {
+					d = s.domain(k, p.val)
+				}
+			}
+			if d != src.dom[k] {
+				ok = false
+				break
+			}
+		}
+	}
+	if !ok {
+		s.attach(sh, src, pi, at)
+		return false
+	}
+	s.commit(v, t, out, pi)
+	sv.binOf[pi] = t.id
+	return true
+}
+
+// detach takes the pod at position at of claim b off it: the inverse of
+// state.commit, except that the claim keeps its type and candidates.
+func (s *state) detach(sh *shape, b *bin, at int) {
+	b.pods = slices.Delete(b.pods, at, at+1)
+	b.used.Sub(sh.req)
+	b.npods--
+	for _, hp := range sh.ports {
+		if i := slices.Index(b.ports, hp); i >= 0 {
+			b.ports = slices.Delete(b.ports, i, i+1)
+		}
+	}
+	s.recount(sh, b, -1)
+}
+
+// attach puts pod pi back at position at of claim b, undoing detach.
+func (s *state) attach(sh *shape, b *bin, pi int32, at int) {
+	b.pods = slices.Insert(b.pods, at, pi)
+	b.used.Add(sh.req)
+	b.npods++
+	b.ports = append(b.ports, sh.ports...)
+	s.recount(sh, b, 1)
+}
+
+// recount adds n to the counts of the groups that count a pod of sh on b,
+// as state.commit does for n = 1.
+func (s *state) recount(sh *shape, b *bin, n int32) {
+	for _, g := range sh.matchedBy {
+		d := b.dom[g.key]
+		if d < 0 || g.kind == gSpread && !s.eligible(g, b) {
+			continue
+		}
+		g.inc(d, n)
+	}
+	for _, g := range sh.ownsAnti {
+		if d := b.dom[g.key]; d >= 0 {
+			g.inc(d, n)
+		}
+	}
+}
+
+// shrink moves every claim to the cheapest of its types that holds its pods,
+// drops the claims left without pods, and renumbers the rest so that claim
+// i is bin len(existing)+i again.
+func (sv *solver) shrink() {
+	s := sv.s
+	kept := sv.claims[:0]
+	for _, id := range sv.claims {
+		b := s.bins[id]
+		p := b.pool
+		if len(b.pods) == 0 {
+			if len(p.limited) > 0 {
+				p.rem.Add(p.cap[b.cheap])
+			}
+			if p.nodeLimit {
+				p.limNodes++
+			}
+			continue
+		}
+		kept = append(kept, id)
+		if p.minv != nil {
+			continue
+		}
+		for _, i := range b.cand.frontier() {
+			if int(i) >= b.cheap {
+				break
+			}
+			if b.used.Fits(p.eff[i]) {
+				delta := p.cap[i].Clone()
+				delta.Sub(p.cap[b.cheap])
+				p.charge(delta, false)
+				b.cheap = int(i)
+				break
+			}
+		}
+	}
+	sv.claims = kept
+	if len(kept) == 0 || kept[len(kept)-1] == kept[0]+len(kept)-1 {
+		return
+	}
+	base := kept[0]
+	for _, id := range kept {
+		if id < base {
+			base = id
+		}
+	}
+	renum := map[int]int{}
+	for i, id := range kept {
+		renum[id] = base + i
+	}
+	bins := s.bins[:base]
+	for i, id := range kept {
+		b := s.bins[id]
+		b.id = base + i
+		bins = append(bins, b)
+	}
+	s.bins = bins
+	for i, id := range kept {
+		sv.claims[i] = renum[id]
+	}
+	for pi, id := range sv.binOf {
+		if n, ok := renum[id]; ok {
+			sv.binOf[pi] = n
+		}
+	}
+	for i := range sv.trace {
+		if n, ok := renum[sv.trace[i].bin]; ok {
+			sv.trace[i].bin = n
+		}
+	}
+	// Eligibility is cached by bin id.
+	for _, g := range s.groups {
+		g.elig = nil
+	}
+}
