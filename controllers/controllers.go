@@ -41,6 +41,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
@@ -209,6 +210,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := expiration.New(kube, deps.Clock, mgr.GetEventRecorder(expiration.Name), deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", expiration.Name, err)
 	}
+	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", tagging.Name, err)
+	}
 	if err := health.New(kube, cloudFor(health.Name), deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", health.Name, err)
 	}
@@ -329,6 +333,18 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 	}
 	if err != nil && ctx.Err() == nil {
 		logger.Error(err, "collecting leaked instances")
+	}
+	// Launch templates no launch has used for a while go too, as they do
+	// when they leave Karpenter's cache.
+	if deps.Cloud == nil {
+		return
+	}
+	names, err := deps.Cloud.CollectLaunchTemplates(ctx)
+	for _, name := range names {
+		logger.Info("deleted unused launch template", "launchTemplate", name)
+	}
+	if err != nil && ctx.Err() == nil {
+		logger.Error(err, "deleting unused launch templates")
 	}
 }
 

@@ -40,7 +40,8 @@ func NodeClaimForInstance(st *state.Cluster, clk clock.PassiveClock) func(instan
 }
 
 // CollectLeakedInstances runs one round of the leaked-instance collector that
-// Register runs every deps.GCInterval. It uses deps.Clients.EC2,
+// Register runs every deps.GCInterval, and the deletion of unused launch
+// templates through deps.Cloud when it is set. It uses deps.Clients.EC2,
 // deps.Settings.ClusterName, deps.State, deps.Clock and deps.GCGrace
 // (default garbagecollect.DefaultGrace).
 func CollectLeakedInstances(ctx context.Context, reader client.Reader, deps Deps) {

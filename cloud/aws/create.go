@@ -98,6 +98,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	var launched launch.Launched
 	for attempt := 0; ; attempt++ {
 		for _, t := range tmpls {
+			p.markTemplateUsed(t.Name)
 			if err := p.templates.Ensure(ctx, t); err != nil {
 				return nil, launch.ClassifyError(launch.ErrorCode(err), launch.ErrorMessage(err), nc.Status.InstanceProfile, err)
 			}
@@ -206,7 +207,8 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity())
+			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
+				nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
 			if err != nil {
 				return nil, err
 			}
@@ -219,7 +221,7 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool) (*launch.Template, error) {
+func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
@@ -227,6 +229,7 @@ func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxP
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
 		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints, Placement: placement,
 		Reservation: reservation, OptOutOfReservations: reservedCapacity && reservation == nil,
+		NodePool: nodePool, CapacityType: capacityType,
 	})
 }
 

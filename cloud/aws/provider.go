@@ -118,6 +118,9 @@ type Provider struct {
 	mu     sync.Mutex
 	region string
 	cache  describeCache
+	// templateUsed is when each launch template was last launched from
+	// (or ensured), for CollectLaunchTemplates.
+	templateUsed map[string]time.Time
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)
@@ -163,6 +166,7 @@ func New(opts Options) (*Provider, error) {
 
 		reservations:    newReservationCounts(),
 		disableReserved: opts.DisableReservedCapacity,
+		templateUsed:    map[string]time.Time{},
 	}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 )
 
@@ -38,11 +39,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWithTypes(t, testTypes)
+	return newEnvWith(t, testTypes, nil)
 }
 
 // newEnvWithTypes is newEnv with the fake describing only these types.
 func newEnvWithTypes(t *testing.T, types []string) *env {
+	t.Helper()
+	return newEnvWith(t, types, nil)
+}
+
+// newEnvWith is newEnv with the fake describing only these types and the
+// provider's clients passed through wrap (when not nil), for tests that
+// watch the calls.
+func newEnvWith(t *testing.T, types []string, wrap func(sdk.Clients) sdk.Clients) *env {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: types})
@@ -87,8 +96,12 @@ func newEnvWithTypes(t *testing.T, types []string) *env {
 	}
 	s := settings.Default()
 	s.ClusterName = "test"
+	clients := f.Clients()
+	if wrap != nil {
+		clients = wrap(clients)
+	}
 	p, err := New(Options{
-		Clients:  f.Clients(),
+		Clients:  clients,
 		Settings: s,
 		Clock:    clk,
 		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {

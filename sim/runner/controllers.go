@@ -32,6 +32,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
@@ -260,6 +261,14 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Reconciler: expiration.New(kube, d.Clock, d.Recorder(expiration.Name), d.Metrics),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK)},
 		},
+		watch.Controller{
+			Name:       tagging.Name,
+			Reconciler: tagging.New(kube, d.Clients.EC2, d.Settings.ClusterName),
+			Watches: []watch.Watch{watch.Own(nodeClaimGVK, func(o client.Object) bool {
+				nc, ok := o.(*karpv1.NodeClaim)
+				return ok && tagging.Taggable(nc)
+			})},
+		},
 	)
 	if d.NodeRepair.Enabled && len(d.Cloud.RepairPolicies()) > 0 {
 		out = append(out, watch.Controller{
@@ -342,7 +351,7 @@ type leakedInstances struct{ deps *Deps }
 func (l *leakedInstances) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	d := l.deps
 	controllers.CollectLeakedInstances(ctx, d.API, controllers.Deps{
-		Clients: d.Clients, Settings: d.Settings, State: d.State, Clock: d.Clock,
+		Clients: d.Clients, Settings: d.Settings, State: d.State, Clock: d.Clock, Cloud: d.Cloud,
 	})
 	return reconcile.Result{RequeueAfter: controllers.DefaultGCInterval}, nil
 }

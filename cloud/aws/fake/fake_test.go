@@ -1318,6 +1318,29 @@ func TestCapacityReservations(t *testing.T) {
 		s.CapacityReservationTarget == nil || aws.ToString(s.CapacityReservationTarget.CapacityReservationId) != id {
 		t.Errorf("described instance: reservation %v, specification %+v", aws.ToString(inst.CapacityReservationId), s)
 	}
+	// The instance keeps what it was launched with when its launch template
+	// is deleted (stevedore deletes unused templates), as EC2 does.
+	if _, err := e.f.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String("reserved")}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err = e.f.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := desc.Reservations[0].Instances[0].CapacityReservationSpecification; s == nil || s.CapacityReservationPreference != ec2types.CapacityReservationPreferenceCapacityReservationsOnly {
+		t.Errorf("after deleting the launch template the instance reports %+v, want its capacity-reservations-only launch", s)
+	}
+	if info, _ := e.f.Instance(ids[0]); info.LaunchTemplateData == nil || info.LaunchTemplateData.CapacityReservationSpecification == nil {
+		t.Errorf("after deleting the launch template the instance's launch data is %+v", info.LaunchTemplateData)
+	}
+	if _, err := e.f.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("reserved"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+		ImageId: aws.String(e.w.Images["al2023/x86_64/standard"]),
+		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: "capacity-reservations-only", CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(id)},
+		},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	fl, _ = e.f.CreateFleet(ctx, e.fleet("on-demand", 1, [2]string{"m5.large", "us-east-1a"}))
 	if len(fl.Errors) != 1 || *fl.Errors[0].ErrorCode != "ReservationCapacityExceeded" {
 		t.Errorf("exhausted reservation: %+v", fl.Errors)

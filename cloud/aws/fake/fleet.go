@@ -470,7 +470,7 @@ func (f *AWS) launch(c *candidate, lifecycle, reservationID string, fleetTags ma
 		seq: f.nextSeq(), id: "i-" + f.hex(17), instanceType: c.instanceType, zone: c.zone,
 		subnetID: c.subnet.ID, vpcID: c.subnet.VPCID, imageID: c.img.ID, arch: ec2Arch(t.it),
 		capacityType: lifecycle, launchReservation: reservationID,
-		launchTemplateID: c.lt.id, ltName: c.lt.name, profileName: c.lt.profileName(),
+		launchTemplateID: c.lt.id, ltName: c.lt.name, launchData: &c.lt.data, profileName: c.lt.profileName(),
 		privateIP: ip.String(), dnsName: fmt.Sprintf("ip-%d-%d-%d-%d.%s", a[0], a[1], a[2], a[3], domain),
 		eniID: "eni-" + f.hex(17), securityGroups: append([]string(nil), c.groups...), tags: tags,
 		windows: c.img.Windows, state: StatePending, launchTime: now, runningAt: now.Add(f.opts.BootDelay),

@@ -25,13 +25,17 @@ const (
 var stateCodes = map[string]int32{StatePending: 0, StateRunning: 16, StateShuttingDown: 32, StateTerminated: 48, "stopping": 64, "stopped": 80}
 
 type instance struct {
-	seq                          int64
-	id, instanceType, zone       string
-	subnetID, vpcID, imageID     string
-	arch, capacityType           string
-	launchReservation            string
-	capacityReservationID        string
-	launchTemplateID, ltName     string
+	seq                      int64
+	id, instanceType, zone   string
+	subnetID, vpcID, imageID string
+	arch, capacityType       string
+	launchReservation        string
+	capacityReservationID    string
+	launchTemplateID, ltName string
+	// launchData is what the instance was launched with (its launch
+	// template's content), kept as EC2 keeps an instance's configuration
+	// when the template is deleted later. Shared, never modified.
+	launchData                   *ec2types.RequestLaunchTemplateData
 	profileName                  string
 	privateIP, dnsName, eniID    string
 	spotRequestID                string
@@ -79,6 +83,9 @@ type InstanceInfo struct {
 	Tags                  map[string]string
 	// UserData is the launch template's user data, base64 as sent.
 	UserData string
+	// LaunchTemplateData is a copy of the launch template content the
+	// instance was launched with; it outlives the template.
+	LaunchTemplateData *ec2types.RequestLaunchTemplateData
 	// PlacementGroupID and PlacementPartition are the placement group (and
 	// partition) the instance runs in, if any.
 	PlacementGroupID   string
@@ -105,8 +112,10 @@ func (f *AWS) Instance(id string) (InstanceInfo, bool) {
 	if p, ok := f.profiles[inst.profileName]; ok && len(p.roles) > 0 {
 		info.Role = p.roles[0]
 	}
-	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok {
-		info.UserData = deref(lt.data.UserData)
+	if d := inst.launchData; d != nil {
+		info.UserData = deref(d.UserData)
+		c := clone(*d)
+		info.LaunchTemplateData = &c
 	}
 	return info, true
 }
@@ -328,8 +337,8 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 	// The preference the instance launched with, as EC2 reports it: the
 	// launch template's, else open.
 	out.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{CapacityReservationPreference: ec2types.CapacityReservationPreferenceOpen}
-	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok && lt.data.CapacityReservationSpecification != nil {
-		crs := lt.data.CapacityReservationSpecification
+	if d := inst.launchData; d != nil && d.CapacityReservationSpecification != nil {
+		crs := d.CapacityReservationSpecification
 		if crs.CapacityReservationPreference != "" {
 			out.CapacityReservationSpecification.CapacityReservationPreference = crs.CapacityReservationPreference
 		}
@@ -340,8 +349,8 @@ func (f *AWS) instanceOutput(inst *instance) ec2types.Instance {
 	if p, ok := f.profiles[inst.profileName]; ok {
 		out.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: ptr(p.arn), Id: ptr(p.id)}
 	}
-	if lt, ok := f.launchTemplates[inst.launchTemplateID]; ok && lt.data.MetadataOptions != nil {
-		m := lt.data.MetadataOptions
+	if d := inst.launchData; d != nil && d.MetadataOptions != nil {
+		m := d.MetadataOptions
 		out.MetadataOptions = &ec2types.InstanceMetadataOptionsResponse{
 			HttpEndpoint:            ec2types.InstanceMetadataEndpointState(m.HttpEndpoint),
 			HttpProtocolIpv6:        ec2types.InstanceMetadataProtocolState(m.HttpProtocolIpv6),

@@ -52,6 +52,15 @@ type TemplateParams struct {
 	// kubelet; they must be the same for every instance type of the group.
 	Labels map[string]string
 	Taints []corev1.Taint
+	// NodePool is the NodePool the template launches for. It is tagged on
+	// the template (karpenter.sh/nodepool) and on the network interfaces
+	// and spot requests the template creates, as Karpenter does: its IAM
+	// policy admits launches only from templates and into resources that
+	// carry the tag, so templates are not shared between NodePools.
+	NodePool string
+	// CapacityType is the capacity type launched with the template; spot
+	// templates also tag the spot request.
+	CapacityType string
 	// Placement is the node class's resolved placement group, if any.
 	Placement Placement
 	// Reservation, when set, is the capacity reservation the template
@@ -69,7 +78,8 @@ type TemplateParams struct {
 
 // Template is a resolved launch template, ready to be created.
 type Template struct {
-	// Name is stevedore/<cluster>/<hash of Data and Tags>.
+	// Name is stevedore/<cluster>/<hash of Data and Tags>; the tags name the
+	// NodePool, so each NodePool has its own templates.
 	Name string
 	// ImageID repeats Data.ImageId.
 	ImageID string
@@ -153,6 +163,9 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 		return nil, fmt.Errorf("user data for EC2NodeClass %q: %w", nc.Name, err)
 	}
 	tags := OwnershipTags(p.ClusterName, nc)
+	if p.NodePool != "" {
+		tags[wellknown.TagNodePool] = p.NodePool
+	}
 	sgs := make([]string, 0, len(nc.Status.SecurityGroups))
 	for _, sg := range nc.Status.SecurityGroups {
 		sgs = append(sgs, sg.ID)
@@ -172,6 +185,13 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: toTags(tags)},
 		},
+	}
+	if p.CapacityType == wellknown.CapacityTypeSpot {
+		// An instant fleet's request tags cover the fleet, instances and
+		// volumes only; the spot request takes its tags from here.
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{
+			ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: toTags(tags),
+		})
 	}
 	switch {
 	case p.Reservation != nil:

@@ -181,7 +181,9 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		}
 	}
 	if missing := missingTags(have, want); len(missing) > 0 {
-		_, err := r.iam.TagInstanceProfile(ctx, &iam.TagInstanceProfileInput{InstanceProfileName: aws.String(name), Tags: iamTags(missing)})
+		// All the tags, not just the missing ones: the policy allows
+		// tagging only requests that carry the ownership tags.
+		_, err := r.iam.TagInstanceProfile(ctx, &iam.TagInstanceProfileInput{InstanceProfileName: aws.String(name), Tags: iamTags(want)})
 		switch {
 		case err == nil:
 		case isUnauthorized(err):

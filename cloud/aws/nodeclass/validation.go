@@ -107,8 +107,10 @@ func (r *Resolver) validate(ctx context.Context, nc *awsv1.EC2NodeClass, st *aws
 		in := &ec2.RunInstancesInput{
 			DryRun: aws.Bool(true), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
 			ImageId: aws.String(image.ID), InstanceType: instanceType, SubnetId: aws.String(subnetID),
-			SecurityGroupIds:  groups,
-			TagSpecifications: tagSpecs(tags, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume),
+			SecurityGroupIds: groups,
+			// The network interface is tagged too: Karpenter's policy admits
+			// only tagged interfaces, as it does instances and volumes.
+			TagSpecifications: tagSpecs(tags, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface),
 		}
 		if withProfile {
 			in.IamInstanceProfile = &ec2types.IamInstanceProfileSpecification{Name: aws.String(p.name)}

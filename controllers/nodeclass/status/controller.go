@@ -11,7 +11,9 @@
 //     node class is resolved again after ReadyRequeue, or NotReadyRequeue
 //     while it is not Ready;
 //   - on deletion, waits while any NodeClaim references it (with an event),
-//     then removes the finalizer.
+//     then deletes what stevedore created for it in AWS (launch templates,
+//     the managed instance profile; see Finalizer) and removes the
+//     finalizer.
 //
 // Writes are merge patches guarded by the resource version.
 package status
@@ -68,6 +70,13 @@ const ReasonWaitingOnNodeClaims = "WaitingOnNodeClaimTermination"
 // production one.
 type Resolver interface {
 	Resolve(ctx context.Context, nc *awsv1.EC2NodeClass, kubernetesVersion string) (awsv1.EC2NodeClassStatus, error)
+}
+
+// Finalizer is implemented by resolvers that clean up after a deleted node
+// class; *nodeclass.Resolver deletes its launch templates and the instance
+// profile it manages.
+type Finalizer interface {
+	Finalize(ctx context.Context, nc *awsv1.EC2NodeClass) error
 }
 
 // Options configure a Reconciler.
@@ -211,9 +220,14 @@ func (r *Reconciler) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reco
 		return reconcile.Result{RequeueAfter: DeletionPoll}, nil
 	}
 
-	// Not done here yet: deleting the instance profiles stevedore manages
-	// for this node class (IAM path nodeclass.ProfilePath) and the launch
-	// templates tagged with it. They must go before the finalizer does.
+	// What stevedore created for the node class in AWS (its launch
+	// templates and managed instance profile) goes before the finalizer
+	// does; on an error the finalizer stays and the work queue retries.
+	if f, ok := r.resolver.(Finalizer); ok {
+		if err := f.Finalize(ctx, nc); err != nil {
+			return reconcile.Result{}, fmt.Errorf("cleaning up after EC2NodeClass %s: %w", nc.Name, err)
+		}
+	}
 
 	if err := r.patchMeta(ctx, nc, func(nc *awsv1.EC2NodeClass) {
 		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == wellknown.FinalizerEC2NodeClassTermination })

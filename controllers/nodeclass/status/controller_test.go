@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -229,7 +232,22 @@ func TestAWSErrorKeepsConditions(t *testing.T) {
 func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	e := newEnv(t, 4)
 	e.nodeClass("deleting", clusterName)
-	if _, _, err := e.reconcile("deleting"); err != nil {
+	_, resolved, err := e.reconcile("deleting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := resolved.Status.InstanceProfile
+	if _, ok := e.aws.InstanceProfileRoles(profile); !ok {
+		t.Fatalf("managed instance profile %q was not created", profile)
+	}
+	if _, err := e.aws.CreateLaunchTemplate(e.ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("stevedore/" + clusterName + "/deleting"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{
+			{Key: aws.String(wellknown.TagEKSClusterName), Value: aws.String(clusterName)},
+			{Key: aws.String(wellknown.TagEC2NodeClass), Value: aws.String("deleting")},
+		}}},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	claim := &karpv1.NodeClaim{
@@ -266,15 +284,30 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	if n := e.aws.Calls("DescribeSubnets"); n != calls {
 		t.Errorf("a deleting node class was resolved (%d DescribeSubnets calls)", n-calls)
 	}
+	if _, ok := e.aws.InstanceProfileRoles(profile); !ok {
+		t.Error("the instance profile was deleted while NodeClaims still use the node class")
+	}
 
+	// A failing clean-up keeps the finalizer.
 	if err := kube.Delete(e.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
+	e.aws.InjectError("DeleteInstanceProfile", fake.APIError("ServiceFailure", "boom"), 1)
+	if _, nc, err = e.reconcile("deleting"); err == nil || nc == nil {
+		t.Fatalf("reconcile with a failing clean-up: err %v, node class %v; want an error and the node class kept", err, nc)
+	}
+
 	if _, nc, err = e.reconcile("deleting"); err != nil {
 		t.Fatal(err)
 	}
 	if nc != nil {
 		t.Errorf("EC2NodeClass still exists with finalizers %v after its NodeClaims went", nc.Finalizers)
+	}
+	if _, ok := e.aws.InstanceProfileRoles(profile); ok {
+		t.Errorf("managed instance profile %s outlived its EC2NodeClass", profile)
+	}
+	if names := e.aws.LaunchTemplateNames(); len(names) != 0 {
+		t.Errorf("launch templates %v outlived their EC2NodeClass", names)
 	}
 }
 

@@ -1,0 +1,19 @@
+package fake
+
+import (
+	"testing"
+
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
+)
+
+// TestOperationsAreInTheInventory: every operation the in-memory AWS serves
+// is in the IAM inventory, so a call added to both sides is also given its
+// IAM actions.
+func TestOperationsAreInTheInventory(t *testing.T) {
+	for _, op := range Operations() {
+		svc := serviceOf(op).id
+		if _, ok := iampolicy.Lookup(svc, op); !ok {
+			t.Errorf("%s.%s is served by the fake but missing from iampolicy.Inventory", svc, op)
+		}
+	}
+}
