@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -354,31 +353,18 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 func knownInstances(providerIDs []string) map[string]bool {
 	known := make(map[string]bool, len(providerIDs))
 	for _, p := range providerIDs {
-		if id := instanceID(p); id != "" {
+		if id := aws.InstanceID(p); id != "" {
 			known[id] = true
 		}
 	}
 	return known
 }
 
-// instanceID returns the instance ID of an aws:///<zone>/<instance-id>
-// provider ID, or "".
-func instanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	id := providerID[strings.LastIndex(providerID, "/")+1:]
-	if !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
-}
-
 // nodeClaimFor maps instance IDs to NodeClaim names from the cluster state.
 func nodeClaimFor(st *state.Cluster, clk clock.PassiveClock) func(string) (string, bool) {
 	return func(id string) (string, bool) {
 		for _, n := range st.Snapshot(clk.Now()).Nodes {
-			if n.NodeClaim != nil && instanceID(n.NodeClaim.Status.ProviderID) == id {
+			if n.NodeClaim != nil && aws.InstanceID(n.NodeClaim.Status.ProviderID) == id {
 				return n.NodeClaim.Name, true
 			}
 		}

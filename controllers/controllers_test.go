@@ -48,19 +48,6 @@ func TestRunnablesNeedLeaderElection(t *testing.T) {
 	}
 }
 
-func TestInstanceID(t *testing.T) {
-	for in, want := range map[string]string{
-		"aws:///us-east-1a/i-0123": "i-0123",
-		"aws:///us-east-1a/":       "",
-		"kind://x/i-1":             "",
-		"":                         "",
-	} {
-		if got := instanceID(in); got != want {
-			t.Errorf("instanceID(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func nodeClaim(name, providerID string) *karpv1.NodeClaim {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	nc.Status.ProviderID = providerID

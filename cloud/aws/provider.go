@@ -252,6 +252,17 @@ func parseProviderID(id string) (string, error) {
 	return inst, nil
 }
 
+// InstanceID returns the instance ID of an aws:///<zone>/<instance-id>
+// provider ID, or "" when it names no instance: for controllers that act on
+// an instance only when there is one.
+func InstanceID(providerID string) string {
+	id, err := parseProviderID(providerID)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
 func tagMap(tags []ec2types.Tag) map[string]string {
 	m := make(map[string]string, len(tags))
 	for _, t := range tags {

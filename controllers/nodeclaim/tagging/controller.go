@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -29,6 +28,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	awsprovider "github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 )
 
@@ -78,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !Taggable(nc) {
 		return reconcile.Result{}, nil
 	}
-	id := instanceID(nc.Status.ProviderID)
+	id := awsprovider.InstanceID(nc.Status.ProviderID)
 	if id == "" {
 		// Not an EC2 instance (yet); a providerID change wakes us again.
 		return reconcile.Result{}, nil
@@ -126,19 +126,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("annotating NodeClaim %s as tagged: %w", nc.Name, err))
 	}
 	return reconcile.Result{}, nil
-}
-
-// instanceID returns the instance ID of an aws:///<zone>/<instance-id>
-// provider ID, or "".
-func instanceID(providerID string) string {
-	if !strings.HasPrefix(providerID, "aws://") {
-		return ""
-	}
-	id := providerID[strings.LastIndex(providerID, "/")+1:]
-	if !strings.HasPrefix(id, "i-") {
-		return ""
-	}
-	return id
 }
 
 func errorCode(err error) string {

@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	awsprovider "github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
@@ -113,7 +114,7 @@ func TestTagsRegisteredInstances(t *testing.T) {
 		}
 	}
 	tags := func(providerID string) map[string]string {
-		info, _ := f.Instance(instanceID(providerID))
+		info, _ := f.Instance(awsprovider.InstanceID(providerID))
 		return info.Tags
 	}
 	if got := tags(plain); got[wellknown.TagName] != "ip-10-0-0-1.ec2.internal" || got[wellknown.TagNodeClaim] != "tag-plain" || got[wellknown.TagEKSClusterName] != clusterName {
