@@ -160,6 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.restampNodeClaims(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
 
 	status, resolveErr := r.resolver.Resolve(ctx, nc, r.opts.KubernetesVersion)
 	base := nc.DeepCopy()
@@ -256,6 +259,37 @@ func (r *Reconciler) patchMeta(ctx context.Context, nc *awsv1.EC2NodeClass, muta
 	}
 	if err := r.client.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// restampNodeClaims gives the NodeClaims of the node class its current hash
+// and hash version where their version differs and they have not drifted
+// (drift.NeedsRestamp). A NodeClaim carrying another algorithm's hash (one
+// Karpenter launched, or one from before an upgrade) could otherwise never
+// be compared with the node class again, and a later change to the node
+// class's static fields would never drift it. Karpenter re-stamps the same
+// way when the hash version changes.
+func (r *Reconciler) restampNodeClaims(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	var claims karpv1.NodeClaimList
+	if err := r.client.List(ctx, &claims); err != nil {
+		return fmt.Errorf("listing NodeClaims of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if !references(claim, nc.Name) || !claim.DeletionTimestamp.IsZero() || !drift.NeedsRestamp(claim, nc) {
+			continue
+		}
+		base := claim.DeepCopy()
+		if claim.Annotations == nil {
+			claim.Annotations = map[string]string{}
+		}
+		for _, k := range []string{wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion} {
+			claim.Annotations[k] = nc.Annotations[k]
+		}
+		if err := r.client.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("re-stamping the EC2NodeClass hash of NodeClaim %s: %w", claim.Name, err)
+		}
 	}
 	return nil
 }

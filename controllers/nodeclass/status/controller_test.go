@@ -338,3 +338,66 @@ func TestReadyRequeueFollowsRefreshInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestRestampsNodeClaimsOfAnotherHashVersion: NodeClaims carrying another
+// algorithm's EC2NodeClass hash (Karpenter's, after a move from it) are
+// given the node class's current hash and version, so that a later change
+// of the node class drifts them; a NodeClaim already drifted keeps its hash,
+// and so stays drifted; one of another node class is left alone.
+func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
+	e := newEnv(t, 5)
+	e.nodeClass("restamp", clusterName)
+	const karpenterHash, karpenterVersion = "12239840453578113463", "v4"
+	tests := []struct {
+		name, class string
+		drifted     bool
+		wantStamped bool
+	}{
+		{name: "restamp-adopted", class: "restamp", wantStamped: true},
+		{name: "restamp-drifted", class: "restamp", drifted: true},
+		{name: "restamp-other-class", class: "other"},
+	}
+	for _, tc := range tests {
+		claim := &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: tc.name, Annotations: map[string]string{
+				wellknown.AnnotationEC2NodeClassHash:        karpenterHash,
+				wellknown.AnnotationEC2NodeClassHashVersion: karpenterVersion,
+			}},
+			Spec: karpv1.NodeClaimSpec{
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
+					Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
+				}},
+				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: tc.class},
+			},
+		}
+		if err := kube.Create(e.ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.Delete(context.Background(), claim) })
+		if tc.drifted {
+			claim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrift", LastTransitionTime: metav1.Now()}}
+			if err := kube.Status().Update(e.ctx, claim); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, nc, err := e.reconcile("restamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := &karpv1.NodeClaim{}
+			if err := kube.Get(e.ctx, client.ObjectKey{Name: tc.name}, got); err != nil {
+				t.Fatal(err)
+			}
+			wantHash, wantVersion := karpenterHash, karpenterVersion
+			if tc.wantStamped {
+				wantHash, wantVersion = nc.Annotations[wellknown.AnnotationEC2NodeClassHash], drift.HashVersion
+			}
+			if h, v := got.Annotations[wellknown.AnnotationEC2NodeClassHash], got.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != wantHash || v != wantVersion {
+				t.Errorf("hash %s version %s, want %s %s", h, v, wantHash, wantVersion)
+			}
+		})
+	}
+}
