@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -123,7 +124,11 @@ func TestMetricsScrape(t *testing.T) {
 	wg.Wait()
 
 	// The last observations land at the next scrape or two.
-	eventually(t, 20*time.Second, "every Karpenter metric served with its labels", func(ctx context.Context) error {
+	eventually(t, 20*time.Second, "every Karpenter metric served with its labels", func(context.Context) error {
+		// A scrape of its own deadline, so that the last attempt reports
+		// the metrics' problems rather than a scrape cut short.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
 		if err := scrapeInto(ctx); err != nil {
 			return err
 		}
@@ -212,7 +217,12 @@ func scrapeFamilies(ctx context.Context, url string) (map[string]*family, error)
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return parseExposition(resp.Body)
+	// Read it whole first: a body cut short is an error, not a short line.
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return parseExposition(bytes.NewReader(body))
 }
 
 // parseExposition reads the text format: "# TYPE name type" lines and
