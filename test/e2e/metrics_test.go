@@ -47,8 +47,8 @@ var metricsExempt = map[string]string{
 	"karpenter_scheduler_unfinished_work_seconds":                   "exists during a scheduling run only",
 	// Published by the NodePool status controller only for resources the
 	// pool uses, when a reconcile happens while it has nodes; in some runs
-	// none does in the half minute the node lives. (Karpenter publishes it
-	// for every NodePool, with zeros; a gap left to the status controller.)
+	// none does in the half minute the node lives. Whether Karpenter
+	// publishes zeros for an idle pool is left to the status controller.
 	"karpenter_nodepools_usage": "not always reconciled while the pool has a node: see above",
 	// The NodePool and EC2NodeClass: their conditions are set on their
 	// first reconcile and stay, and they are deleted after the scrape.
