@@ -173,8 +173,11 @@ type controllerOptions struct {
 	// account is --simulated-account: a file or a served account's URL.
 	account string
 	// leaderElectionID turns on leader election with that Lease (in
-	// namespace default); empty runs without.
-	leaderElectionID string
+	// leaderElectionNamespace, default "default"); empty runs without.
+	leaderElectionID, leaderElectionNamespace string
+	// kubeconfig is the controller's credentials; empty is the cluster's
+	// admin.
+	kubeconfig string
 }
 
 // startController starts the controller binary against the cluster and
@@ -183,9 +186,15 @@ type controllerOptions struct {
 func startController(t *testing.T, o controllerOptions) *controller {
 	t.Helper()
 	metrics, probe := freePort(t), freePort(t)
+	if o.kubeconfig == "" {
+		o.kubeconfig = testCluster.Kubeconfig
+	}
+	if o.leaderElectionNamespace == "" {
+		o.leaderElectionNamespace = "default"
+	}
 	args := []string{
 		"controller",
-		"--kubeconfig=" + testCluster.Kubeconfig,
+		"--kubeconfig=" + o.kubeconfig,
 		"--cloud=simulated",
 		"--simulated-account=" + o.account,
 		"--metrics-bind-address=127.0.0.1:" + metrics,
@@ -196,7 +205,7 @@ func startController(t *testing.T, o controllerOptions) *controller {
 		"--disruption-validation-delay=5s",
 	}
 	if o.leaderElectionID != "" {
-		args = append(args, "--leader-elect=true", "--leader-election-namespace=default", "--leader-election-id="+o.leaderElectionID)
+		args = append(args, "--leader-elect=true", "--leader-election-namespace="+o.leaderElectionNamespace, "--leader-election-id="+o.leaderElectionID)
 	} else {
 		args = append(args, "--leader-elect=false")
 	}
@@ -250,7 +259,13 @@ func manifests(t *testing.T, text string, data any) []client.Object {
 	if err := template.Must(template.New("manifests").Option("missingkey=error").Parse(text)).Execute(&b, data); err != nil {
 		t.Fatal(err)
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(&b))
+	return decodeManifests(t, b.Bytes())
+}
+
+// decodeManifests decodes a stream of YAML documents.
+func decodeManifests(t *testing.T, stream []byte) []client.Object {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
 	var out []client.Object
 	for {
 		doc, err := r.Read()
