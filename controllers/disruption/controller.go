@@ -196,6 +196,12 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types listed on a replacement;
 	// 0 means the packer's default.
 	MaxInstanceTypes int
+	// MaxConsolidationCandidates caps the candidates multi-node
+	// consolidation considers (decide/disruption Options.MaxCandidates);
+	// 0, the default, means no cap. Only the simulator's consolidation
+	// benchmark sets it, to compare with a search capped at 100 candidates
+	// as Karpenter's is.
+	MaxConsolidationCandidates int
 }
 
 // Controller is the disruption controller. Create it with New. Reconcile is
@@ -500,13 +506,20 @@ func (c *Controller) input(ctx context.Context, snap state.Snapshot, remaining m
 		Snapshot:  snap,
 		Pools:     pools,
 		Remaining: remaining,
-		Options: decide.Options{
-			SpotToSpot:       c.opts.SpotToSpot,
-			StaticCapacity:   c.opts.StaticCapacity,
-			PreferencePolicy: c.opts.PreferencePolicy,
-			MaxInstanceTypes: c.opts.MaxInstanceTypes,
-			Cache:            c.packingCache(snap),
-		},
+		Options:   c.decisionOptions(snap),
+	}
+}
+
+// decisionOptions are the decision's options: the controller's settings
+// and the packer cache kept between decisions.
+func (c *Controller) decisionOptions(snap state.Snapshot) decide.Options {
+	return decide.Options{
+		SpotToSpot:       c.opts.SpotToSpot,
+		StaticCapacity:   c.opts.StaticCapacity,
+		PreferencePolicy: c.opts.PreferencePolicy,
+		MaxInstanceTypes: c.opts.MaxInstanceTypes,
+		MaxCandidates:    c.opts.MaxConsolidationCandidates,
+		Cache:            c.packingCache(snap),
 	}
 }
 

@@ -88,7 +88,7 @@ func BenchmarkConsolidationCapped(b *testing.B) {
 	f := bigCluster(b, 2000)
 	in := f.input()
 	in.Remaining = map[string]map[Reason]int{"default": {ReasonEmpty: 2000, ReasonUnderutilized: 2000, ReasonDrifted: 2000}}
-	in.Options.maxCandidates = 100
+	in.Options.MaxCandidates = 100
 	b.ResetTimer()
 	var d Decision
 	for i := 0; i < b.N; i++ {
@@ -155,7 +155,7 @@ func TestUncappedSearchSavesAtLeastAsMuch(t *testing.T) {
 	in := f.input()
 	in.Remaining = map[string]map[Reason]int{"default": {ReasonEmpty: 400, ReasonUnderutilized: 400, ReasonDrifted: 400}}
 	full := Decide(in)
-	in.Options.maxCandidates = 100
+	in.Options.MaxCandidates = 100
 	capped := Decide(in)
 	if full.Command == nil || capped.Command == nil {
 		t.Fatalf("commands %v / %v", full.Command, capped.Command)
@@ -167,7 +167,7 @@ func TestUncappedSearchSavesAtLeastAsMuch(t *testing.T) {
 		t.Errorf("uncapped pass took %d nodes; the cluster has 200 underused", len(full.Command.Candidates))
 	}
 	// The same input decides the same way.
-	in.Options.maxCandidates = 0
+	in.Options.MaxCandidates = 0
 	again := Decide(in)
 	if again.Command.String() != full.Command.String() || len(again.Blocked) != len(full.Blocked) {
 		t.Fatal("two passes over the same input differ")

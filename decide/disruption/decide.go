@@ -160,7 +160,7 @@ func (d *decider) consolidation() (*Command, []Blocked) {
 	// Multi-node consolidation tries prefixes of the candidates that the
 	// budgets allow in one command; single-node tries every open one.
 	multi, _ := withinBudget(d.in, open, ReasonUnderutilized)
-	if m := d.in.Options.maxCandidates; m > 0 && len(multi) > m {
+	if m := d.in.Options.MaxCandidates; m > 0 && len(multi) > m {
 		multi = multi[:m]
 	}
 	if d.in.Options.SkipConsolidation {

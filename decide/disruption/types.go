@@ -252,10 +252,13 @@ type Options struct {
 	// is then derived again only when they change. It changes no result.
 	Cache *packer.Cache
 
-	// maxCandidates caps the candidates multi-node consolidation
-	// considers, as Karpenter does (100); 0 means no cap. Only the
-	// benchmarks set it, to compare.
-	maxCandidates int
+	// MaxCandidates caps the candidates multi-node consolidation
+	// considers, as Karpenter does (100, the first candidates in its
+	// order); 0, the default, means no cap. Single-node consolidation
+	// still tries every candidate. It exists to compare stevedore's
+	// search with a capped one (the benchmarks and the simulator's
+	// consolidation benchmark); production leaves it at 0.
+	MaxCandidates int
 }
 
 // MessageSpotToSpotDisabled is why a spot node is not replaced by another

@@ -143,6 +143,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
 			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
+			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		ActOnRebalance: run.Controller.ActOnRebalance,

@@ -147,6 +147,11 @@ type ControllerConfig struct {
 	ReplacementTimeout  time.Duration
 	MaxUnhealthyPercent int
 	ActOnRebalance      bool
+	// MaxConsolidationCandidates caps the candidates multi-node
+	// consolidation considers (0, the default: no cap). No scenario setting
+	// sets it: the consolidation benchmark sets it to 100 to compare with a
+	// search capped as Karpenter's is.
+	MaxConsolidationCandidates int
 }
 
 // featureGates are the feature gates a scenario may set; ignoredGates are
