@@ -99,3 +99,20 @@ func (p RepairPolicy) Unhealthy(cond corev1.NodeCondition, now time.Time) bool {
 	}
 	return !now.Before(cond.LastTransitionTime.Add(p.TolerationDuration))
 }
+
+// LaunchFailure is one offering a launch tried and the cloud refused, as
+// karpenter_cloudprovider_instance_launch_failures_total counts them: one
+// launch can fail several offerings before one succeeds, or all of them.
+type LaunchFailure struct {
+	Zone, ZoneID, CapacityType string
+	// Reason is the cloud's own error code, for example
+	// InsufficientInstanceCapacity.
+	Reason string
+}
+
+// LaunchFailureReporter is implemented by providers that can say which
+// offerings of a launch failed. ReportLaunchFailuresTo sets the function
+// each failure is handed to; call it once, before the first Create.
+type LaunchFailureReporter interface {
+	ReportLaunchFailuresTo(func(LaunchFailure))
+}

@@ -186,6 +186,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 		return err
 	}
 	kube := mgr.GetClient()
+	deps.Metrics.CountLaunchFailures(deps.Cloud)
 	deps.Metrics.WatchState(metrics.StateOptions{State: deps.State, Clock: deps.Clock,
 		Synced: func(ctx context.Context) bool { return deps.State.Synced(ctx, mgr.GetClient()) }})
 	// Each controller calls the cloud through its own measured view, so

@@ -115,6 +115,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 			// A reservation that ran out takes nothing more until it is
 			// described again; the NodeClaim is launched again, from the
 			// offerings left (Karpenter's fallback from reserved capacity).
+			p.reportLaunchFailures(nc, launch.Failures(out, spec))
 			for _, id := range launch.ExhaustedReservations(out, spec) {
 				p.reservations.MarkUnavailable(id)
 			}
@@ -316,4 +317,26 @@ func (p *Provider) launchedNodeClaim(in *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 	out.Status.Capacity = t.it.Capacity.DeepCopy()
 	out.Status.Allocatable = t.it.Allocatable.DeepCopy()
 	return out
+}
+
+// ReportLaunchFailuresTo implements cloud.LaunchFailureReporter: every
+// offering a CreateFleet answer reports as failed is handed to report.
+func (p *Provider) ReportLaunchFailuresTo(report func(cloud.LaunchFailure)) {
+	p.launchFailures.Store(&report)
+}
+
+// reportLaunchFailures hands fs to the reporter, each with the zone ID of
+// its zone as the node class's subnets record it.
+func (p *Provider) reportLaunchFailures(nc *awsv1.EC2NodeClass, fs []launch.Failure) {
+	report := p.launchFailures.Load()
+	if report == nil || len(fs) == 0 {
+		return
+	}
+	zoneIDs := map[string]string{}
+	for _, s := range nc.Status.Subnets {
+		zoneIDs[s.Zone] = s.ZoneID
+	}
+	for _, f := range fs {
+		(*report)(cloud.LaunchFailure{Zone: f.Zone, ZoneID: zoneIDs[f.Zone], CapacityType: f.CapacityType, Reason: f.Code})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -114,6 +115,9 @@ type Provider struct {
 	// reservations are the instance counts left in capacity reservations.
 	reservations    *reservationCounts
 	disableReserved bool
+	// launchFailures receives the offerings launches fail in (see
+	// ReportLaunchFailuresTo); nil until set.
+	launchFailures atomic.Pointer[func(cloud.LaunchFailure)]
 
 	mu     sync.Mutex
 	region string

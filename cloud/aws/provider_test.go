@@ -288,6 +288,8 @@ func TestCreateTagsAndLaunchTemplateReuse(t *testing.T) {
 func TestCreateInsufficientCapacityFallsBack(t *testing.T) {
 	e := newEnv(t)
 	e.aws.InjectInsufficientCapacity([]string{"c6i.large"}, []string{"us-east-1a"}, fake.CapacityTypeSpot, e.clk.Now().Add(time.Hour))
+	var failures []cloud.LaunchFailure
+	e.p.ReportLaunchFailuresTo(func(f cloud.LaunchFailure) { failures = append(failures, f) })
 	pool := []karpv1.NodeSelectorRequirementWithMinValues{
 		req(wellknown.LabelInstanceType, "c6i.large"), req(wellknown.LabelCapacityType, wellknown.CapacityTypeSpot),
 	}
@@ -297,6 +299,16 @@ func TestCreateInsufficientCapacityFallsBack(t *testing.T) {
 	}
 	if e.p.ICE().Available("c6i.large", "us-east-1a", wellknown.CapacityTypeSpot) {
 		t.Error("pool not marked unavailable")
+	}
+	zoneID := ""
+	for _, s := range e.nc.Status.Subnets {
+		if s.Zone == "us-east-1a" {
+			zoneID = s.ZoneID
+		}
+	}
+	wantFailure := cloud.LaunchFailure{Zone: "us-east-1a", ZoneID: zoneID, CapacityType: wellknown.CapacityTypeSpot, Reason: "InsufficientInstanceCapacity"}
+	if zoneID == "" || len(failures) != 1 || failures[0] != wantFailure {
+		t.Errorf("reported launch failures = %+v, want [%+v]", failures, wantFailure)
 	}
 	offering := func() bool {
 		types, err := e.p.GetInstanceTypes(e.ctx, &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: &karpv1.NodeClassReference{Name: "default"}}}}})
@@ -327,6 +339,9 @@ func TestCreateInsufficientCapacityFallsBack(t *testing.T) {
 	}
 	if n := e.aws.Calls("CreateFleet") - calls; n != 1 {
 		t.Errorf("CreateFleet calls = %d, want 1", n)
+	}
+	if len(failures) != 1 {
+		t.Errorf("a launch that succeeded first time reported failures: %+v", failures[1:])
 	}
 	e.clk.Step(launch.UnavailableTTL + time.Second)
 	if !offering() {

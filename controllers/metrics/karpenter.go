@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/internal/version"
 )
 
@@ -236,6 +237,18 @@ func (m *Metrics) InstanceStatusUnhealthy(category string) {
 		return
 	}
 	m.lifecycle.instanceStatusUnhealthy.WithLabelValues(category).Inc()
+}
+
+// CountLaunchFailures makes cp hand the offerings its launches fail in to
+// InstanceLaunchFailed, if cp can report them (cloud.LaunchFailureReporter).
+func (m *Metrics) CountLaunchFailures(cp cloud.CloudProvider) {
+	r, ok := cp.(cloud.LaunchFailureReporter)
+	if m == nil || !ok {
+		return
+	}
+	r.ReportLaunchFailuresTo(func(f cloud.LaunchFailure) {
+		m.InstanceLaunchFailed(f.Zone, f.ZoneID, f.CapacityType, f.Reason)
+	})
 }
 
 // InstanceLaunchFailed counts an offering a launch failed in.

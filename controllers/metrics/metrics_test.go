@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/stevedore-autoscaler/stevedore/cloud"
 )
 
 func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
@@ -156,4 +158,42 @@ func TestLint(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
+}
+
+// reportingCloud is a provider that reports launch failures; the methods of
+// cloud.CloudProvider are never called.
+type reportingCloud struct {
+	cloud.CloudProvider
+	report func(cloud.LaunchFailure)
+}
+
+func (r *reportingCloud) ReportLaunchFailuresTo(f func(cloud.LaunchFailure)) { r.report = f }
+
+func TestCountLaunchFailures(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &reportingCloud{}
+	m.CountLaunchFailures(cp)
+	if cp.report == nil {
+		t.Fatal("CountLaunchFailures did not hand the provider a reporter")
+	}
+	cp.report(cloud.LaunchFailure{Zone: "us-east-1a", ZoneID: "use1-az1", CapacityType: "spot", Reason: "InsufficientInstanceCapacity"})
+	cp.report(cloud.LaunchFailure{Zone: "us-east-1a", ZoneID: "use1-az1", CapacityType: "spot", Reason: "InsufficientInstanceCapacity"})
+	cp.report(cloud.LaunchFailure{Zone: "us-east-1b", ZoneID: "use1-az2", CapacityType: "on-demand", Reason: "VcpuLimitExceeded"})
+	want := `
+# HELP karpenter_cloudprovider_instance_launch_failures_total Number of instance launch (CreateFleet offering) failures, dimensioned by availability zone, zone ID, capacity type, and launch failure reason.
+# TYPE karpenter_cloudprovider_instance_launch_failures_total counter
+karpenter_cloudprovider_instance_launch_failures_total{capacity_type="on-demand",reason="VcpuLimitExceeded",zone="us-east-1b",zone_id="use1-az2"} 1
+karpenter_cloudprovider_instance_launch_failures_total{capacity_type="spot",reason="InsufficientInstanceCapacity",zone="us-east-1a",zone_id="use1-az1"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_cloudprovider_instance_launch_failures_total"); err != nil {
+		t.Error(err)
+	}
+	// A provider that cannot report, and nil metrics, are left alone.
+	m.CountLaunchFailures(nil)
+	var none *Metrics
+	none.CountLaunchFailures(cp)
 }

@@ -121,6 +121,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		return nil, err
 	}
 	st2 := state.NewCluster()
+	m.CountLaunchFailures(provider)
 	m.WatchState(metrics.StateOptions{State: st2, Clock: r.clock})
 	return &Deps{
 		API:     api,

@@ -450,6 +450,38 @@ func ExhaustedReservations(out *ec2.CreateFleetOutput, spec FleetSpec) []string 
 	return ids
 }
 
+// Failure is one offering of a CreateFleet request that EC2 refused.
+type Failure struct {
+	InstanceType, Zone, CapacityType string
+	// Code is EC2's error code, for example InsufficientInstanceCapacity.
+	Code string
+}
+
+// Failures lists the offerings out reports as failed, in EC2's order, each
+// with its zone and capacity type: capacity errors and every other error
+// alike. An error that names no offering is listed with the zone and type
+// left empty, so that it is still counted.
+func Failures(out *ec2.CreateFleetOutput, spec FleetSpec) []Failure {
+	if out == nil || len(out.Errors) == 0 {
+		return nil
+	}
+	zoneOfSubnet := map[string]string{}
+	for _, o := range spec.Overrides {
+		zoneOfSubnet[o.SubnetID] = o.Zone
+	}
+	fs := make([]Failure, 0, len(out.Errors))
+	for _, e := range out.Errors {
+		it, zone := overrideOf(e.LaunchTemplateAndOverrides, zoneOfSubnet)
+		ct := string(e.Lifecycle)
+		if ct == "" || spec.CapacityType == wellknown.CapacityTypeReserved {
+			// EC2 reports a reserved launch's lifecycle as on-demand.
+			ct = spec.CapacityType
+		}
+		fs = append(fs, Failure{InstanceType: it, Zone: zone, CapacityType: ct, Code: deref(e.ErrorCode)})
+	}
+	return fs
+}
+
 func overrideOf(r *ec2types.LaunchTemplateAndOverridesResponse, zoneOfSubnet map[string]string) (instanceType, zone string) {
 	if r == nil || r.Overrides == nil {
 		return "", ""

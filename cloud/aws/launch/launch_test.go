@@ -322,3 +322,52 @@ type ec2CreateFleetOutput struct {
 func (o ec2CreateFleetOutput) out() *ec2.CreateFleetOutput {
 	return &ec2.CreateFleetOutput{Instances: o.Instances, Errors: o.Errors}
 }
+
+func TestFailures(t *testing.T) {
+	overrides := []Override{{InstanceType: "m", Zone: "a", SubnetID: "s-a"}, {InstanceType: "c", Zone: "b", SubnetID: "s-b"}}
+	byZone := func(it, zone string) *ec2types.LaunchTemplateAndOverridesResponse {
+		return &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{InstanceType: ec2types.InstanceType(it), AvailabilityZone: ptr(zone)}}
+	}
+	bySubnet := func(it, subnet string) *ec2types.LaunchTemplateAndOverridesResponse {
+		return &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{InstanceType: ec2types.InstanceType(it), SubnetId: ptr(subnet)}}
+	}
+	tests := []struct {
+		name         string
+		capacityType string
+		out          ec2CreateFleetOutput
+		want         []Failure
+	}{
+		{name: "an instance and no error", capacityType: "spot",
+			out: ec2CreateFleetOutput{Instances: []ec2types.CreateFleetInstance{{InstanceIds: []string{"i-1"}, LaunchTemplateAndOverrides: byZone("m", "a")}}}},
+		{name: "every error, in EC2's order, capacity or not", capacityType: "spot",
+			out: ec2CreateFleetOutput{Errors: []ec2types.CreateFleetError{
+				{ErrorCode: ptr("InsufficientInstanceCapacity"), LaunchTemplateAndOverrides: byZone("m", "a"), Lifecycle: "spot"},
+				{ErrorCode: ptr("UnfulfillableCapacity"), LaunchTemplateAndOverrides: bySubnet("c", "s-b")},
+				{ErrorCode: ptr("InvalidParameterValue")},
+			}},
+			want: []Failure{
+				{InstanceType: "m", Zone: "a", CapacityType: "spot", Code: "InsufficientInstanceCapacity"},
+				{InstanceType: "c", Zone: "b", CapacityType: "spot", Code: "UnfulfillableCapacity"},
+				{CapacityType: "spot", Code: "InvalidParameterValue"},
+			}},
+		{name: "a reserved launch is reported as reserved, not on-demand", capacityType: "reserved",
+			out: ec2CreateFleetOutput{Errors: []ec2types.CreateFleetError{
+				{ErrorCode: ptr("ReservationCapacityExceeded"), LaunchTemplateAndOverrides: byZone("m", "a"), Lifecycle: "on-demand"},
+			}},
+			want: []Failure{{InstanceType: "m", Zone: "a", CapacityType: "reserved", Code: "ReservationCapacityExceeded"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := FleetSpec{Selection: Selection{CapacityType: tt.capacityType, Overrides: overrides}}
+			got := Failures(tt.out.out(), spec)
+			if len(got) != len(tt.want) {
+				t.Fatalf("Failures = %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("failure %d = %+v, want %+v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
