@@ -31,12 +31,16 @@ const (
 // own default, so that the value means the same in both.
 const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 
-// knownGates are the gates and their defaults. Gates Karpenter has and
-// stevedore always behaves as if on are accepted and ignored, so that a
-// copied FEATURE_GATES value does not stop the controller.
+// knownGates are the gates and their defaults.
 var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false}
 
-var acceptedGates = map[string]bool{"NodeOverlay": true, "CapacityBuffer": true}
+// unimplementedGates are Karpenter's alpha gates that stevedore does not
+// implement. Off (their default, and what Karpenter's chart writes) they
+// are accepted, so that a copied FEATURE_GATES value starts the controller;
+// on they are refused, because a cluster that relies on NodeOverlay objects
+// or CapacityBuffers would otherwise get decisions that silently leave them
+// out.
+var unimplementedGates = map[string]bool{"NodeOverlay": true, "CapacityBuffer": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))
@@ -61,7 +65,9 @@ func parseFeatureGates(v string) (map[string]bool, error) {
 		}
 		name = strings.TrimSpace(name)
 		switch {
-		case acceptedGates[name]:
+		case unimplementedGates[name] && on:
+			return nil, fmt.Errorf("%s=true: stevedore does not implement Karpenter's alpha %s feature; set %s=false (or leave it out) to run without it", name, name, name)
+		case unimplementedGates[name]:
 			continue
 		case !slices.Contains(featureGateNames(), name):
 			return nil, fmt.Errorf("unknown feature gate %q; known gates: %s", name, strings.Join(featureGateNames(), ", "))

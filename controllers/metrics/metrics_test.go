@@ -3,13 +3,19 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
 func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
@@ -196,4 +202,68 @@ karpenter_cloudprovider_instance_launch_failures_total{capacity_type="spot",reas
 	m.CountLaunchFailures(nil)
 	var none *Metrics
 	none.CountLaunchFailures(cp)
+}
+
+// TestPodDurationsCountPodsOfTheStartSecond: a pod created in the second
+// the collector started, after it, has a creation timestamp (whole seconds)
+// before the start; it is counted all the same. A pod of an earlier second
+// is not: its start may predate stevedore.
+func TestPodDurationsCountPodsOfTheStartSecond(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	st := state.NewCluster()
+	m.WatchState(StateOptions{State: st, Clock: clk})
+	st.UpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	pod := func(name string, created time.Time) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created.Truncate(time.Second))},
+			Spec:       corev1.PodSpec{NodeName: "n1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start.Add(time.Second))},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start.Add(2 * time.Second))},
+			}},
+		}
+	}
+	st.UpdatePod(pod("same-second", start.Add(100*time.Millisecond)))
+	st.UpdatePod(pod("second-before", start.Add(-time.Second)))
+	clk.Step(3 * time.Second)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]prometheus.Collector{
+		"karpenter_pods_bound_duration_seconds":   m.lifecycle.podBound,
+		"karpenter_pods_startup_duration_seconds": m.lifecycle.podStartup,
+	} {
+		if got := sampleCount(t, h); got != 1 {
+			t.Errorf("%s counted %d pods, want 1 (the pod created in the start second)", name, got)
+		}
+	}
+}
+
+// sampleCount is the number of observations of the one histogram or
+// summary c collects.
+func sampleCount(t *testing.T, c prometheus.Collector) uint64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	close(ch)
+	var n uint64
+	for metric := range ch {
+		var pb dto.Metric
+		if err := metric.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case pb.Histogram != nil:
+			n += pb.Histogram.GetSampleCount()
+		case pb.Summary != nil:
+			n += pb.Summary.GetSampleCount()
+		}
+	}
+	return n
 }

@@ -356,7 +356,9 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		times := s.pods[key]
 		pending := pod.Status.Phase == corev1.PodPending
 		created := pod.CreationTimestamp.Time
-		fresh := !created.Before(c.since)
+		// Creation timestamps have whole seconds: a pod created in the
+		// second WatchState was called in reads as older than it.
+		fresh := !created.Before(c.since.Truncate(time.Second))
 		if pending && !scheduled {
 			c.emit(ch, Namespace+"_pods_unbound_time_seconds", now.Sub(created).Seconds(), pod.Name, pod.Namespace)
 			if !times.schedulable.IsZero() {

@@ -50,14 +50,6 @@ var metricsExempt = map[string]string{
 	// none does in the half minute the node lives. Whether Karpenter
 	// publishes zeros for an idle pool is left to the status controller.
 	"karpenter_nodepools_usage": "not always reconciled while the pool has a node: see above",
-	// Observed by the state collector when a scrape sees a pod bound or
-	// ready for the first time; two runs in seven served none of them,
-	// though every scrape ran while the pods were scheduled and started.
-	// A flake of controllers/metrics/state.go still to be found.
-	"karpenter_pods_bound_duration_seconds":                "not served in some runs: see above",
-	"karpenter_pods_startup_duration_seconds":              "not served in some runs: see above",
-	"karpenter_pods_provisioning_bound_duration_seconds":   "not served in some runs: see above",
-	"karpenter_pods_provisioning_startup_duration_seconds": "not served in some runs: see above",
 	// The NodePool and EC2NodeClass: their conditions are set on their
 	// first reconcile and stay, and they are deleted after the scrape.
 	"operator_nodepool_status_condition_transition_seconds":     "the NodePool's conditions do not change after its first reconcile",
