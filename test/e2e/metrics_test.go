@@ -45,11 +45,6 @@ var metricsExempt = map[string]string{
 	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": "exists from when a pod is seen to its first scheduling decision, under a second",
 	"karpenter_scheduler_queue_depth":                               "exists during a scheduling run only",
 	"karpenter_scheduler_unfinished_work_seconds":                   "exists during a scheduling run only",
-	// Published by the NodePool status controller only for resources the
-	// pool uses, when a reconcile happens while it has nodes; in some runs
-	// none does in the half minute the node lives. Whether Karpenter
-	// publishes zeros for an idle pool is left to the status controller.
-	"karpenter_nodepools_usage": "not always reconciled while the pool has a node: see above",
 	// The NodePool and EC2NodeClass: their conditions are set on their
 	// first reconcile and stay, and they are deleted after the scrape.
 	"operator_nodepool_status_condition_transition_seconds":     "the NodePool's conditions do not change after its first reconcile",

@@ -288,12 +288,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.setValidation(np)
 	r.setReady(np)
 	r.eventOnInvalid(base, np)
+	// The gauges follow what was counted even when the patch below loses a
+	// conflict and the reconcile is retried with back-off.
+	r.metrics.SetNodePool(np.Name, np.Status.Resources, np.Spec.Limits)
 	if !equality.Semantic.DeepEqual(base.Status, np.Status) {
 		if err := r.client.Status().Patch(ctx, np, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, fmt.Errorf("patching status of NodePool %s: %w", np.Name, err)
 		}
 	}
-	r.metrics.SetNodePool(np.Name, np.Status.Resources, np.Spec.Limits)
 	if allowances != nil {
 		for _, a := range allowances.ByReason {
 			r.metrics.SetNodePoolAllowedDisruptions(np.Name, string(a.Reason), a.Allowed)

@@ -12,10 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -327,6 +329,60 @@ karpenter_nodepools_usage{nodepool="resources",resource_type="pods"} 58
 	}
 	if n := testutil.CollectAndCount(e.reg, metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); n != 0 {
 		t.Errorf("%d series left after the NodePool was deleted", n)
+	}
+}
+
+// conflictingStatus is a client whose status patches of NodePools all lose
+// a conflict.
+type conflictingStatus struct{ client.Client }
+
+func (c conflictingStatus) Status() client.SubResourceWriter {
+	return conflictingWriter{c.Client.Status()}
+}
+
+type conflictingWriter struct{ client.SubResourceWriter }
+
+func (w conflictingWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if _, ok := obj.(*karpv1.NodePool); ok {
+		return apierrors.NewConflict(schema.GroupResource{Group: wellknown.GroupCore, Resource: "nodepools"}, obj.GetName(), fmt.Errorf("the object has been modified"))
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// TestUsageGaugeDespiteConflicts: the usage gauge follows the NodeClaims
+// even while every status patch of the NodePool loses a conflict (another
+// writer keeps changing it), so that dashboards do not go blank while the
+// reconcile backs off.
+func TestUsageGaugeDespiteConflicts(t *testing.T) {
+	e := newEnv(t)
+	conflicting := conflictingStatus{Client: kube}
+	e.r.client = conflicting
+	e.nodePool("conflicted", "conflicted-nc", nil)
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "conflicted-a", Labels: map[string]string{wellknown.LabelNodePool: "conflicted"}},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "conflicted-nc"},
+		},
+	}
+	if err := kube.Create(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	if err := kube.Status().Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "conflicted"}}); !apierrors.IsConflict(err) {
+		t.Fatalf("Reconcile = %v, want the conflict", err)
+	}
+	want := `
+# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
+# TYPE karpenter_nodepools_usage gauge
+karpenter_nodepools_usage{nodepool="conflicted",resource_type="cpu"} 2
+`
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
+		t.Error(err)
 	}
 }
 
