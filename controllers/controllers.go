@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,6 +33,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/interruption/queue"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
 	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
@@ -64,6 +66,9 @@ const (
 	NameInterruption      = "interruption"
 	// NameInstanceStatus polls the EC2 status checks of instances.
 	NameInstanceStatus = "interruption.instancestatus"
+	// NameZonalShift polls the cluster's ARC zonal shifts
+	// (--enable-zonal-shift).
+	NameZonalShift = "zonalshift"
 )
 
 // Event reasons the interruption handler records on NodeClaims.
@@ -248,6 +253,11 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := mgr.Add(&leaderRunnable{run: gcLoop(mgr.GetAPIReader(), deps)}); err != nil {
 		return fmt.Errorf("%s: %w", NameGarbageCollection, err)
 	}
+	if shifts := deps.Cloud.ZonalShifts(); shifts != nil {
+		if err := mgr.Add(&leaderRunnable{run: zonalShiftLoop(shifts, deps)}); err != nil {
+			return fmt.Errorf("%s: %w", NameZonalShift, err)
+		}
+	}
 	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud,
 		disruption: disr, metrics: deps.Metrics, actOnRebalance: deps.ActOnRebalance, clock: deps.Clock}
 	// The status checks need no queue: EC2 is asked for them.
@@ -423,6 +433,32 @@ func statusLoop(p *queue.StatusPoller, deps Deps) func(ctx context.Context) erro
 			case <-ctx.Done():
 				return nil
 			case <-t.C():
+			}
+		}
+	}
+}
+
+// zonalShiftLoop reads the cluster's ARC zonal shifts every
+// zonalshift.DefaultInterval until ctx ends, as Karpenter's zonal shift
+// controller does. A failed read is logged; the provider keeps using the
+// shifts it last read.
+func zonalShiftLoop(t *zonalshift.Tracker, deps Deps) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		logger := log.FromContext(ctx).WithName(NameZonalShift)
+		tick := deps.Clock.NewTicker(zonalshift.DefaultInterval)
+		defer tick.Stop()
+		var last []string
+		for {
+			if err := t.Update(ctx); err != nil && ctx.Err() == nil {
+				logger.Error(err, "reading zonal shifts")
+			} else if now := t.ShiftedZoneIDs(); !slices.Equal(now, last) {
+				logger.Info("zones under a zonal shift changed; no capacity is launched into them", "zoneIDs", now)
+				last = now
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C():
 			}
 		}
 	}

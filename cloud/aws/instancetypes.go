@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/amifamily"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/instancetype"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
@@ -374,7 +376,8 @@ func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass, region string) instancety
 // resolve returns the instance types the node class can launch, each with
 // its offerings in the zones of the node class's subnets (on-demand, then
 // spot, per zone in order), unavailable where the ICE cache says so, and
-// then its reserved offerings (see withReservations). Types no selected
+// then its reserved offerings (see withReservations); every offering in a
+// zone under an ARC zonal shift is unavailable (see withoutShiftedZones). Types no selected
 // image suits are left out when the node class has images.
 //
 // The result comes from the provider's type cache (typecache.go) and is
@@ -391,7 +394,55 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*reso
 	// Reserved offerings are added past the cache: their availability
 	// moves with every launch into a reservation.
 	p.syncReservations(ctx, nc)
-	return p.withReservations(p.typeCache.get(p, nc, snap), nc, snap), snap, nil
+	types := p.withReservations(p.typeCache.get(p, nc, snap), nc, snap)
+	return withoutShiftedZones(types, shiftedZones(nc, p.zonalShift)), snap, nil
+}
+
+// shiftedZones returns the names of the node class's subnet zones that the
+// cluster's traffic is shifted away from. ARC names zones by ID; the
+// subnets the node class resolved carry both.
+func shiftedZones(nc *awsv1.EC2NodeClass, shifts *zonalshift.Tracker) map[string]bool {
+	if shifts == nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, s := range nc.Status.Subnets {
+		if shifts.Shifted(s.ZoneID) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[s.Zone] = true
+		}
+	}
+	return out
+}
+
+// withoutShiftedZones marks every offering in the given zones unavailable
+// (on-demand, spot and reserved alike, as Karpenter does during a zonal
+// shift), so that nothing is scheduled onto or launched into them. Types
+// with such offerings are copied; the shared cached ones are not changed.
+func withoutShiftedZones(types []*resolvedType, zones map[string]bool) []*resolvedType {
+	if len(zones) == 0 {
+		return types
+	}
+	out := make([]*resolvedType, len(types))
+	for i, t := range types {
+		out[i] = t
+		if !slices.ContainsFunc(t.packer.Offerings, func(o packer.Offering) bool { return o.Available && zones[o.Zone] }) {
+			continue
+		}
+		pt := *t.packer
+		pt.Offerings = slices.Clone(t.packer.Offerings)
+		for j := range pt.Offerings {
+			if zones[pt.Offerings[j].Zone] {
+				pt.Offerings[j].Available = false
+			}
+		}
+		cp := *t
+		cp.packer = &pt
+		out[i] = &cp
+	}
+	return out
 }
 
 // baseTypes computes what the node class makes of every described instance

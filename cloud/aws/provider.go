@@ -30,6 +30,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
 )
 
 // ProviderName is what Name returns.
@@ -115,6 +116,9 @@ type Provider struct {
 	// reservations are the instance counts left in capacity reservations.
 	reservations    *reservationCounts
 	disableReserved bool
+	// zonalShift caches the zones the cluster's traffic is shifted away
+	// from; nil unless --enable-zonal-shift.
+	zonalShift *zonalshift.Tracker
 	// launchFailures receives the offerings launches fail in (see
 	// ReportLaunchFailuresTo); nil until set.
 	launchFailures atomic.Pointer[func(cloud.LaunchFailure)]
@@ -156,17 +160,26 @@ func New(opts Options) (*Provider, error) {
 	if c.Name == "" {
 		return nil, errors.New("aws provider: no cluster name: set --cluster-name (CLUSTER_NAME)")
 	}
+	var shifts *zonalshift.Tracker
+	if opts.Settings.EnableZonalShift {
+		t, err := zonalshift.New(opts.Clients.ARCZonalShift, opts.Clients.EKS, c.Name, opts.Clock)
+		if err != nil {
+			return nil, fmt.Errorf("aws provider: --enable-zonal-shift: %w", err)
+		}
+		shifts = t
+	}
 	return &Provider{
-		ec2:       opts.Clients.EC2,
-		pricing:   opts.Clients.Pricing,
-		settings:  opts.Settings,
-		clk:       opts.Clock,
-		nodeClass: opts.NodeClass,
-		cluster:   c,
-		ttl:       opts.CacheTTL,
-		ice:       launch.NewICECache(opts.Clock),
-		templates: launch.NewTemplates(opts.Clients.EC2),
-		region:    opts.Region,
+		zonalShift: shifts,
+		ec2:        opts.Clients.EC2,
+		pricing:    opts.Clients.Pricing,
+		settings:   opts.Settings,
+		clk:        opts.Clock,
+		nodeClass:  opts.NodeClass,
+		cluster:    c,
+		ttl:        opts.CacheTTL,
+		ice:        launch.NewICECache(opts.Clock),
+		templates:  launch.NewTemplates(opts.Clients.EC2),
+		region:     opts.Region,
 
 		reservations:    newReservationCounts(),
 		disableReserved: opts.DisableReservedCapacity,
@@ -176,6 +189,11 @@ func New(opts Options) (*Provider, error) {
 
 // Name implements cloud.CloudProvider.
 func (p *Provider) Name() string { return ProviderName }
+
+// ZonalShifts returns the cache of the cluster's ARC zonal shifts, which a
+// poller keeps up to date with Update every zonalshift.DefaultInterval; nil
+// (nothing shifted, nothing to poll) unless the settings enable zonal shift.
+func (p *Provider) ZonalShifts() *zonalshift.Tracker { return p.zonalShift }
 
 // ICE returns the provider's cache of offerings that recently lacked
 // capacity. The interruption handler marks interrupted spot pools in it.

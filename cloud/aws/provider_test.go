@@ -53,6 +53,13 @@ func newEnvWithTypes(t *testing.T, types []string) *env {
 // watch the calls.
 func newEnvWith(t *testing.T, types []string, wrap func(sdk.Clients) sdk.Clients) *env {
 	t.Helper()
+	return newEnvWithSettings(t, types, wrap, nil)
+}
+
+// newEnvWithSettings is newEnvWith with the provider's settings changed by
+// set (when not nil).
+func newEnvWithSettings(t *testing.T, types []string, wrap func(sdk.Clients) sdk.Clients, set func(*settings.Settings)) *env {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	f := fake.New(fake.Options{Seed: 7, Clock: clk, InstanceTypes: types})
 	w, err := f.StandardCluster("test", "1.33")
@@ -96,6 +103,9 @@ func newEnvWith(t *testing.T, types []string, wrap func(sdk.Clients) sdk.Clients
 	}
 	s := settings.Default()
 	s.ClusterName = "test"
+	if set != nil {
+		set(&s)
+	}
 	clients := f.Clients()
 	if wrap != nil {
 		clients = wrap(clients)

@@ -25,6 +25,10 @@ tag conditions of Karpenter's controller policy, so either policy admits the
 other's requests. Values not given as flags stay shell-style placeholders
 (${CLUSTER_NAME}, ${AWS_REGION}, ...) for envsubst.
 
+With --enable-zonal-shift, add the statement that lets the controller read the
+cluster's ARC zonal shifts (AllowZonalShiftStatusReadOnly), needed when it runs
+with --enable-zonal-shift.
+
 With --node-role, print the node role instead: its trust policy and the AWS
 managed policies it carries.`,
 		Example: `  stevedore iam-policy --cluster-name my-cluster --region us-east-1 \
@@ -53,6 +57,7 @@ managed policies it carries.`,
 	f.StringVar(&p.Region, "region", "", "AWS region (default ${AWS_REGION})")
 	f.StringVar(&p.NodeRoleName, "node-role-name", "", "name of the IAM role nodes run as (default ${NODE_ROLE_NAME})")
 	f.StringVar(&p.QueueName, "interruption-queue", "", "name of the interruption SQS queue (default ${QUEUE_NAME})")
+	f.BoolVar(&p.ZonalShift, "enable-zonal-shift", false, "add the statement a controller run with --enable-zonal-shift needs (arc-zonal-shift:GetManagedResource on this cluster)")
 	f.BoolVar(&nodeRole, "node-role", false, "print the node role (trust policy and managed policies) instead of the controller policy")
 	return cmd
 }

@@ -88,3 +88,47 @@ func TestIAMPolicyFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestIAMPolicyZonalShift: --enable-zonal-shift adds the statement that
+// reads the cluster's ARC zonal shifts, scoped by the cluster's ARN; the
+// default policy does not carry it.
+func TestIAMPolicyZonalShift(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"iam-policy", "--cluster-name", "demo", "--account-id", "111122223333", "--region", "eu-west-1"}, false},
+		{[]string{"iam-policy", "--cluster-name", "demo", "--account-id", "111122223333", "--region", "eu-west-1", "--enable-zonal-shift"}, true},
+	} {
+		out, _, err := run(t, "", tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pol struct {
+			Statement []struct {
+				Sid       string
+				Action    []string
+				Resource  []string
+				Condition map[string]map[string][]string
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &pol); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, s := range pol.Statement {
+			if s.Sid != "AllowZonalShiftStatusReadOnly" {
+				continue
+			}
+			found = true
+			arn := s.Condition["StringEquals"]["arc-zonal-shift:ResourceIdentifier"]
+			if len(s.Action) != 1 || s.Action[0] != "arc-zonal-shift:GetManagedResource" ||
+				len(arn) != 1 || arn[0] != "arn:aws:eks:eu-west-1:111122223333:cluster/demo" {
+				t.Errorf("zonal shift statement %+v", s)
+			}
+		}
+		if found != tc.want {
+			t.Errorf("%v: zonal shift statement present=%v, want %v", tc.args, found, tc.want)
+		}
+	}
+}

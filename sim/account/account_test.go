@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
+	arctypes "github.com/aws/aws-sdk-go-v2/service/arczonalshift/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -28,6 +30,7 @@ import (
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 )
@@ -398,6 +401,20 @@ func TestServedAccount(t *testing.T) {
 	var qne *sqstypes.QueueDoesNotExist
 	if !errors.As(err, &qne) {
 		t.Errorf("missing queue: %v", err)
+	}
+	// ARC zonal shifts are served too, for --enable-zonal-shift.
+	if _, err := acc.AWS.StartZonalShift("demo", "eu-west-1a", time.Hour, ""); err != nil {
+		t.Fatal(err)
+	}
+	arn := "arn:aws:eks:eu-west-1:" + fake.DefaultAccountID + ":cluster/demo"
+	mr, err := rc.ARCZonalShift.GetManagedResource(ctx, &arczonalshift.GetManagedResourceInput{ResourceIdentifier: aws.String(arn)})
+	if err != nil || len(mr.ZonalShifts) != 1 || aws.ToString(mr.ZonalShifts[0].AwayFrom) != "euw1-az1" {
+		t.Errorf("zonal shifts through the served account: %+v, %v", mr, err)
+	}
+	_, err = rc.ARCZonalShift.GetManagedResource(ctx, &arczonalshift.GetManagedResourceInput{ResourceIdentifier: aws.String(arn + "x")})
+	var rnf *arctypes.ResourceNotFoundException
+	if !errors.As(err, &rnf) {
+		t.Errorf("unregistered resource: %v", err)
 	}
 	acc.AWS.Throttle("DescribeSubnets", 1)
 	_, err = rc.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
+	arctypes "github.com/aws/aws-sdk-go-v2/service/arczonalshift/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -73,7 +75,7 @@ func Dial(ctx context.Context, rawURL string) (*Remote, error) {
 
 // Clients returns clients of the served account, for the AWS provider.
 func (r *Remote) Clients() sdk.Clients {
-	return sdk.Clients{EC2: remoteEC2{r}, SSM: remoteSSM{r}, SQS: remoteSQS{r}, IAM: remoteIAM{r}, EKS: remoteEKS{r}, Pricing: remotePricing{r}}
+	return sdk.Clients{EC2: remoteEC2{r}, SSM: remoteSSM{r}, SQS: remoteSQS{r}, IAM: remoteIAM{r}, EKS: remoteEKS{r}, Pricing: remotePricing{r}, ARCZonalShift: remoteARC{r}}
 }
 
 // call sends one operation and decodes its output into O, or rebuilds its
@@ -129,6 +131,7 @@ func init() {
 		{"IAM", func(m *string) smithy.APIError { return &iamtypes.LimitExceededException{Message: m} }},
 		{"IAM", func(m *string) smithy.APIError { return &iamtypes.DeleteConflictException{Message: m} }},
 		{"EKS", func(m *string) smithy.APIError { return &ekstypes.ResourceNotFoundException{Message: m} }},
+		{"ARC Zonal Shift", func(m *string) smithy.APIError { return &arctypes.ResourceNotFoundException{Message: m} }},
 		{"SQS", func(m *string) smithy.APIError { return &sqstypes.QueueDoesNotExist{Message: m} }},
 	} {
 		typedErrors[e.service+"/"+e.build(nil).ErrorCode()] = e.build
@@ -302,6 +305,12 @@ func (c remoteIAM) TagInstanceProfile(ctx context.Context, in *iam.TagInstancePr
 
 func (c remoteIAM) GetRole(ctx context.Context, in *iam.GetRoleInput, _ ...func(*iam.Options)) (*iam.GetRoleOutput, error) {
 	return call[iam.GetRoleOutput](ctx, c.r, "IAM", "GetRole", in)
+}
+
+type remoteARC struct{ r *Remote }
+
+func (c remoteARC) GetManagedResource(ctx context.Context, in *arczonalshift.GetManagedResourceInput, _ ...func(*arczonalshift.Options)) (*arczonalshift.GetManagedResourceOutput, error) {
+	return call[arczonalshift.GetManagedResourceOutput](ctx, c.r, "ARCZonalShift", "GetManagedResource", in)
 }
 
 type remoteEKS struct{ r *Remote }

@@ -23,6 +23,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
 	"github.com/stevedore-autoscaler/stevedore/controllers"
 	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
@@ -308,6 +309,13 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Start:      []reconcile.Request{watch.Named(controllers.NameGarbageCollection)},
 		},
 	)
+	if shifts := d.Cloud.ZonalShifts(); shifts != nil {
+		out = append(out, watch.Controller{
+			Name:       controllers.NameZonalShift,
+			Reconciler: &zonalShiftPoller{tracker: shifts},
+			Start:      []reconcile.Request{watch.Named(controllers.NameZonalShift)},
+		})
+	}
 	// The instance-status poller and the queue consumer act on what they
 	// find the same way.
 	nodeClaimFor := controllers.NodeClaimForInstance(d.State, d.Clock)
@@ -396,6 +404,14 @@ func (p *statusPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, err
 	}
 	return reconcile.Result{RequeueAfter: interruptionqueue.DefaultStatusInterval}, nil
+}
+
+// zonalShiftPoller is the zonal shift poll loop of controllers.Register
+// (--enable-zonal-shift), as a periodic singleton reconciler.
+type zonalShiftPoller struct{ tracker *zonalshift.Tracker }
+
+func (p *zonalShiftPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{RequeueAfter: zonalshift.DefaultInterval}, p.tracker.Update(ctx)
 }
 
 // nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the

@@ -93,6 +93,15 @@ func (r *Runner) carryOut(e *scenario.TimedEvent) (object, msg string, err error
 			all(ice.Zones, "any zone"), all([]string{ice.CapacityType}, "spot and on-demand"), until.UTC().Format(time.RFC3339)), nil
 	case "awsFault":
 		return "", r.awsFault(ev.AWSFault, e.For), nil
+	case "zonalShift":
+		zs := ev.ZonalShift
+		id, err := r.aws.StartZonalShift(r.run.ClusterName, zs.Zone, e.For, "scenario "+e.Field())
+		if err != nil {
+			return "", "", err
+		}
+		zoneID, _ := r.aws.ZoneID(zs.Zone)
+		return "", fmt.Sprintf("zonal shift %s: traffic shifted away from %s (%s) until %s", id, zs.Zone, zoneID,
+			r.clock.Now().Add(e.For).UTC().Format(time.RFC3339)), nil
 	case "restartController":
 		if err := r.restart(); err != nil {
 			return "", "", err

@@ -253,12 +253,13 @@ func TestObjectEvents(t *testing.T) {
 // TestEveryEventKindIsDeterministic runs a scenario with every kind of
 // event twice and compares the bytes.
 func TestEveryEventKindIsDeterministic(t *testing.T) {
-	spec := "  duration: 2h\n  aws: {interruptionQueue: demo}\n  controller: {feature-gates: NodeRepair=true}\n  events:\n" +
+	spec := "  duration: 2h\n  aws: {interruptionQueue: demo}\n  controller: {feature-gates: NodeRepair=true, enable-zonal-shift: true}\n  events:\n" +
 		"    - {at: 5m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 12}}\n" +
 		"    - {at: 10m, spotInterruption: {count: 1}}\n" +
 		"    - {at: 15m, insufficientCapacity: {instanceTypes: [c6i.large], capacityType: spot, for: 20m}}\n" +
 		"    - {at: 20m, nodeFailure: {count: 1}}\n" +
 		"    - {at: 25m, restartController: {}}\n" +
+		"    - {at: 30m, zonalShift: {zone: us-east-1a, for: 20m}}\n" +
 		"    - {at: 40m, releaseImage: {alias: al2023, id: ami-00000000000000003}}\n" +
 		"    - at: 50m\n      apply: {apiVersion: batch/v1, kind: Job, metadata: {name: report, namespace: shop}, spec: {parallelism: 3, completions: 6, template: {metadata: {annotations: {simulate.stevedore.io/duration: 10m}}, spec: {restartPolicy: Never, containers: [{name: c, image: c, resources: {requests: {cpu: 1}}}]}}}}\n" +
 		"    - {at: 1h, delete: {kind: Deployment, namespace: shop, name: web}}\n"

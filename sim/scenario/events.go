@@ -84,6 +84,15 @@ func (l *loader) events(in []Event, run *Run, v *validation.Validator) []TimedEv
 			te.For = l.duration(ice.For, field+".insufficientCapacity.for", run.Duration-at, true)
 		case "awsFault":
 			te.For = l.awsFault(e.AWSFault, field+".awsFault")
+		case "zonalShift":
+			if e.ZonalShift.Zone == "" {
+				l.scenarioError(field+".zonalShift.zone", "the zone is missing", "name the zone to shift away from, one of aws.zones")
+			}
+			te.For = l.duration(e.ZonalShift.For, field+".zonalShift.for", min(run.Duration-at, MaxZonalShift), true)
+			if te.For > MaxZonalShift {
+				l.scenarioError(field+".zonalShift.for", fmt.Sprintf("%s is longer than a zonal shift can be started for", te.For),
+					fmt.Sprintf("make it at most %s, and start another shift when it ends", MaxZonalShift))
+			}
 		}
 		out = append(out, te)
 	}

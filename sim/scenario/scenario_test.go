@@ -247,6 +247,9 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"bad reservation type", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: us-east-1a, count: 1, type: spot}]}\n", "spec.aws.capacityReservations[0].type", "default or capacity-block"},
 		{"bad match criteria", "  aws: {capacityReservations: [{instanceType: m6i.large, zone: us-east-1a, count: 1, instanceMatchCriteria: any}]}\n", "spec.aws.capacityReservations[0].instanceMatchCriteria", "targeted or open"},
 		{"capacity block without an end", "  aws: {capacityReservations: [{instanceType: p5.48xlarge, zone: us-east-1a, count: 1, type: capacity-block}]}\n", "spec.aws.capacityReservations[0].end", "when it ends"},
+		{"zonal shift without a zone", "  events: [{at: 1m, zonalShift: {for: 10m}}]\n", "spec.events[0].zonalShift.zone", "missing"},
+		{"zonal shift of an unknown zone", "  events: [{at: 1m, zonalShift: {zone: mars-1a}}]\n", "spec.events[0].zonalShift.zone", "mars-1a"},
+		{"zonal shift too long", "  duration: 100h\n  events: [{at: 1m, zonalShift: {zone: us-east-1a, for: 73h}}]\n", "spec.events[0].zonalShift.for", "at most 72h"},
 		{"reserved capacity gate not a bool", "  controller: {feature-gates: \"ReservedCapacity=maybe\"}\n", "spec.controller.feature-gates", "not true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,6 +334,35 @@ spec:
 		"awsFault [GetParameter] UnauthorizedOperation 3 0s",
 		"awsFault [DescribeSubnets] serverError 1 0s",
 		"awsFault [ReceiveMessage] unavailable 0 1h0m0s",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestZonalShiftIsResolved(t *testing.T) {
+	dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": `apiVersion: stevedore.io/v1alpha1
+kind: Scenario
+metadata: {name: shifts}
+spec:
+  duration: 100h
+  events:
+    - {at: 1h, zonalShift: {zone: us-east-1b, for: 30m}}
+    - {at: 2h, zonalShift: {zone: us-east-1a}}
+    - {at: 99h, zonalShift: {zone: us-east-1c}}
+`})
+	run, problems, err := Load([]string{dir}, scheme(t))
+	if err != nil {
+		t.Fatalf("%v %v", err, problems)
+	}
+	var got []string
+	for _, e := range run.Events {
+		got = append(got, fmt.Sprintf("%s %s %s", e.Kind, e.Event.ZonalShift.Zone, e.For))
+	}
+	want := []string{
+		"zonalShift us-east-1b 30m0s",
+		"zonalShift us-east-1a 72h0m0s", // to the end, at most ARC's limit
+		"zonalShift us-east-1c 1h0m0s",  // to the end
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -117,6 +117,10 @@ func (l *loader) eventTargets(events []TimedEvent, aws AWSConfig, objects []Obje
 			for i, z := range ice.Zones {
 				t.checkZone(l, fmt.Sprintf("%s.zones[%d]", field, i), z)
 			}
+		case "zonalShift":
+			if z := e.Event.ZonalShift.Zone; z != "" {
+				t.checkZone(l, e.Field()+".zonalShift.zone", z)
+			}
 		case "spotInterruption", "nodeFailure", "instanceStatusFailure":
 			sel := e.Event.SpotInterruption
 			switch {

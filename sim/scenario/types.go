@@ -253,6 +253,9 @@ type Event struct {
 	RestartController *struct{} `json:"restartController,omitempty"`
 	// AWSFault makes calls to AWS fail, for a window or a number of times.
 	AWSFault *AWSFault `json:"awsFault,omitempty"`
+	// ZonalShift starts an ARC zonal shift of the cluster away from a zone,
+	// which a controller run with enable-zonal-shift avoids.
+	ZonalShift *ZonalShift `json:"zonalShift,omitempty"`
 }
 
 // ObjectRef names an object.
@@ -337,6 +340,22 @@ type InsufficientCapacity struct {
 	For Duration `json:"for,omitempty"`
 }
 
+// ZonalShift shifts the cluster's traffic away from a zone with Application
+// Recovery Controller, from the event's time for For, as
+// `aws arc-zonal-shift start-zonal-shift` does; GetManagedResource then
+// reports the shift, applied, until it expires.
+type ZonalShift struct {
+	// Zone is a zone of aws.zones, by name (us-east-1b); ARC reports it by
+	// its zone ID.
+	Zone string `json:"zone"`
+	// For is how long the shift lasts (default: to the end of the run, at
+	// most MaxZonalShift, ARC's limit).
+	For Duration `json:"for,omitempty"`
+}
+
+// MaxZonalShift is the longest an ARC zonal shift may be started for.
+const MaxZonalShift = 72 * time.Hour
+
 // AWSFault makes the named AWS operations fail: the next Times calls of
 // each, or every call during For. Exactly one of Times and For is set.
 type AWSFault struct {
@@ -393,8 +412,9 @@ func (e *Event) kinds() []string {
 	add(e.InstanceStatusFailure != nil, "instanceStatusFailure")
 	add(e.RestartController != nil, "restartController")
 	add(e.AWSFault != nil, "awsFault")
+	add(e.ZonalShift != nil, "zonalShift")
 	return out
 }
 
 // EventKinds are the names of the kinds of events, as a Scenario writes them.
-var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "instanceStatusFailure", "restartController", "awsFault"}
+var EventKinds = []string{"apply", "delete", "scale", "patch", "releaseImage", "spotInterruption", "insufficientCapacity", "nodeFailure", "instanceStatusFailure", "restartController", "awsFault", "zonalShift"}

@@ -153,6 +153,9 @@ type AWS struct {
 	passRoleDeny  map[string]bool
 	deniedActions map[string]bool
 	clusters      map[string]*cluster
+	// zonalShifts are the ARC zonal shifts started on clusters, in start
+	// order; expired and cancelled ones stay, marked so.
+	zonalShifts   []*zonalShift
 	queues        map[string]*queue
 	rules         map[string]*Rule
 	faults        map[string][]*fault
@@ -231,7 +234,7 @@ func defaultDuration(d, def time.Duration) time.Duration {
 
 // Clients returns the fake as every client of sdk.Clients.
 func (f *AWS) Clients() sdk.Clients {
-	return sdk.Clients{EC2: f, SSM: f, SQS: f, IAM: f, EKS: f, Pricing: f, EventBridge: f}
+	return sdk.Clients{EC2: f, SSM: f, SQS: f, IAM: f, EKS: f, Pricing: f, EventBridge: f, ARCZonalShift: f}
 }
 
 // Region returns the fake's region.

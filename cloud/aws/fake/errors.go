@@ -26,6 +26,7 @@ var (
 	svcEKS     = service{id: "EKS", iamPrefix: "eks", throttle: "ThrottlingException"}
 	svcPricing = service{id: "Pricing", iamPrefix: "pricing", throttle: "ThrottlingException"}
 	svcEvents  = service{id: "EventBridge", iamPrefix: "events", throttle: "ThrottlingException"}
+	svcARC     = service{id: "ARC Zonal Shift", iamPrefix: "arc-zonal-shift", throttle: "ThrottlingException"}
 )
 
 var apiServices = map[string]service{
@@ -45,6 +46,7 @@ var apiServices = map[string]service{
 	"DescribeCluster": svcEKS, "ListAccessEntries": svcEKS, "ListPodIdentityAssociations": svcEKS,
 	"GetProducts":           svcPricing,
 	"ListRuleNamesByTarget": svcEvents, "DescribeRule": svcEvents,
+	"GetManagedResource": svcARC,
 }
 
 // Operations returns the names of the operations the fake serves, sorted:

@@ -43,7 +43,7 @@ type Grant struct {
 // Call is one operation of one of package sdk's interfaces.
 type Call struct {
 	// Service is the interface's name in package sdk: EC2, SSM, SQS, IAM,
-	// EKS, Pricing or EventBridge.
+	// EKS, Pricing, EventBridge or ARCZonalShift.
 	Service string
 	// Operation is the method name, which is the API operation's name.
 	Operation string
@@ -76,6 +76,10 @@ const (
 	SidInstanceProfileRead        = "AllowInstanceProfileReadActions"
 	SidNodeRoleRead               = "AllowNodeRoleReadActions"
 	SidAPIServerEndpointDiscovery = "AllowAPIServerEndpointDiscovery"
+	// SidZonalShift is Karpenter's ZonalShiftPolicy; the generated policy
+	// carries it only when asked to (Params.ZonalShift), as the call is only
+	// made with --enable-zonal-shift.
+	SidZonalShift = "AllowZonalShiftStatusReadOnly"
 )
 
 // launchGrants are what a launch needs: the launch action on the shared
@@ -94,7 +98,7 @@ func launchGrants(actions ...string) []Grant {
 }
 
 func read(service, op, sid, scope string) Call {
-	prefix := map[string]string{"EC2": "ec2", "SSM": "ssm", "SQS": "sqs", "IAM": "iam", "EKS": "eks", "Pricing": "pricing", "EventBridge": "events"}[service]
+	prefix := map[string]string{"EC2": "ec2", "SSM": "ssm", "SQS": "sqs", "IAM": "iam", "EKS": "eks", "Pricing": "pricing", "EventBridge": "events", "ARCZonalShift": "arc-zonal-shift"}[service]
 	return Call{Service: service, Operation: op, Caller: CallerController, Grants: []Grant{{prefix + ":" + op, sid}}, Scope: scope}
 }
 
@@ -195,6 +199,8 @@ var Inventory = []Call{
 
 	{Service: "EventBridge", Operation: "ListRuleNamesByTarget", Caller: CallerDiagnose, Scope: "stevedore diagnose: the rules that route interruption events to the queue"},
 	{Service: "EventBridge", Operation: "DescribeRule", Caller: CallerDiagnose, Scope: "stevedore diagnose: a rule's state and event pattern"},
+
+	read("ARCZonalShift", "GetManagedResource", SidZonalShift, "this cluster only (the condition arc-zonal-shift:ResourceIdentifier is the cluster's ARN; ARC ignores the Resource element); called every 30 seconds, and only with --enable-zonal-shift"),
 
 	read("Pricing", "GetProducts", SidPricingRead, "any: the Price List API has no resource-level permissions; optional, stevedore falls back to its embedded prices"),
 }

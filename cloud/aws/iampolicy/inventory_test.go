@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -30,6 +31,7 @@ var services = []struct {
 	{"EKS", reflect.TypeFor[sdk.EKS](), reflect.TypeFor[*eks.Client]()},
 	{"Pricing", reflect.TypeFor[sdk.Pricing](), reflect.TypeFor[*pricing.Client]()},
 	{"EventBridge", reflect.TypeFor[sdk.EventBridge](), reflect.TypeFor[*eventbridge.Client]()},
+	{"ARCZonalShift", reflect.TypeFor[sdk.ARCZonalShift](), reflect.TypeFor[*arczonalshift.Client]()},
 }
 
 // TestEveryClientIsListed guards the services table itself: every field of

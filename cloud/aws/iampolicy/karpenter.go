@@ -4,8 +4,8 @@ import "fmt"
 
 // KarpenterReference returns the controller policy of Karpenter v1.14's
 // reference CloudFormation template (NodeLifecyclePolicy,
-// IAMIntegrationPolicy, EKSIntegrationPolicy, InterruptionPolicy and
-// ResourceDiscoveryPolicy, merged into one document), expressed as data for
+// IAMIntegrationPolicy, EKSIntegrationPolicy, InterruptionPolicy,
+// ZonalShiftPolicy and ResourceDiscoveryPolicy, merged into one document), expressed as data for
 // the given cluster. Tests check stevedore's requests against it: a policy
 // written for Karpenter must admit stevedore.
 func KarpenterReference(partition, region, accountID, cluster, nodeRoleARN, queueARN string) Policy {
@@ -70,6 +70,9 @@ func KarpenterReference(partition, region, accountID, cluster, nodeRoleARN, queu
 		}),
 		allow("AllowAPIServerEndpointDiscovery", []string{"eks:DescribeCluster"}, []string{fmt.Sprintf("arn:%s:eks:%s:%s:cluster/%s", partition, region, accountID, cluster)}, nil),
 		allow("AllowInterruptionQueueActions", []string{"sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}, []string{queueARN}, nil),
+		allow("AllowZonalShiftStatusReadOnly", []string{"arc-zonal-shift:GetManagedResource"}, []string{"*"}, map[string]map[string][]string{
+			"StringEquals": {"arc-zonal-shift:ResourceIdentifier": {fmt.Sprintf("arn:%s:eks:%s:%s:cluster/%s", partition, region, accountID, cluster)}},
+		}),
 		allow("AllowRegionalReadActions", []string{
 			"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus",
 			"ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups",

@@ -18,6 +18,10 @@ type Params struct {
 	Region       string
 	NodeRoleName string
 	QueueName    string
+	// ZonalShift adds the statement that lets the controller read the
+	// cluster's ARC zonal shifts; set it when the controller runs with
+	// --enable-zonal-shift.
+	ZonalShift bool
 }
 
 // DefaultParams are the placeholders used for unset parameters; the
@@ -66,6 +70,9 @@ type scope struct {
 	sid       string
 	resources []string
 	condition map[string]map[string][]string
+	// zonalShift marks the statement only a controller with
+	// --enable-zonal-shift needs (Params.ZonalShift).
+	zonalShift bool
 }
 
 // scopes are the controller policy's statements in the order they are
@@ -75,6 +82,7 @@ func scopes(p Params) []scope {
 		return fmt.Sprintf("arn:%s:ec2:%s:%s:%s/*", p.Partition, p.Region, account, kind)
 	}
 	cluster := "kubernetes.io/cluster/" + p.ClusterName
+	clusterARN := fmt.Sprintf("arn:%s:eks:%s:%s:cluster/%s", p.Partition, p.Region, p.AccountID, p.ClusterName)
 	profiles := fmt.Sprintf("arn:%s:iam::%s:instance-profile/*", p.Partition, p.AccountID)
 	nodeRole := fmt.Sprintf("arn:%s:iam::%s:role/%s", p.Partition, p.AccountID, p.NodeRoleName)
 	created := []string{
@@ -146,7 +154,10 @@ func scopes(p Params) []scope {
 		}},
 		{sid: SidInstanceProfileRead, resources: []string{profiles}},
 		{sid: SidNodeRoleRead, resources: []string{nodeRole}},
-		{sid: SidAPIServerEndpointDiscovery, resources: []string{fmt.Sprintf("arn:%s:eks:%s:%s:cluster/%s", p.Partition, p.Region, p.AccountID, p.ClusterName)}},
+		{sid: SidAPIServerEndpointDiscovery, resources: []string{clusterARN}},
+		{sid: SidZonalShift, resources: []string{"*"}, zonalShift: true, condition: map[string]map[string][]string{
+			"StringEquals": {"arc-zonal-shift:ResourceIdentifier": {clusterARN}},
+		}},
 	}
 }
 
@@ -162,7 +173,8 @@ func merge(ms ...map[string][]string) map[string][]string {
 
 // ControllerPolicy generates the controller's policy from Inventory: every
 // statement grants the actions of the controller's calls that name it.
-// Statements no call names are left out.
+// Statements no call names are left out, and so is the zonal shift
+// statement unless p.ZonalShift asks for it.
 func ControllerPolicy(p Params) Policy {
 	return policyFrom(Inventory, p.withDefaults())
 }
@@ -182,7 +194,7 @@ func policyFrom(inv []Call, p Params) Policy {
 	pol := Policy{Version: "2012-10-17"}
 	for _, s := range scopes(p) {
 		acts := actions[s.sid]
-		if len(acts) == 0 {
+		if len(acts) == 0 || (s.zonalShift && !p.ZonalShift) {
 			continue
 		}
 		slices.SortFunc(acts, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })

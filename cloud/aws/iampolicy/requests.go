@@ -2,6 +2,7 @@ package iampolicy
 
 import (
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -253,6 +254,12 @@ func (a Account) Requests(service, operation string, input any) []Request {
 		return []Request{{Action: "iam:RemoveRoleFromInstanceProfile", Resource: a.profileARN(deref(in.InstanceProfileName)), Context: a.profileContext(deref(in.InstanceProfileName))}}
 	case *iam.DeleteInstanceProfileInput:
 		return []Request{{Action: "iam:DeleteInstanceProfile", Resource: a.profileARN(deref(in.InstanceProfileName)), Context: a.profileContext(deref(in.InstanceProfileName))}}
+	case *arczonalshift.GetManagedResourceInput:
+		// ARC authorizes on the resource's identifier, not on the Resource
+		// element: policies scope the call with a condition key.
+		return []Request{{Action: "arc-zonal-shift:GetManagedResource", Resource: "*", Context: map[string][]string{
+			"arc-zonal-shift:ResourceIdentifier": {deref(in.ResourceIdentifier)}, "aws:RequestedRegion": {a.Region},
+		}}}
 	case *iam.GetInstanceProfileInput:
 		return []Request{{Action: "iam:GetInstanceProfile", Resource: a.profileARN(deref(in.InstanceProfileName))}}
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -107,6 +108,14 @@ type Pricing interface {
 	GetProducts(ctx context.Context, in *pricing.GetProductsInput, optFns ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
 }
 
+// ARCZonalShift is the subset of the Application Recovery Controller zonal
+// shift API the provider calls, with --enable-zonal-shift only: the zonal
+// shifts and autoshifts active on the EKS cluster, so that no capacity is
+// launched into an Availability Zone traffic has been shifted away from.
+type ARCZonalShift interface {
+	GetManagedResource(ctx context.Context, in *arczonalshift.GetManagedResourceInput, optFns ...func(*arczonalshift.Options)) (*arczonalshift.GetManagedResourceOutput, error)
+}
+
 // Clients bundles one client per service.
 type Clients struct {
 	EC2     EC2
@@ -117,6 +126,9 @@ type Clients struct {
 	Pricing Pricing
 	// EventBridge is only called by `stevedore diagnose`.
 	EventBridge EventBridge
+	// ARCZonalShift is only called with --enable-zonal-shift; nil turns
+	// zonal shift handling off.
+	ARCZonalShift ARCZonalShift
 }
 
 // NewFromConfig builds the real SDK clients from cfg.
@@ -127,22 +139,24 @@ type Clients struct {
 // that region.
 func NewFromConfig(cfg aws.Config) Clients {
 	return Clients{
-		EC2:         ec2.NewFromConfig(cfg),
-		SSM:         ssm.NewFromConfig(cfg),
-		SQS:         sqs.NewFromConfig(cfg),
-		IAM:         iam.NewFromConfig(cfg),
-		EKS:         eks.NewFromConfig(cfg),
-		Pricing:     pricing.NewFromConfig(cfg),
-		EventBridge: eventbridge.NewFromConfig(cfg),
+		EC2:           ec2.NewFromConfig(cfg),
+		SSM:           ssm.NewFromConfig(cfg),
+		SQS:           sqs.NewFromConfig(cfg),
+		IAM:           iam.NewFromConfig(cfg),
+		EKS:           eks.NewFromConfig(cfg),
+		Pricing:       pricing.NewFromConfig(cfg),
+		EventBridge:   eventbridge.NewFromConfig(cfg),
+		ARCZonalShift: arczonalshift.NewFromConfig(cfg),
 	}
 }
 
 var (
-	_ EC2         = (*ec2.Client)(nil)
-	_ SSM         = (*ssm.Client)(nil)
-	_ SQS         = (*sqs.Client)(nil)
-	_ IAM         = (*iam.Client)(nil)
-	_ EKS         = (*eks.Client)(nil)
-	_ Pricing     = (*pricing.Client)(nil)
-	_ EventBridge = (*eventbridge.Client)(nil)
+	_ EC2           = (*ec2.Client)(nil)
+	_ SSM           = (*ssm.Client)(nil)
+	_ SQS           = (*sqs.Client)(nil)
+	_ IAM           = (*iam.Client)(nil)
+	_ EKS           = (*eks.Client)(nil)
+	_ Pricing       = (*pricing.Client)(nil)
+	_ EventBridge   = (*eventbridge.Client)(nil)
+	_ ARCZonalShift = (*arczonalshift.Client)(nil)
 )

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
+	arctypes "github.com/aws/aws-sdk-go-v2/service/arczonalshift/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -221,6 +223,8 @@ const describePlacementGroupsXML = `<?xml version="1.0" encoding="UTF-8"?>
 </DescribePlacementGroupsResponse>`
 
 type recorded struct {
+	method string
+	path   string
 	target string
 	form   url.Values
 	body   string
@@ -232,12 +236,15 @@ func newServer(t *testing.T, got *[]recorded) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		rec := recorded{target: r.Header.Get("X-Amz-Target"), body: string(raw)}
-		if rec.target == "" {
+		rec := recorded{method: r.Method, path: r.URL.EscapedPath(), target: r.Header.Get("X-Amz-Target"), body: string(raw)}
+		if rec.target == "" && r.Method == http.MethodPost {
 			rec.form, _ = url.ParseQuery(string(raw))
 		}
 		*got = append(*got, rec)
 		switch {
+		case rec.method == http.MethodGet && strings.HasPrefix(rec.path, "/managedresources/"):
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, getManagedResourceJSON)
 		case rec.target == "AmazonSSM.GetParameter":
 			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 			io.WriteString(w, getParameterJSON)
@@ -489,5 +496,50 @@ func TestSQSThroughInterface(t *testing.T) {
 	var qdne *sqstypes.QueueDoesNotExist
 	if !errors.As(err, &qdne) {
 		t.Fatalf("got %v, want QueueDoesNotExist", err)
+	}
+}
+
+// getManagedResourceJSON is an ARC zonal shift GetManagedResource response
+// (REST JSON) for an EKS cluster with one applied zonal shift away from
+// use1-az1 and one autoshift that a customer shift overrides.
+const getManagedResourceJSON = `{
+  "arn": "arn:aws:eks:us-east-1:123456789012:cluster/demo",
+  "name": "demo",
+  "appliedWeights": {"use1-az1": 0, "use1-az2": 1, "use1-az4": 1},
+  "zonalShifts": [{
+    "appliedStatus": "APPLIED",
+    "awayFrom": "use1-az1",
+    "comment": "gray failure",
+    "expiryTime": 1751374800,
+    "resourceIdentifier": "arn:aws:eks:us-east-1:123456789012:cluster/demo",
+    "startTime": 1751371200,
+    "zonalShiftId": "91d4ff0c-EXAMPLE"
+  }],
+  "autoshifts": [{"appliedStatus": "NOT_APPLIED", "awayFrom": "use1-az2", "startTime": 1751371000}],
+  "zonalAutoshiftStatus": "ENABLED"
+}`
+
+func TestARCZonalShiftThroughInterface(t *testing.T) {
+	var got []recorded
+	srv := newServer(t, &got)
+	clients := sdk.NewFromConfig(testConfig(srv))
+	arn := "arn:aws:eks:us-east-1:123456789012:cluster/demo"
+	out, err := clients.ARCZonalShift.GetManagedResource(context.Background(), &arczonalshift.GetManagedResourceInput{ResourceIdentifier: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].method != http.MethodGet || got[0].path != "/managedresources/"+url.QueryEscape(arn) {
+		t.Fatalf("requests %+v, want one GET of /managedresources/<escaped cluster ARN>", got)
+	}
+	if len(out.ZonalShifts) != 1 {
+		t.Fatalf("zonal shifts %+v, want one", out.ZonalShifts)
+	}
+	zs := out.ZonalShifts[0]
+	if aws.ToString(zs.AwayFrom) != "use1-az1" || zs.AppliedStatus != arctypes.AppliedStatusApplied ||
+		!aws.ToTime(zs.ExpiryTime).Equal(time.Unix(1751374800, 0)) {
+		t.Errorf("unexpected zonal shift %+v", zs)
+	}
+	if len(out.Autoshifts) != 1 || out.Autoshifts[0].AppliedStatus != arctypes.AutoshiftAppliedStatusNotApplied || aws.ToString(out.Autoshifts[0].AwayFrom) != "use1-az2" {
+		t.Errorf("unexpected autoshifts %+v", out.Autoshifts)
 	}
 }
