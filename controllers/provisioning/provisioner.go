@@ -346,7 +346,9 @@ func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]pac
 		if s.Err != nil {
 			log.FromContext(ctx).Error(s.Err, "listing instance types", "nodepool", s.NodePool.Name)
 		}
-		p.event(snap.Time, s.NodePool, nil, corev1.EventTypeWarning, s.Reason, "Provision", "%s", s.Message)
+		if !s.Unreported {
+			p.event(snap.Time, s.NodePool, nil, corev1.EventTypeWarning, s.Reason, "Provision", "%s", s.Message)
+		}
 	}
 	return pools, skipped
 }
@@ -360,6 +362,12 @@ type Skip struct {
 	Message string
 	// Err is the cloud provider's error when listing instance types failed.
 	Err error
+	// Unreported means the node class has no Ready condition yet: its
+	// controller has not looked at it. That clears on its own within
+	// seconds, so it gets no event; an event would also hold back, for the
+	// event interval, the one that says what is really wrong once the
+	// condition is reported.
+	Unreported bool
 }
 
 // LaunchablePools returns, in the snapshot's order, the packer NodePools of
@@ -408,6 +416,7 @@ func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, 
 		}
 		if why, ready := nodeClassReady(class); !ready {
 			skip(np, ReasonNodeClassNotReady, nil, "NodeClass %s is not ready: %s", ref.Name, why)
+			skipped[len(skipped)-1].Unreported = why == readinessUnreported
 			continue
 		}
 		its, err := cp.GetInstanceTypes(ctx, np)
@@ -426,6 +435,10 @@ func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, 
 	return pools, skipped
 }
 
+// readinessUnreported is why a node class without a Ready condition is not
+// ready.
+const readinessUnreported = "its readiness has not been reported yet"
+
 // nodeClassReady reports whether the node class is Ready and, if not, why.
 func nodeClassReady(nc *awsv1.EC2NodeClass) (string, bool) {
 	if !nc.DeletionTimestamp.IsZero() {
@@ -434,7 +447,7 @@ func nodeClassReady(nc *awsv1.EC2NodeClass) (string, bool) {
 	c := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
 	switch {
 	case c == nil:
-		return "its readiness has not been reported yet", false
+		return readinessUnreported, false
 	case c.Status == metav1.ConditionTrue:
 		return "", true
 	case c.Message != "":

@@ -662,6 +662,44 @@ func TestNodeClassNotReady(t *testing.T) {
 	}
 }
 
+// TestNodeClassUnreportedGetsNoEvent: a node class whose Ready condition
+// has not been reported yet is left out without an event, so that the event
+// that says what is wrong goes out as soon as the condition is reported
+// rather than a minute later (the event interval).
+func TestNodeClassUnreportedGetsNoEvent(t *testing.T) {
+	e := newEnv(t, "prov-ncunrep", 205)
+	e.nodeClass(metav1.ConditionFalse, "SubnetsNotFound", "no subnet matches the selector")
+	nc := &awsv1.EC2NodeClass{}
+	if err := kube.Get(e.ctx, client.ObjectKey{Name: e.name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	reported := nc.Status.Conditions
+	nc.Status.Conditions = nil
+	if err := kube.Status().Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.nodePool()
+	e.pod("app")
+	e.batch()
+	if claims := e.nodeClaims(); len(claims) != 0 {
+		t.Fatalf("%d NodeClaims created from a NodeClass that is not ready", len(claims))
+	}
+	if evs := e.rec.about("", e.name, ReasonNodeClassNotReady); len(evs) != 0 {
+		t.Fatalf("NodePool events before the node class was reconciled = %+v, want none", evs)
+	}
+
+	nc.Status.Conditions = reported
+	if err := kube.Status().Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(10 * time.Second)
+	e.batch()
+	want := fmt.Sprintf("NodeClass %s is not ready: no subnet matches the selector", e.name)
+	if evs := e.rec.about("", e.name, ReasonNodeClassNotReady); len(evs) != 1 || evs[0].note != want {
+		t.Errorf("NodePool events once Ready was reported = %+v, want one saying %q", evs, want)
+	}
+}
+
 // TestWaitsForBatchAndSync checks the order of the gates: the batch window
 // first, then the state catching up with the API server.
 func TestWaitsForBatchAndSync(t *testing.T) {
