@@ -76,18 +76,33 @@ func (sv *solver) improve() {
 		}
 		return true
 	}
-	// The pods on claims, by shape; shapes largest first, as first-fit
-	// decreasing fills room.
-	onClaims := map[*shape][]int32{}
+	// The pods on claims, by shape and by the sources' domains on the keys
+	// other than the hostname (a pod moves only within its domains, so a
+	// target looks only at the lists it could take from); shapes largest
+	// first, as first-fit decreasing fills room.
+	onClaims := map[*shape][]*moveList{}
 	for _, id := range sv.claims {
 		b := s.bins[id]
 		if b.pool.minv != nil {
 			continue
 		}
 		for _, pi := range b.pods {
-			if sh := sv.shapeOf[pi]; movable(sh) {
-				onClaims[sh] = append(onClaims[sh], pi)
+			sh := sv.shapeOf[pi]
+			if !movable(sh) {
+				continue
 			}
+			var ml *moveList
+			for _, l := range onClaims[sh] {
+				if sameDomainsExact(s, l.dom, b.dom) {
+					ml = l
+					break
+				}
+			}
+			if ml == nil {
+				ml = &moveList{dom: slices.Clone(b.dom)}
+				onClaims[sh] = append(onClaims[sh], ml)
+			}
+			ml.pods = append(ml.pods, pi)
 		}
 	}
 	var order []*shape
@@ -106,9 +121,16 @@ func (sv *solver) improve() {
 	for i, st := range sv.trace {
 		traceAt[st.pod] = int32(i)
 	}
+	// A pod moved once stays: it went to a claim no more crowded than its
+	// target, and skipping it keeps later targets' looks for pods that can
+	// still move.
+	moved := make([]bool, len(sv.pods))
 
-	// Each target looks at a bounded number of pods per shape, so the pass
-	// costs targets × shapes, not targets × pods.
+	// Each target looks at a bounded number of pods per shape and list, so
+	// the pass costs targets × shapes, not targets × pods. Pods already
+	// moved do not count: otherwise the first targets take the pods listed
+	// first, and every later target spends its looks on them and finds
+	// nothing, however many movable pods remain further down.
 	const looks = 16
 	var out outcome
 	for _, tid := range sv.claims {
@@ -117,33 +139,74 @@ func (sv *solver) improve() {
 			continue
 		}
 		for _, sh := range order {
-			list := onClaims[sh]
-			next := 0
-			for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(list) {
-				moved := false
-				for tries := 0; next < len(list) && tries < looks; tries++ {
-					pi := list[next]
-					next++
-					src := s.bins[sv.binOf[pi]]
-					// Only out of claims more crowded than the target: the
-					// sum of squared pod counts falls with every move, so
-					// the pass ends.
-					if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
-						continue
+			for _, ml := range onClaims[sh] {
+				if !sameDomainsAs(s, ml.dom, t) {
+					continue
+				}
+				for ml.head < len(ml.pods) && moved[ml.pods[ml.head]] {
+					ml.head++
+				}
+				next := ml.head
+				for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(ml.pods) {
+					ok := false
+					for tries := 0; next < len(ml.pods) && tries < looks; {
+						pi := ml.pods[next]
+						next++
+						if moved[pi] {
+							continue
+						}
+						tries++
+						src := s.bins[sv.binOf[pi]]
+						// Only out of claims more crowded than the target:
+						// the sum of squared pod counts falls with every
+						// move, so the pass ends.
+						if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
+							continue
+						}
+						if sv.move(pi, src, t, &out) {
+							sv.trace[traceAt[pi]].bin = t.id
+							moved[pi] = true
+							ok = true
+							break
+						}
 					}
-					if sv.move(pi, src, t, &out) {
-						sv.trace[traceAt[pi]].bin = t.id
-						moved = true
+					if !ok {
 						break
 					}
-				}
-				if !moved {
-					break
 				}
 			}
 		}
 	}
 	sv.shrink()
+}
+
+// moveList is the movable pods of one shape on claims that share their
+// domains on every key but the hostname.
+type moveList struct {
+	dom  []int32
+	pods []int32
+	head int // pods before head have moved
+}
+
+// sameDomainsExact reports whether two claims' domains agree on every key
+// but the hostname.
+func sameDomainsExact(s *state, a, b []int32) bool {
+	for k := range s.keys {
+		if k != s.hostKey && a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameDomainsAs is sameDomains for a source with domains dom.
+func sameDomainsAs(s *state, dom []int32, t *bin) bool {
+	for k := range s.keys {
+		if k != s.hostKey && t.dom[k] != domUnpinned && t.dom[k] != dom[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameDomains reports whether target t is in every domain of src on the keys

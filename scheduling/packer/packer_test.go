@@ -1083,3 +1083,31 @@ func TestImproveFillsRoomLeftByFirstFit(t *testing.T) {
 		t.Errorf("claims %v, want %v", got, want)
 	}
 }
+
+// TestImproveReachesEveryTarget: forty pods that must be apart open a 2-vCPU
+// node each with half a vCPU free, and first fit grows the first node for
+// all forty 500m pods that follow. Each other node has room for one of them.
+// Every target must find a pod still on the crowded node, even after the
+// first targets have taken the pods listed first.
+func TestImproveReachesEveryTarget(t *testing.T) {
+	const n = 40
+	var pods []*corev1.Pod
+	for i := range n {
+		pods = append(pods, pod(fmt.Sprintf("apart-%02d", i), "1500m", "1Gi", withLabels("app", "db"), antiHost("db")))
+	}
+	for i := range n {
+		pods = append(pods, pod(fmt.Sprintf("small-%02d", i), "500m", "512Mi"))
+	}
+	r := checkConsistent(t, packer.Input{Pods: pods, NodePools: []packer.NodePool{pool("p", 64)}})
+	if len(r.Unschedulable) > 0 {
+		t.Fatalf("%d unschedulable", len(r.Unschedulable))
+	}
+	for _, c := range r.NodeClaims {
+		if got := fmt.Sprintf("%s:%d", c.InstanceTypes[0], len(c.Pods)); got != "fake-it-1:2" {
+			t.Errorf("claim %s, want every claim fake-it-1:2", got)
+		}
+	}
+	if len(r.NodeClaims) != n {
+		t.Errorf("%d claims, want %d", len(r.NodeClaims), n)
+	}
+}
