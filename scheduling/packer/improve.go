@@ -236,7 +236,11 @@ func (sv *solver) move(pi int32, src, t *bin, out *outcome) bool {
 	}
 	at := slices.Index(src.pods, pi)
 	s.detach(sh, src, at)
+	// Where the target has no domain yet, it may take only the source's:
+	// the pod keeps its domains.
+	s.pinTo = src.dom
 	s.check(v, t, out)
+	s.pinTo = nil
 	ok := out.code == okCode && out.cheap == t.cheap
 	if ok {
 		for k := range s.keys {

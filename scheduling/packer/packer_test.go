@@ -1111,3 +1111,34 @@ func TestImproveReachesEveryTarget(t *testing.T) {
 		t.Errorf("%d claims, want %d", len(r.NodeClaims), n)
 	}
 }
+
+// TestImproveKeepsZoneOnUnpinnedTarget: three pods that must be apart open
+// 2-vCPU nodes in no zone yet; four pods counted by a zone spread constraint
+// grow the first into zone 1, and the spread pod itself opens a node in zone
+// 2. The third node, still without a zone, can take one of the four if it
+// takes zone 1 with it, which keeps every zone count as it was; the first
+// node then shrinks to 3 vCPU.
+func TestImproveKeepsZoneOnUnpinnedTarget(t *testing.T) {
+	in := packer.Input{
+		Pods: []*corev1.Pod{
+			pod("apart-1", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("apart-2", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("apart-3", "1500m", "1Gi", withLabels("app", "db"), antiHost("db")),
+			pod("web-1", "400m", "256Mi", withLabels("app", "web")),
+			pod("web-2", "400m", "256Mi", withLabels("app", "web")),
+			pod("web-3", "400m", "256Mi", withLabels("app", "web")),
+			pod("web-4", "400m", "256Mi", withLabels("app", "web")),
+			pod("web-spread", "100m", "256Mi", spreadZone("web")),
+		},
+		NodePools: []packer.NodePool{pool("p", 8)},
+	}
+	r := checkConsistent(t, in)
+	var got []string
+	for _, c := range r.NodeClaims {
+		got = append(got, fmt.Sprintf("%s:%d", c.InstanceTypes[0], len(c.Pods)))
+	}
+	slices.Sort(got)
+	if want := []string{"fake-it-1:2", "fake-it-1:2", "fake-it-2:4"}; !slices.Equal(got, want) {
+		t.Errorf("claims %v, want %v", got, want)
+	}
+}
