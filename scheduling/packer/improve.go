@@ -217,8 +217,8 @@ func (sv *solver) balance(movable func(*shape) bool, traceAt []int32) {
 	const (
 		minPods  = 4    // claims with fewer have little to swap
 		minSkew  = 0.05 // claims closer to balance are left
-		pairsPer = 8    // B claims an A claim tries
-		misses   = 16   // failed swaps before a pair is left
+		pairsPer = 32   // B claims an A claim tries
+		misses   = 64   // failed swaps before a pair is left
 	)
 	var as, bs []*bin
 	for _, id := range sv.claims {

@@ -1145,23 +1145,40 @@ func TestImproveKeepsZoneOnUnpinnedTarget(t *testing.T) {
 }
 
 // TestDiverseCostRatio holds the diverse workload's cost to within a bound
-// of the lower bound, with every placement replayed: at 2,000 pods first fit
-// leaves claims that fill their cpu beside claims that fill their memory,
-// which only swapping pods between them balances.
+// of the lower bound. First fit leaves claims that fill their cpu beside
+// claims that fill their memory, which only swapping pods between them
+// balances. At 2,000 pods every placement is replayed as well; 20,000 (the
+// target of at most 1.15) is too many to replay in a unit test.
 func TestDiverseCostRatio(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 2,000 placements")
+		t.Skip("packs up to 20,000 pods")
 	}
-	const n, want = 2000, 1.06
-	in := karpenterbench.Input(karpenterbench.DiversePods(n), packer.PreferenceScore)
-	r := checkConsistent(t, in)
-	if len(r.Unschedulable) > 0 {
-		t.Fatalf("%d unschedulable", len(r.Unschedulable))
+	tests := []struct {
+		n      int
+		replay bool
+		want   float64
+	}{
+		{2000, true, 1.06},
+		{20000, false, 1.15},
 	}
-	lb := plan.Bound(in, r).PricePerHour
-	if got := cost(r) / lb; got > want {
-		t.Errorf("cost %.2f / lower bound %.2f = %.4f, want at most %.3f", cost(r), lb, got, want)
-	} else {
-		t.Logf("cost %.2f / lower bound %.2f = %.4f", cost(r), lb, got)
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
+			in := karpenterbench.Input(karpenterbench.DiversePods(tt.n), packer.PreferenceScore)
+			var r packer.Result
+			if tt.replay {
+				r = checkConsistent(t, in)
+			} else {
+				r = packer.Solve(in)
+			}
+			if len(r.Unschedulable) > 0 {
+				t.Fatalf("%d unschedulable", len(r.Unschedulable))
+			}
+			lb := plan.Bound(in, r).PricePerHour
+			if got := cost(r) / lb; got > tt.want {
+				t.Errorf("cost %.2f / lower bound %.2f = %.4f, want at most %.3f", cost(r), lb, got, tt.want)
+			} else {
+				t.Logf("cost %.2f / lower bound %.2f = %.4f", cost(r), lb, got)
+			}
+		})
 	}
 }
