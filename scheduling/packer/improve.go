@@ -3,6 +3,8 @@ package packer
 import (
 	"cmp"
 	"slices"
+
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
 // improve moves pods from crowded claims into room that other claims already
@@ -33,6 +35,9 @@ import (
 //     such pod, within any maxSkew of at least 1 over a minimum of 0 (the
 //     packer opens fresh nodes, so the hostname minimum is 0). Taking pods
 //     away from a node never breaks another's required constraint.
+//
+// After the moves, balance swaps pods between claims that fill opposite
+// resources, under the same rules (see balance).
 //
 // Pods with preferences are left where first fit put them, which honours
 // the preferences the placement chose. So are pods of pools with minValues.
@@ -76,18 +81,33 @@ func (sv *solver) improve() {
 		}
 		return true
 	}
-	// The pods on claims, by shape; shapes largest first, as first-fit
-	// decreasing fills room.
-	onClaims := map[*shape][]int32{}
+	// The pods on claims, by shape and by the sources' domains on the keys
+	// other than the hostname (a pod moves only within its domains, so a
+	// target looks only at the lists it could take from); shapes largest
+	// first, as first-fit decreasing fills room.
+	onClaims := map[*shape][]*moveList{}
 	for _, id := range sv.claims {
 		b := s.bins[id]
 		if b.pool.minv != nil {
 			continue
 		}
 		for _, pi := range b.pods {
-			if sh := sv.shapeOf[pi]; movable(sh) {
-				onClaims[sh] = append(onClaims[sh], pi)
+			sh := sv.shapeOf[pi]
+			if !movable(sh) {
+				continue
 			}
+			var ml *moveList
+			for _, l := range onClaims[sh] {
+				if sameDomainsExact(s, l.dom, b.dom) {
+					ml = l
+					break
+				}
+			}
+			if ml == nil {
+				ml = &moveList{dom: slices.Clone(b.dom)}
+				onClaims[sh] = append(onClaims[sh], ml)
+			}
+			ml.pods = append(ml.pods, pi)
 		}
 	}
 	var order []*shape
@@ -106,9 +126,16 @@ func (sv *solver) improve() {
 	for i, st := range sv.trace {
 		traceAt[st.pod] = int32(i)
 	}
+	// A pod moved once stays: it went to a claim no more crowded than its
+	// target, and skipping it keeps later targets' looks for pods that can
+	// still move.
+	moved := make([]bool, len(sv.pods))
 
-	// Each target looks at a bounded number of pods per shape, so the pass
-	// costs targets × shapes, not targets × pods.
+	// Each target looks at a bounded number of pods per shape and list, so
+	// the pass costs targets × shapes, not targets × pods. Pods already
+	// moved do not count: otherwise the first targets take the pods listed
+	// first, and every later target spends its looks on them and finds
+	// nothing, however many movable pods remain further down.
 	const looks = 16
 	var out outcome
 	for _, tid := range sv.claims {
@@ -117,33 +144,246 @@ func (sv *solver) improve() {
 			continue
 		}
 		for _, sh := range order {
-			list := onClaims[sh]
-			next := 0
-			for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(list) {
-				moved := false
-				for tries := 0; next < len(list) && tries < looks; tries++ {
-					pi := list[next]
-					next++
-					src := s.bins[sv.binOf[pi]]
-					// Only out of claims more crowded than the target: the
-					// sum of squared pod counts falls with every move, so
-					// the pass ends.
-					if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
-						continue
+			for _, ml := range onClaims[sh] {
+				if !sameDomainsAs(s, ml.dom, t) {
+					continue
+				}
+				for ml.head < len(ml.pods) && moved[ml.pods[ml.head]] {
+					ml.head++
+				}
+				next := ml.head
+				for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(ml.pods) {
+					ok := false
+					for tries := 0; next < len(ml.pods) && tries < looks; {
+						pi := ml.pods[next]
+						next++
+						if moved[pi] {
+							continue
+						}
+						tries++
+						src := s.bins[sv.binOf[pi]]
+						// Only out of claims more crowded than the target:
+						// the sum of squared pod counts falls with every
+						// move, so the pass ends.
+						if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
+							continue
+						}
+						if sv.move(pi, src, t, &out) {
+							sv.trace[traceAt[pi]].bin = t.id
+							moved[pi] = true
+							ok = true
+							break
+						}
 					}
-					if sv.move(pi, src, t, &out) {
-						sv.trace[traceAt[pi]].bin = t.id
-						moved = true
+					if !ok {
 						break
 					}
-				}
-				if !moved {
-					break
 				}
 			}
 		}
 	}
+	sv.balance(movable, traceAt)
 	sv.shrink()
+}
+
+// balance swaps pods between claims that fill opposite resources: one
+// whose cpu is fuller than its memory (A) gives a cpu-heavy pod for a
+// memory-heavy one of a claim whose memory is fuller (B). First fit packs
+// the largest cpu requests first, so the claims it grows early fill their
+// cpu and leave memory free, and those it grows late the reverse; neither
+// can then drop to a smaller type. Each swap lowers A's cpu and B's memory
+// and is made only while each stays on its side (A's cpu at least as full
+// as its memory, B's memory at least as full as its cpu), so both end
+// closer to balance and shrink can drop them.
+//
+// A swap is two moves by the rules of improve (same domains, the check of
+// a first placement on the target's current type, hostname spread), each
+// checked after both pods are off their claims. A pod whose move would pin
+// its target or narrow its instance types is not swapped, so that the first
+// move of a swap can be undone exactly when the second fails. A claim is A
+// or B for the whole pass, so A's cpu and B's memory only fall: the pass
+// ends.
+func (sv *solver) balance(movable func(*shape) bool, traceAt []int32) {
+	s := sv.s
+	// fill is how much fuller a claim's cpu is than its memory, as
+	// fractions of its type's allocatable.
+	fill := func(b *bin, used resources.Vector) float64 {
+		e := b.pool.eff[b.cheap]
+		if e.CPU <= 0 || e.Memory <= 0 {
+			return 0
+		}
+		return float64(used.CPU)/float64(e.CPU) - float64(used.Memory)/float64(e.Memory)
+	}
+	const (
+		minPods  = 4    // claims with fewer have little to swap
+		minSkew  = 0.05 // claims closer to balance are left
+		pairsPer = 32   // B claims an A claim tries
+		misses   = 64   // failed swaps before a pair is left
+	)
+	var as, bs []*bin
+	for _, id := range sv.claims {
+		b := s.bins[id]
+		if b.pool.minv != nil || len(b.pods) < minPods {
+			continue
+		}
+		switch f := fill(b, b.used); {
+		case f > minSkew:
+			as = append(as, b)
+		case f < -minSkew:
+			bs = append(bs, b)
+		}
+	}
+	if len(as) == 0 || len(bs) == 0 {
+		return
+	}
+	// Largest first: they have the most to gain. Ties by id.
+	bySize := func(x, y *bin) int {
+		ex, ey := x.pool.eff[x.cheap], y.pool.eff[y.cheap]
+		if c := cmp.Compare(ey.CPU, ex.CPU); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.id, y.id)
+	}
+	slices.SortFunc(as, bySize)
+	slices.SortFunc(bs, bySize)
+	var out outcome
+	for _, a := range as {
+		tried := 0
+		for _, b := range bs {
+			if tried == pairsPer || fill(a, a.used) <= minSkew {
+				break
+			}
+			if fill(b, b.used) >= -minSkew || !sameDomainsExact(s, a.dom, b.dom) || b.pool != a.pool {
+				continue
+			}
+			tried++
+			sv.balancePair(a, b, movable, traceAt, fill, misses, &out)
+		}
+	}
+}
+
+// balancePair swaps pods between a (cpu fuller) and b (memory fuller), the
+// most cpu-heavy of a's against the most memory-heavy of b's, while each
+// claim stays on its side.
+func (sv *solver) balancePair(a, b *bin, movable func(*shape) bool, traceAt []int32, fill func(*bin, resources.Vector) float64, misses int, out *outcome) {
+	ea := a.pool.eff[a.cheap]
+	// heavy is how much more of a's cpu than of its memory a pod takes.
+	heavy := func(pi int32) float64 {
+		r := sv.shapeOf[pi].req
+		return float64(r.CPU)/float64(ea.CPU) - float64(r.Memory)/float64(ea.Memory)
+	}
+	pick := func(c *bin, sign float64) []int32 {
+		var ps []int32
+		for _, pi := range c.pods {
+			if movable(sv.shapeOf[pi]) {
+				ps = append(ps, pi)
+			}
+		}
+		slices.SortStableFunc(ps, func(x, y int32) int {
+			if c := cmp.Compare(sign*heavy(y), sign*heavy(x)); c != 0 {
+				return c
+			}
+			return cmp.Compare(x, y)
+		})
+		return ps
+	}
+	pa, pb := pick(a, 1), pick(b, -1)
+	i, j, miss := 0, 0, 0
+	for i < len(pa) && j < len(pb) && miss < misses {
+		x, y := pa[i], pb[j]
+		rx, ry := sv.shapeOf[x].req, sv.shapeOf[y].req
+		if rx.CPU <= ry.CPU || ry.Memory <= rx.Memory {
+			// Not a swap that helps both; try the next of the side with
+			// the smaller gain.
+			if heavy(x) < -heavy(y) {
+				i++
+			} else {
+				j++
+			}
+			miss++
+			continue
+		}
+		ua, ub := a.used.Clone(), b.used.Clone()
+		ua.Sub(rx)
+		ua.Add(ry)
+		ub.Sub(ry)
+		ub.Add(rx)
+		if fill(a, ua) < 0 || fill(b, ub) > 0 {
+			// Past balance: a smaller pair may still fit.
+			if heavy(x) < -heavy(y) {
+				j++
+			} else {
+				i++
+			}
+			miss++
+			continue
+		}
+		if sv.swap(x, a, y, b, traceAt, out) {
+			sv.trace[traceAt[x]].bin = b.id
+			sv.trace[traceAt[y]].bin = a.id
+			i++
+			j++
+			continue
+		}
+		i++
+		miss++
+	}
+}
+
+// swap moves pod x from claim a to b and pod y from b to a, both or
+// neither, and reports whether it did.
+func (sv *solver) swap(x int32, a *bin, y int32, b *bin, traceAt []int32, out *outcome) bool {
+	s := sv.s
+	shx, shy := sv.shapeOf[x], sv.shapeOf[y]
+	ax, by := slices.Index(a.pods, x), slices.Index(b.pods, y)
+	s.detach(shx, a, ax)
+	s.detach(shy, b, by)
+	undo := func() {
+		s.attach(shy, b, y, by)
+		s.attach(shx, a, x, ax)
+	}
+	if !sv.mayCount(shx, a, b, x, traceAt) || !sv.fitsKeeping(shx, a.dom, b, out) || len(out.pins) > 0 || out.cand != b.cand {
+		undo()
+		return false
+	}
+	s.commit(shx.variants[0], b, out, x)
+	if !sv.mayCount(shy, b, a, y, traceAt) || !sv.fitsKeeping(shy, b.dom, a, out) || len(out.pins) > 0 || out.cand != a.cand {
+		s.detach(shx, b, len(b.pods)-1)
+		undo()
+		return false
+	}
+	s.commit(shy.variants[0], a, out, y)
+	sv.binOf[x], sv.binOf[y] = b.id, a.id
+	return true
+}
+
+// moveList is the movable pods of one shape on claims that share their
+// domains on every key but the hostname.
+type moveList struct {
+	dom  []int32
+	pods []int32
+	head int // pods before head have moved
+}
+
+// sameDomainsExact reports whether two claims' domains agree on every key
+// but the hostname.
+func sameDomainsExact(s *state, a, b []int32) bool {
+	for k := range s.keys {
+		if k != s.hostKey && a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameDomainsAs is sameDomains for a source with domains dom.
+func sameDomainsAs(s *state, dom []int32, t *bin) bool {
+	for k := range s.keys {
+		if k != s.hostKey && t.dom[k] != domUnpinned && t.dom[k] != dom[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameDomains reports whether target t is in every domain of src on the keys
@@ -162,42 +402,84 @@ func sameDomains(s *state, src, t *bin) bool {
 func (sv *solver) move(pi int32, src, t *bin, out *outcome) bool {
 	s := sv.s
 	sh := sv.shapeOf[pi]
-	v := sh.variants[0]
+	if !sv.mayCount(sh, src, t, pi, nil) {
+		return false
+	}
+	at := slices.Index(src.pods, pi)
+	s.detach(sh, src, at)
+	if !sv.fitsKeeping(sh, src.dom, t, out) {
+		s.attach(sh, src, pi, at)
+		return false
+	}
+	s.commit(sh.variants[0], t, out, pi)
+	sv.binOf[pi] = t.id
+	return true
+}
+
+// mayCount reports whether the groups that count a pod of sh see no
+// difference between src and t that a move could break: no hostname spread
+// constraint counts a pod on t, and every spread constraint finds both
+// eligible or both not.
+//
+// With traceAt (where each pod is in placement order), a hostname spread
+// constraint may count pods on t as long as every pod on t that owns it was
+// placed before the moved pod pi: the scheduler checks a constraint only
+// when it places the pod that owns it, and those pods saw t without pi.
+func (sv *solver) mayCount(sh *shape, src, t *bin, pi int32, traceAt []int32) bool {
+	s := sv.s
 	for _, g := range sh.matchedBy {
 		if g.key == s.hostKey && g.kind == gSpread && g.count(t.dom[s.hostKey]) > 0 {
-			return false
+			if traceAt == nil || !sv.ownersBefore(g, t, traceAt[pi], traceAt) {
+				return false
+			}
 		}
 		if g.kind == gSpread && s.eligible(g, src) != s.eligible(g, t) {
 			return false
 		}
 	}
-	at := slices.Index(src.pods, pi)
-	s.detach(sh, src, at)
-	s.check(v, t, out)
-	ok := out.code == okCode && out.cheap == t.cheap
-	if ok {
-		for k := range s.keys {
-			if k == s.hostKey {
-				continue
-			}
-			d := t.dom[k]
-			for _, p := range out.pins {
-				if p.key == k {
-					d = s.domain(k, p.val)
-				}
-			}
-			if d != src.dom[k] {
-				ok = false
-				break
+	return true
+}
+
+// ownersBefore reports whether every pod on t whose spread constraint is
+// group g was placed before position at.
+func (sv *solver) ownersBefore(g *group, t *bin, at int32, traceAt []int32) bool {
+	for _, p := range t.pods {
+		for _, c := range sv.shapeOf[p].spread {
+			if c.g == g && traceAt[p] > at {
+				return false
 			}
 		}
 	}
-	if !ok {
-		s.attach(sh, src, pi, at)
+	return true
+}
+
+// fitsKeeping checks a pod of sh, taken off a claim with domains dom, on
+// claim t: it must pass the same check as a first placement, fit t's
+// current type, and keep its domains on every key but the hostname.
+func (sv *solver) fitsKeeping(sh *shape, dom []int32, t *bin, out *outcome) bool {
+	s := sv.s
+	// Where the target has no domain yet, it may take only the source's:
+	// the pod keeps its domains.
+	s.pinTo = dom
+	s.check(sh.variants[0], t, out)
+	s.pinTo = nil
+	if out.code != okCode || out.cheap != t.cheap {
 		return false
 	}
-	s.commit(v, t, out, pi)
-	sv.binOf[pi] = t.id
+	for k := range s.keys {
+		if k == s.hostKey {
+			continue
+		}
+		d := t.dom[k]
+		for _, p := range out.pins {
+			if p.key == k {
+				d = s.domain(k, p.val)
+			}
+		}
+		if d != dom[k] {
+			return false
+		}
+	}
 	return true
 }
 

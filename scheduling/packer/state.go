@@ -72,6 +72,9 @@ type state struct {
 	pinHook  func(b *bin, k int)
 	variants int
 	newDom   int32 // hostname domain of a claim being planned; never counted
+	// pinTo, when set, is the only domain per key an unpinned claim may
+	// take in pickPin: a pod moved by the improvement pass keeps its own.
+	pinTo []int32
 }
 
 func newState(nsLabels map[string]map[string]string, packer bool) *state {
@@ -554,6 +557,9 @@ func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 			continue
 		}
 		d := s.domain(k, val)
+		if s.pinTo != nil && d != s.pinTo[k] {
+			continue
+		}
 		if code, _ := s.topoAt(v, b, k, d); code != okCode {
 			continue
 		}
