@@ -10,7 +10,22 @@ TEST_FLAGS ?= -p 2 -timeout 20m
 # named, for example make e2e E2E_RUN=TestScaleOut.
 E2E_RUN ?= .
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser
+.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci
+
+# The container image (make image, make image-oci): IMAGE is the repository,
+# TAG the tag, VERSION what `stevedore version` prints, PLATFORMS the
+# architectures. SOURCE_DATE_EPOCH (the last commit's time) is the time
+# written into the image, so a rebuild of a commit gives the same image.
+IMAGE ?= ghcr.io/stevedore-autoscaler/stevedore
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+TAG ?= $(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# docker when its buildx plugin is installed (a docker client alone cannot
+# build for two platforms), else podman; empty when neither is.
+CONTAINER_ENGINE ?= $(shell docker buildx version >/dev/null 2>&1 && echo docker || { command -v podman >/dev/null 2>&1 && echo podman; })
+# Extra flags for the engine's build, for example IMAGE_FLAGS=--push.
+IMAGE_FLAGS ?=
 
 all: build
 
@@ -33,7 +48,9 @@ test: unit e2e
 ## Minimizing each input that finds new coverage is bounded by a count too
 ## (by default it may take a minute per input, which on a loaded machine
 ## stretched one run to twelve minutes). Loading a scenario runs the whole
-## manifest validation, so FuzzLoad gets fewer inputs.
+## manifest validation, so FuzzLoad gets fewer inputs. hack/image's tests
+## build the container image without an engine (two cross-compiles of the
+## binary) and run the binary from it.
 unit: kube-binaries
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
@@ -41,6 +58,8 @@ unit: kube-binaries
 	cd hack/schedulerdiff && $(GO) vet ./...
 	cd hack/schedulerdiff && $(GO) test ./...
 	cd hack/charttest && $(GO) test ./...
+	cd hack/image && $(GO) vet ./...
+	cd hack/image && $(GO) test -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime 30000x -fuzzminimizetime 200x ./api/validation
 
 ## e2e: the end-to-end suite on a local cluster (test/e2e, build tag e2e): etcd,
@@ -70,5 +89,27 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+## image: the multi-arch image (PLATFORMS) from the Dockerfile with docker
+## buildx or podman, tagged $(IMAGE):$(TAG). A multi-platform docker build
+## needs a builder that can hold it: pass IMAGE_FLAGS=--push, or use Docker's
+## containerd image store. podman builds a manifest list; push it with
+## podman manifest push --all $(IMAGE):$(TAG).
+image:
+	@case "$(CONTAINER_ENGINE)" in \
+	docker) set -x; docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+		--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) -t $(IMAGE):$(TAG) $(IMAGE_FLAGS) . ;; \
+	podman) set -x; podman build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+		--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) --manifest $(IMAGE):$(TAG) $(IMAGE_FLAGS) . ;; \
+	*) echo "make image: no container engine: neither docker with the buildx plugin nor podman is installed;" \
+		"make image-oci builds the same image without one, as an OCI archive in bin/image/" >&2; exit 1 ;; \
+	esac
+
+## image-oci: the same image without a container engine (hack/image): the
+## OCI layout bin/image/oci and its tar bin/image/stevedore-oci.tar, for
+## crane push or skopeo copy. Reproducible: same commit, same digest.
+image-oci:
+	cd hack/image && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run . -root ../.. \
+		-version $(VERSION) -image $(IMAGE) -tag $(TAG) -out ../../bin/image
+
 clean:
-	rm -rf bin/stevedore
+	rm -rf bin/stevedore bin/image
