@@ -228,13 +228,13 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	fs.BoolVar(&o.enableProfiling, flagEnableProfiling, false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address"+env(flagEnableProfiling))
 	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
 	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
-	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, ignoredFlag("stevedore does not schedule DRA resource claims")+env(flagIgnoreDRARequests))
+	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, "ignore the DRA resource claims of pods, as Karpenter does by default; stevedore does not schedule them, so false is refused"+env(flagIgnoreDRARequests))
 	fs.BoolVar(&o.ignored.disableObservability, flagDisableClusterStateObservability, false, ignoredFlag("stevedore's cluster-state metrics are always served")+env(flagDisableClusterStateObservability))
 	fs.StringVar(&o.ignored.karpenterService, flagKarpenterService, "", ignoredFlag("stevedore serves no webhooks")+env(flagKarpenterService))
 	fs.BoolVar(&o.ignored.noWebhook, flagDisableWebhook, true, ignoredFlag("stevedore serves no webhooks")+env(flagDisableWebhook))
 	fs.IntVar(&o.ignored.webhookPort, flagWebhookPort, 8443, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookPort))
 	fs.IntVar(&o.ignored.webhookMetricsPort, flagWebhookMetricsPort, 8001, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookMetricsPort))
-	fs.StringVar(&o.ignored.awsFeatureGates, flagAWSFeatureGates, "", ignoredFlag("none of Karpenter's AWS-specific gates is implemented")+env(flagAWSFeatureGates))
+	fs.StringVar(&o.ignored.awsFeatureGates, flagAWSFeatureGates, "", "Karpenter's AWS-specific feature gates (NodeClassCEL, DRA): accepted when false; stevedore does not implement them, so true is refused"+env(flagAWSFeatureGates))
 	fs.Float32Var(&o.kubeClientQPS, flagKubeClientQPS, 200, "queries per second to the API server"+env(flagKubeClientQPS))
 	fs.IntVar(&o.kubeClientBurst, flagKubeClientBurst, 300, "burst of queries to the API server"+env(flagKubeClientBurst))
 	fs.StringVar(&o.featureGates, flagFeatureGates, defaultFeatureGates,
@@ -302,6 +302,12 @@ func (o *controllerOptions) validate() error {
 	}
 	if _, err := parseFeatureGates(o.featureGates); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", flagFeatureGates, err))
+	}
+	if err := checkAWSFeatureGates(o.ignored.awsFeatureGates); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagAWSFeatureGates, err))
+	}
+	if !o.ignored.ignoreDRA {
+		errs = append(errs, fmt.Errorf("--%s=false: stevedore does not schedule DRA resource claims (Karpenter's alpha DRA support); leave it true, the default", flagIgnoreDRARequests))
 	}
 	if o.validationDelay <= 0 {
 		errs = append(errs, fmt.Errorf("--%s %s must be positive, for example 15s", flagValidationDelay, o.validationDelay))

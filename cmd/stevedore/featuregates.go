@@ -76,3 +76,35 @@ func parseFeatureGates(v string) (map[string]bool, error) {
 	}
 	return gates, nil
 }
+
+// awsGates are Karpenter's AWS-specific gates (AWS_FEATURE_GATES), all
+// alpha and off by default, none of which stevedore implements: off they
+// are accepted, on they are refused, for the reason given at
+// unimplementedGates.
+var awsGates = []string{"DRA", "NodeClassCEL"}
+
+// checkAWSFeatureGates checks an AWS_FEATURE_GATES value such as
+// "NodeClassCEL=false,DRA=false".
+func checkAWSFeatureGates(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("%q is not Name=true or Name=false", part)
+		}
+		name = strings.TrimSpace(name)
+		on, err := strconv.ParseBool(strings.TrimSpace(val))
+		switch {
+		case err != nil:
+			return fmt.Errorf("%q: the value must be true or false", part)
+		case !slices.Contains(awsGates, name):
+			return fmt.Errorf("unknown AWS feature gate %q; Karpenter's are %s", name, strings.Join(awsGates, ", "))
+		case on:
+			return fmt.Errorf("%s=true: stevedore does not implement Karpenter's alpha %s feature; set %s=false (or leave it out) to run without it", name, name, name)
+		}
+	}
+	return nil
+}

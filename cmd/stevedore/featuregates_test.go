@@ -45,3 +45,29 @@ func TestParseFeatureGates(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckAWSFeatureGates(t *testing.T) {
+	for _, tc := range []struct{ in, wantErr string }{
+		{in: ""},
+		{in: "NodeClassCEL=false"},
+		{in: " NodeClassCEL=false , DRA=false "},
+		{in: "NodeClassCEL=true", wantErr: "NodeClassCEL=true: stevedore does not implement Karpenter's alpha NodeClassCEL feature; set NodeClassCEL=false"},
+		{in: "NodeClassCEL=false,DRA=1", wantErr: "DRA=true: stevedore does not implement"},
+		{in: "DRA", wantErr: "is not Name=true"},
+		{in: "DRA=maybe", wantErr: "must be true or false"},
+		{in: "Nodeclasscel=false", wantErr: `unknown AWS feature gate "Nodeclasscel"; Karpenter's are DRA, NodeClassCEL`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			err := checkAWSFeatureGates(tc.in)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

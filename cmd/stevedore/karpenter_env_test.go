@@ -50,7 +50,7 @@ func TestKarpenterEnvVars(t *testing.T) {
 			want: func(e *effective) { e.logOut, e.logErr = "stderr,/var/log/stevedore.log", "stdout" }},
 		{name: "memory and profiling", env: map[string]string{"MEMORY_LIMIT": "1073741824", "ENABLE_PROFILING": "true"},
 			want: func(e *effective) { e.memoryLimit, e.profiling = 1073741824, true }},
-		{name: "accepted and ignored", env: map[string]string{"CPU_REQUESTS": "2000", "IGNORE_DRA_REQUESTS": "false",
+		{name: "accepted and ignored", env: map[string]string{"CPU_REQUESTS": "2000", "IGNORE_DRA_REQUESTS": "true",
 			"DISABLE_CLUSTER_STATE_OBSERVABILITY": "true", "KARPENTER_SERVICE": "karpenter", "DISABLE_WEBHOOK": "true",
 			"WEBHOOK_PORT": "8443", "WEBHOOK_METRICS_PORT": "8001", "AWS_FEATURE_GATES": "NodeClassCEL=false"},
 			want: func(*effective) {}},
@@ -90,6 +90,8 @@ func TestKarpenterEnvVarsInvalid(t *testing.T) {
 		{map[string]string{"MIN_VALUES_POLICY": "Loose"}, `--min-values-policy "Loose"`},
 		{map[string]string{"HEALTH_PROBE_PORT": "70000"}, "--health-probe-port 70000"},
 		{map[string]string{"LOG_OUTPUT_PATHS": " , "}, "--log-output-paths must name"},
+		{map[string]string{"AWS_FEATURE_GATES": "NodeClassCEL=true"}, "--aws-feature-gates: NodeClassCEL=true: stevedore does not implement"},
+		{map[string]string{"IGNORE_DRA_REQUESTS": "false"}, "--ignore-dra-requests=false: stevedore does not schedule DRA resource claims"},
 	} {
 		o := parseEnv(t, tc.env)
 		o.settings.ClusterName = "c"
