@@ -12,6 +12,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -309,7 +310,8 @@ func groupName(pod *corev1.Pod, selector string) string {
 // new NodeClaims, over every instance type any of in's NodePools may launch,
 // each at its cheapest offering in any pool: the resource bound, raised by
 // the node that must fit the largest of those pods and by the groups of
-// them that must run on separate nodes (see package lowerbound). The ratio
+// them that must run on separate nodes, or the per-pod bound where that is
+// higher (see package lowerbound). The ratio
 // of res's price to it is what `stevedore plan` reports and what the
 // packer's benchmarks may report as "cost/lb".
 func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
@@ -373,7 +375,25 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 	for i, o := range options {
 		options[i] = demand.Usable(o)
 	}
-	return lowerbound.Compute(options, cpu, memory, groups)
+	// The per-pod bound keeps each pod's cpu and memory on one node. Every
+	// type is counted for every pod that fits it, whatever its NodePool's
+	// requirements: more types can only lower the bound.
+	return lowerbound.Compute(options, cpu, memory, groups).WithPerPod(lowerbound.PerPod(options, podShapes(pods)))
+}
+
+// podShapes groups pods by their cpu and memory requests, in order of
+// requests.
+func podShapes(pods []*corev1.Pod) []lowerbound.Shape {
+	counts := map[[2]int64]int{}
+	for _, pod := range pods {
+		v := resources.PodVector(pod)
+		counts[[2]int64{v.CPU, v.Memory}]++
+	}
+	shapes := make([]lowerbound.Shape, 0, len(counts))
+	for _, k := range slices.SortedFunc(maps.Keys(counts), func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		shapes = append(shapes, lowerbound.Shape{CPU: k[0], Memory: k[1], Count: counts[k]})
+	}
+	return shapes
 }
 
 // largestPod returns the pod with the largest cpu request, then memory, or

@@ -58,6 +58,44 @@
 // is still at most the cheapest placement: a lower bound, tighter where
 // types are lopsided or short of pod slots.
 //
+// # Keeping each pod on one node
+//
+// The LPs above pool the pods' requests, as if a pod's cpu could sit on one
+// node and its memory on another: they buy cpu from a type with 2 vCPU and
+// almost no memory and memory from a memory-rich type for pods that fit
+// neither. PerPod bounds the price pod by pod instead. Let c_t, m_t and n_t
+// be what pods may request on one node of type t and its pod slots (as
+// Usable returns them; n_t unlimited counts as 1/n_t = 0), and fix weights
+// λc, λm, λp ≥ 0 with λc + λm + λp = 1. A node of type t holding pods S has
+// Σ_S cpu_i ≤ c_t, Σ_S mem_i ≤ m_t and |S| ≤ n_t, so each of the three
+// ratios is at most 1 and so is any weighted mean of them:
+//
+//	p_t ≥ p_t·(λc·Σ_S cpu_i/c_t + λm·Σ_S mem_i/m_t + λp·|S|/n_t)
+//	    = Σ_S p_t·(λc·cpu_i/c_t + λm·mem_i/m_t + λp/n_t)
+//	    ≥ Σ_S min_{u ∈ F_i} p_u·(λc·cpu_i/c_u + λm·mem_i/m_u + λp/n_u),
+//
+// where F_i are the types pod i may use and whose c, m hold it, t among
+// them. Summing over the nodes of any placement, each pod counted once on
+// its own node,
+//
+//	price ≥ Σ_i min_{u ∈ F_i} p_u·(λc·cpu_i/c_u + λm·mem_i/m_u + λp/n_u),
+//
+// for every choice of weights. PerPod evaluates this on a grid of weights
+// and keeps the largest value: every point is a lower bound, so the maximum
+// over any set of points is. The right-hand side is a sum of minima of
+// functions linear in the weights, hence concave, and a finer grid around
+// the best coarse point gains most of what is left. Pods that no type fits
+// add nothing (they are placed nowhere). To keep it fast, pods with the same
+// requests and allowed types are one shape, counted once; a type another
+// allowed type beats on price, cpu, memory and pod slots together is never
+// the minimum and is dropped, as are, per shape, types whose three terms
+// another type's all undercut.
+//
+// The two bounds see different things: the LPs see the pods' separation
+// into groups and buy whole capacity, the per-pod bound sees that a pod's
+// requests go together and which types it fits. Each is a lower bound, so
+// their maximum is; Bound.WithPerPod takes it.
+//
 // The bound ignores everything else that costs nodes (DaemonSet overhead,
 // other resources, node affinity, taints, topology spread), each of which
 // can only raise the true optimum, so it stays a lower bound.
@@ -173,6 +211,8 @@ type Bound struct {
 	PricePerHour float64
 	// Resources is the resource bound alone, LP(C, M).
 	Resources float64
+	// PerPod is the per-pod bound (see PerPod), 0 when not computed.
+	PerPod float64
 	// Mix is the fractional optimum of the resource bound: at most two
 	// types, by name.
 	Mix []Share

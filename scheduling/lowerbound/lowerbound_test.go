@@ -201,6 +201,12 @@ func TestUsable(t *testing.T) {
 // pods must each be on a different node, by trying every partition of the
 // pods; +Inf when there is none.
 func cheapestPacking(options []Option, pods [][2]int64, apart int) float64 {
+	return cheapestAllowed(options, pods, apart, nil)
+}
+
+// cheapestAllowed is cheapestPacking where pod j may only run on the options
+// i with allowed[j][i]; nil allows every option.
+func cheapestAllowed(options []Option, pods [][2]int64, apart int, allowed [][]bool) float64 {
 	best := math.Inf(1)
 	block := make([]int, len(pods))
 	var rec func(i, blocks int)
@@ -221,7 +227,10 @@ func cheapestPacking(options []Option, pods [][2]int64, apart int) float64 {
 					return
 				}
 				price := math.Inf(1)
-				for _, o := range options {
+				for i, o := range options {
+					if !allowedOn(allowed, block, b, i) {
+						continue
+					}
 					if cpu <= o.CPU && mem <= o.Memory && (o.Pods == 0 || n <= o.Pods) {
 						price = min(price, o.PricePerHour)
 					}
@@ -238,6 +247,16 @@ func cheapestPacking(options []Option, pods [][2]int64, apart int) float64 {
 	}
 	rec(0, 0)
 	return best
+}
+
+// allowedOn reports whether every pod in block b may run on option i.
+func allowedOn(allowed [][]bool, block []int, b, i int) bool {
+	for j := range block {
+		if allowed != nil && block[j] == b && !allowed[j][i] {
+			return false
+		}
+	}
+	return true
 }
 
 func TestUsableBoundBelowCheapestPacking(t *testing.T) {
@@ -292,4 +311,167 @@ func TestUsableBoundBelowCheapestPacking(t *testing.T) {
 	if checked < 100 {
 		t.Fatalf("only %d feasible trials", checked)
 	}
+}
+
+func TestPerPod(t *testing.T) {
+	// cpu-rich: 4 cores, 1 GiB at 1; mem-rich: 1 core, 8 GiB at 1. Pods:
+	// one of 1 core and 1/4 GiB, one of 1/8 core and 1 GiB, four of
+	// 1 core and 2 GiB that fit only mem-rich. Pooled, the pods' 41/8
+	// cores and 37/4 GiB cost 127/124 cpu-rich plus 255/248 mem-rich =
+	// 509/248. Per pod at λ = (1, 0, 0), each pays its share of the cpu
+	// of the cheapest node it fits: min(1/4, 1) + min(1/32, 1/8) + 4·1 =
+	// 137/32. The cheapest packing is 6: each 2 GiB pod needs a
+	// mem-rich node of its own, and the other two cannot share a node.
+	cpuRich, memRich := opt("cpu-rich", 4, 1, 1), opt("mem-rich", 1, 8, 1)
+	mixed := []Shape{{CPU: 1000, Memory: gib / 4, Count: 1}, {CPU: 125, Memory: gib, Count: 1}, {CPU: 1000, Memory: 2 * gib, Count: 4}}
+
+	// Pod slots: one pod per node of a type at 2 makes each of three
+	// pods of 1/10 core and 1/10 GiB cost the whole node: 6, where the
+	// pooled resources cost 0.3 GiB of 2 GiB at 2, 0.3.
+	slots := Option{Name: "one-pod", CPU: 2000, Memory: 2 * gib, Pods: 1, PricePerHour: 2}
+	tenth := []Shape{{CPU: 100, Memory: gib / 10, Count: 3}}
+
+	tests := []struct {
+		name      string
+		options   []Option
+		shapes    []Shape
+		wantOld   float64
+		want      float64
+		wantTotal float64
+	}{
+		{name: "cpu and memory stay on one node", options: []Option{cpuRich, memRich}, shapes: mixed, wantOld: 509.0 / 248, want: 137.0 / 32, wantTotal: 137.0 / 32},
+		{name: "pod slots", options: []Option{slots}, shapes: tenth, wantOld: 0.3, want: 6, wantTotal: 6},
+		// Fits: only the cheap type may take the pods: 3 × 1/4 of it.
+		{name: "only allowed types", options: []Option{opt("cheap", 2, 2, 1), opt("dear", 2, 2, 10)},
+			shapes: []Shape{{CPU: 500, Memory: gib / 2, Count: 3, Fits: []bool{false, true}}}, wantOld: 0.75, want: 7.5, wantTotal: 7.5},
+		// A single shape on a single type that it fills exactly: both
+		// bounds are the price of the nodes.
+		{name: "both exact", options: []Option{opt("a", 2, 4, 1)}, shapes: []Shape{{CPU: 1000, Memory: 2 * gib, Count: 4}}, wantOld: 2, want: 2, wantTotal: 2},
+		// Nothing fits: the pods add nothing.
+		{name: "fits nowhere", options: []Option{opt("a", 1, 1, 1)}, shapes: []Shape{{CPU: 2000, Memory: gib, Count: 4}}, wantOld: 8, want: 0, wantTotal: 8},
+		{name: "no pods", options: []Option{cpuRich}, want: 0, wantTotal: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var cpu, mem int64
+			for _, s := range tc.shapes {
+				cpu += s.CPU * int64(s.Count)
+				mem += s.Memory * int64(s.Count)
+			}
+			old := Compute(tc.options, cpu, mem, nil)
+			if !near(old.PricePerHour, tc.wantOld) {
+				t.Fatalf("Compute = %v, want %v", old.PricePerHour, tc.wantOld)
+			}
+			got := old.WithPerPod(PerPod(tc.options, tc.shapes))
+			if !near(got.PerPod, tc.want) || !near(got.PricePerHour, tc.wantTotal) {
+				t.Fatalf("per-pod bound %v, bound %v; want %v, %v", got.PerPod, got.PricePerHour, tc.want, tc.wantTotal)
+			}
+		})
+	}
+
+	// The hand case's packing by brute force.
+	var pods [][2]int64
+	for _, s := range mixed {
+		for range s.Count {
+			pods = append(pods, [2]int64{s.CPU, s.Memory})
+		}
+	}
+	if got := cheapestPacking([]Option{cpuRich, memRich}, pods, 0); got != 6 {
+		t.Errorf("cheapest packing of the mixed pods = %v, want 6", got)
+	}
+}
+
+func TestPerPodBelowCheapestPacking(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 3))
+	checked, raised := 0, 0
+	for trial := range 600 {
+		options := make([]Option, 1+r.IntN(3))
+		for i := range options {
+			options[i] = Option{
+				Name:         string(rune('a' + i)),
+				CPU:          int64(250 + r.IntN(16)*250),
+				Memory:       int64(1+r.IntN(16)) * gib / 4,
+				Pods:         int64(r.IntN(4)),
+				PricePerHour: 0.01 + r.Float64(),
+			}
+		}
+		// Up to three shapes, each allowed on a random subset of the
+		// options (nil: all of them).
+		type shape struct {
+			req  [2]int64
+			fits []bool
+		}
+		shapes := make([]shape, 1+r.IntN(3))
+		for k := range shapes {
+			shapes[k].req = [2]int64{int64(r.IntN(9) * 250), int64(r.IntN(9)) * gib / 8}
+			if r.IntN(2) == 0 {
+				shapes[k].fits = make([]bool, len(options))
+				for i := range options {
+					shapes[k].fits[i] = r.IntN(3) > 0
+				}
+			}
+		}
+		n := 1 + r.IntN(6)
+		pods := make([][2]int64, n)
+		allowed := make([][]bool, n)
+		of := make([]int, n)
+		for j := range pods {
+			of[j] = r.IntN(len(shapes))
+			if j > 0 && r.IntN(3) == 0 {
+				of[j] = of[0]
+			}
+			pods[j] = shapes[of[j]].req
+			allowed[j] = make([]bool, len(options))
+			for i := range options {
+				allowed[j][i] = shapes[of[j]].fits == nil || shapes[of[j]].fits[i]
+			}
+		}
+		apart := 0
+		for apart < n && of[apart] == of[0] && r.IntN(2) == 0 {
+			apart++
+		}
+		opt := cheapestAllowed(options, pods, apart, allowed)
+		if math.IsInf(opt, 1) {
+			continue
+		}
+
+		var d Demand
+		counts := make([]int, len(shapes))
+		for j, p := range pods {
+			d.Add(p[0], p[1])
+			counts[of[j]]++
+		}
+		usable := make([]Option, len(options))
+		fits := make([]bool, len(options))
+		for i, o := range options {
+			usable[i] = d.Usable(o)
+			fits[i] = allowed[0][i] && pods[0][0] <= o.CPU && pods[0][1] <= o.Memory
+		}
+		var groups []Group
+		if apart > 1 {
+			groups = append(groups, Group{Name: "apart", Count: apart, Fits: fits})
+		}
+		var in []Shape
+		for k, s := range shapes {
+			in = append(in, Shape{CPU: s.req[0], Memory: s.req[1], Count: counts[k], Fits: s.fits})
+		}
+		old := Compute(usable, d.CPU, d.Memory, groups)
+		perPod := PerPod(usable, in)
+		b := old.WithPerPod(perPod)
+		if perPod > opt*(1+1e-9) || b.PricePerHour > opt*(1+1e-9) {
+			t.Fatalf("trial %d: per-pod bound %v, bound %v above the cheapest packing %v (options %+v, pods %v, shapes %+v, apart %d)",
+				trial, perPod, b.PricePerHour, opt, options, pods, in, apart)
+		}
+		if b.PricePerHour < old.PricePerHour || b.PricePerHour < perPod*(1-1e-9) {
+			t.Fatalf("trial %d: bound %v below one of %v and %v", trial, b.PricePerHour, old.PricePerHour, perPod)
+		}
+		if perPod > old.PricePerHour*(1+1e-6) {
+			raised++
+		}
+		checked++
+	}
+	if checked < 150 || raised < 30 {
+		t.Fatalf("only %d feasible trials, %d where the per-pod bound is the larger", checked, raised)
+	}
+	t.Logf("%d feasible trials, %d where the per-pod bound is the larger", checked, raised)
 }
