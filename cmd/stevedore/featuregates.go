@@ -46,10 +46,16 @@ func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))
 }
 
-// parseFeatureGates reads "Name=true,Other=false" into the gates' values,
-// every known gate present.
-func parseFeatureGates(v string) (map[string]bool, error) {
-	gates := maps.Clone(knownGates)
+// gateSetting is one Name=value of a feature gate list.
+type gateSetting struct {
+	name string
+	on   bool
+}
+
+// splitGates reads "Name=true, Other=false" in order; empty items are
+// skipped.
+func splitGates(v string) ([]gateSetting, error) {
+	var out []gateSetting
 	for _, part := range strings.Split(v, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -63,16 +69,35 @@ func parseFeatureGates(v string) (map[string]bool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: the value must be true or false", part)
 		}
-		name = strings.TrimSpace(name)
+		out = append(out, gateSetting{name: strings.TrimSpace(name), on: on})
+	}
+	return out, nil
+}
+
+// unimplemented is the error for turning on a gate stevedore does not
+// implement.
+func unimplemented(name string) error {
+	return fmt.Errorf("%s=true: stevedore does not implement Karpenter's alpha %s feature; set %s=false (or leave it out) to run without it", name, name, name)
+}
+
+// parseFeatureGates reads "Name=true,Other=false" into the gates' values,
+// every known gate present.
+func parseFeatureGates(v string) (map[string]bool, error) {
+	settings, err := splitGates(v)
+	if err != nil {
+		return nil, err
+	}
+	gates := maps.Clone(knownGates)
+	for _, g := range settings {
 		switch {
-		case unimplementedGates[name] && on:
-			return nil, fmt.Errorf("%s=true: stevedore does not implement Karpenter's alpha %s feature; set %s=false (or leave it out) to run without it", name, name, name)
-		case unimplementedGates[name]:
+		case unimplementedGates[g.name] && g.on:
+			return nil, unimplemented(g.name)
+		case unimplementedGates[g.name]:
 			continue
-		case !slices.Contains(featureGateNames(), name):
-			return nil, fmt.Errorf("unknown feature gate %q; known gates: %s", name, strings.Join(featureGateNames(), ", "))
+		case !slices.Contains(featureGateNames(), g.name):
+			return nil, fmt.Errorf("unknown feature gate %q; known gates: %s", g.name, strings.Join(featureGateNames(), ", "))
 		}
-		gates[name] = on
+		gates[g.name] = g.on
 	}
 	return gates, nil
 }
@@ -86,24 +111,16 @@ var awsGates = []string{"DRA", "NodeClassCEL"}
 // checkAWSFeatureGates checks an AWS_FEATURE_GATES value such as
 // "NodeClassCEL=false,DRA=false".
 func checkAWSFeatureGates(v string) error {
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, val, ok := strings.Cut(part, "=")
-		if !ok {
-			return fmt.Errorf("%q is not Name=true or Name=false", part)
-		}
-		name = strings.TrimSpace(name)
-		on, err := strconv.ParseBool(strings.TrimSpace(val))
+	settings, err := splitGates(v)
+	if err != nil {
+		return err
+	}
+	for _, g := range settings {
 		switch {
-		case err != nil:
-			return fmt.Errorf("%q: the value must be true or false", part)
-		case !slices.Contains(awsGates, name):
-			return fmt.Errorf("unknown AWS feature gate %q; Karpenter's are %s", name, strings.Join(awsGates, ", "))
-		case on:
-			return fmt.Errorf("%s=true: stevedore does not implement Karpenter's alpha %s feature; set %s=false (or leave it out) to run without it", name, name, name)
+		case !slices.Contains(awsGates, g.name):
+			return fmt.Errorf("unknown AWS feature gate %q; Karpenter's are %s", g.name, strings.Join(awsGates, ", "))
+		case g.on:
+			return unimplemented(g.name)
 		}
 	}
 	return nil
