@@ -360,6 +360,10 @@ func TestPerPod(t *testing.T) {
 		// Fits: only the cheap type may take the pods: 3 × 1/4 of it.
 		{name: "only allowed types", options: []Option{opt("cheap", 2, 2, 1), opt("dear", 2, 2, 10)},
 			shapes: []Shape{{CPU: 500, Memory: gib / 2, Count: 3, Fits: []bool{false, true}}}, wantOld: 0.75, want: 7.5, wantTotal: 7.5},
+		// small is beaten by big on every count, but the pod may not use
+		// big: small stays and sets its price, 1, not a quarter of huge.
+		{name: "a beaten type stays where its better may not go", options: []Option{opt("small", 1, 1, 1), opt("big", 2, 2, 1), opt("huge", 4, 4, 10)},
+			shapes: []Shape{{CPU: 1000, Memory: gib, Count: 1, Fits: []bool{true, false, true}}}, wantOld: 0.5, want: 1, wantTotal: 1},
 		// A single shape on a single type that it fills exactly: both
 		// bounds are the price of the nodes.
 		{name: "both exact", options: []Option{opt("a", 2, 4, 1)}, shapes: []Shape{{CPU: 1000, Memory: 2 * gib, Count: 4}}, wantOld: 2, want: 2, wantTotal: 2},
