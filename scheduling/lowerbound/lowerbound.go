@@ -91,6 +91,19 @@
 // the minimum and is dropped, as are, per shape, types whose three terms
 // another type's all undercut.
 //
+// The inequality for a node of type t uses only t's weights, so each type
+// may have its own, λ_t, and the sum of the per-pod minima, each term with
+// its type's weights, is still a lower bound for every choice of them. The
+// best choice is the optimum of the LP that places fractions of pods on
+// types and buys each type as much as its most used resource needs. PerPod
+// starts from the best shared weights and climbs: each type in turn tries a
+// grid of weights, the others fixed, and keeps the best if it raises the
+// sum; a bounded number of passes, each step a valid bound. The per-shape
+// pruning above does not carry over (two types dropped for different shapes
+// could need different weights); a type is dropped only where a type that
+// beats it on price, cpu, memory and pod slots may take every shape it may,
+// since with that type's weights its terms are never the smaller.
+//
 // The two bounds see different things: the LPs see the pods' separation
 // into groups and buy whole capacity, the per-pod bound sees that a pod's
 // requests go together and which types it fits. Each is a lower bound, so

@@ -318,10 +318,15 @@ func TestPerPod(t *testing.T) {
 	// one of 1 core and 1/4 GiB, one of 1/8 core and 1 GiB, four of
 	// 1 core and 2 GiB that fit only mem-rich. Pooled, the pods' 41/8
 	// cores and 37/4 GiB cost 127/124 cpu-rich plus 255/248 mem-rich =
-	// 509/248. Per pod at λ = (1, 0, 0), each pays its share of the cpu
-	// of the cheapest node it fits: min(1/4, 1) + min(1/32, 1/8) + 4·1 =
-	// 137/32. The cheapest packing is 6: each 2 GiB pod needs a
-	// mem-rich node of its own, and the other two cannot share a node.
+	// 509/248. With shared weights the best is λ = (1, 0, 0), each pod
+	// paying its share of the cpu of the cheapest node it fits:
+	// min(1/4, 1) + min(1/32, 1/8) + 4·1 = 137/32. With weights per
+	// type, mem-rich keeps (1, 0, 0) and cpu-rich takes λm ≥ 3/31, where
+	// the second pod's share of it, (1−λm)/32 + λm, reaches its 1/8 of
+	// mem-rich; the first pod's share of cpu-rich is 1/4 whatever the
+	// weights: 1/4 + 1/8 + 4 = 140/32. The cheapest packing is 6: each
+	// 2 GiB pod needs a mem-rich node of its own, and the other two
+	// cannot share a node.
 	cpuRich, memRich := opt("cpu-rich", 4, 1, 1), opt("mem-rich", 1, 8, 1)
 	mixed := []Shape{{CPU: 1000, Memory: gib / 4, Count: 1}, {CPU: 125, Memory: gib, Count: 1}, {CPU: 1000, Memory: 2 * gib, Count: 4}}
 
@@ -331,6 +336,16 @@ func TestPerPod(t *testing.T) {
 	slots := Option{Name: "one-pod", CPU: 2000, Memory: 2 * gib, Pods: 1, PricePerHour: 2}
 	tenth := []Shape{{CPU: 100, Memory: gib / 10, Count: 3}}
 
+	// Opposite shapes: cpu-box 4 cores and 1 GiB, mem-box 1 core and
+	// 4 GiB, both at 1; two pods of 2 cores and 1/4 GiB fit only
+	// cpu-box, two of 1/4 core and 2 GiB only mem-box. Shared weights
+	// (λc, λm) charge the pods 2·(λc/2 + λm/4) + 2·(λc/4 + λm/2) = 3/2
+	// whatever they are; cpu-box weighing cpu and mem-box memory charge
+	// each pod half its node: 2, the cheapest packing (one node of each).
+	// Pooled, 9/2 cores and 9/2 GiB cost 9/10 of each type: 9/5.
+	cpuBox, memBox := opt("cpu-box", 4, 1, 1), opt("mem-box", 1, 4, 1)
+	opposite := []Shape{{CPU: 2000, Memory: gib / 4, Count: 2}, {CPU: 250, Memory: 2 * gib, Count: 2}}
+
 	tests := []struct {
 		name      string
 		options   []Option
@@ -339,11 +354,16 @@ func TestPerPod(t *testing.T) {
 		want      float64
 		wantTotal float64
 	}{
-		{name: "cpu and memory stay on one node", options: []Option{cpuRich, memRich}, shapes: mixed, wantOld: 509.0 / 248, want: 137.0 / 32, wantTotal: 137.0 / 32},
+		{name: "cpu and memory stay on one node", options: []Option{cpuRich, memRich}, shapes: mixed, wantOld: 509.0 / 248, want: 140.0 / 32, wantTotal: 140.0 / 32},
+		{name: "weights per type", options: []Option{cpuBox, memBox}, shapes: opposite, wantOld: 9.0 / 5, want: 2, wantTotal: 2},
 		{name: "pod slots", options: []Option{slots}, shapes: tenth, wantOld: 0.3, want: 6, wantTotal: 6},
 		// Fits: only the cheap type may take the pods: 3 × 1/4 of it.
 		{name: "only allowed types", options: []Option{opt("cheap", 2, 2, 1), opt("dear", 2, 2, 10)},
 			shapes: []Shape{{CPU: 500, Memory: gib / 2, Count: 3, Fits: []bool{false, true}}}, wantOld: 0.75, want: 7.5, wantTotal: 7.5},
+		// small is beaten by big on every count, but the pod may not use
+		// big: small stays and sets its price, 1, not a quarter of huge.
+		{name: "a beaten type stays where its better may not go", options: []Option{opt("small", 1, 1, 1), opt("big", 2, 2, 1), opt("huge", 4, 4, 10)},
+			shapes: []Shape{{CPU: 1000, Memory: gib, Count: 1, Fits: []bool{true, false, true}}}, wantOld: 0.5, want: 1, wantTotal: 1},
 		// A single shape on a single type that it fills exactly: both
 		// bounds are the price of the nodes.
 		{name: "both exact", options: []Option{opt("a", 2, 4, 1)}, shapes: []Shape{{CPU: 1000, Memory: 2 * gib, Count: 4}}, wantOld: 2, want: 2, wantTotal: 2},
@@ -383,7 +403,7 @@ func TestPerPod(t *testing.T) {
 
 func TestPerPodBelowCheapestPacking(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 3))
-	checked, raised := 0, 0
+	checked, raised, perType := 0, 0, 0
 	for trial := range 600 {
 		options := make([]Option, 1+r.IntN(3))
 		for i := range options {
@@ -468,10 +488,17 @@ func TestPerPodBelowCheapestPacking(t *testing.T) {
 		if perPod > old.PricePerHour*(1+1e-6) {
 			raised++
 		}
+		// Weights per type start from the best shared ones and only
+		// climb.
+		if shared, _ := perPodShared(usable, in); perPod < shared*(1-1e-9) {
+			t.Fatalf("trial %d: per-pod bound %v below the shared-weight one %v", trial, perPod, shared)
+		} else if perPod > shared*(1+1e-6) {
+			perType++
+		}
 		checked++
 	}
-	if checked < 150 || raised < 30 {
-		t.Fatalf("only %d feasible trials, %d where the per-pod bound is the larger", checked, raised)
+	if checked < 150 || raised < 30 || perType < 10 {
+		t.Fatalf("only %d feasible trials, %d where the per-pod bound is the larger, %d where weights per type raise it", checked, raised, perType)
 	}
-	t.Logf("%d feasible trials, %d where the per-pod bound is the larger", checked, raised)
+	t.Logf("%d feasible trials, %d where the per-pod bound is the larger, %d where weights per type raise it", checked, raised, perType)
 }

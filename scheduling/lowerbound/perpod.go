@@ -27,15 +27,25 @@ const (
 	perPodRefine = 10
 )
 
-// PerPod returns the per-pod bound of the package documentation: the best,
-// over weights (λc, λm, λp) on a grid of the simplex, of the sum over pods of
-// the cheapest price-weighted share of a node any option they fit offers.
+// PerPod returns the per-pod bound of the package documentation: the best
+// of the weights shared by every option, searched on a grid of the simplex,
+// then raised by giving each option weights of its own (perTypeAscent).
 // Options must carry what pods may request on one node of them, as Usable
 // returns; pods that fit no option add nothing.
 func PerPod(options []Option, shapes []Shape) float64 {
+	shared, w := perPodShared(options, shapes)
+	if shared <= 0 {
+		return max(shared, 0)
+	}
+	return max(shared, perTypeAscent(options, shapes, w))
+}
+
+// perPodShared returns the best per-pod bound with one weight vector for
+// every option, and those weights.
+func perPodShared(options []Option, shapes []Shape) (float64, [3]float64) {
 	costs := perPodCosts(options, shapes)
 	if len(costs) == 0 {
-		return 0
+		return 0, [3]float64{}
 	}
 	value := func(lc, lm, lp float64) float64 {
 		total := 0.0
@@ -61,15 +71,18 @@ func PerPod(options []Option, shapes []Shape) float64 {
 		}
 	}
 	const fine = perPodGrid * perPodRefine
+	fc, fm := bc*perPodRefine, bm*perPodRefine
 	for i := bc*perPodRefine - perPodRefine; i <= bc*perPodRefine+perPodRefine; i++ {
 		for j := bm*perPodRefine - perPodRefine; j <= bm*perPodRefine+perPodRefine; j++ {
 			if i < 0 || j < 0 || i+j > fine {
 				continue
 			}
-			best = max(best, value(float64(i)/fine, float64(j)/fine, float64(fine-i-j)/fine))
+			if v := value(float64(i)/fine, float64(j)/fine, float64(fine-i-j)/fine); v > best {
+				best, fc, fm = v, i, j
+			}
 		}
 	}
-	return max(best, 0)
+	return best, [3]float64{float64(fc) / fine, float64(fm) / fine, float64(fine-fc-fm) / fine}
 }
 
 // shapeCosts are, for one shape, the price of a node of each option it may
