@@ -557,6 +557,22 @@ func (o *observation) max(what string, v int) {
 	}
 }
 
+// merge adds one look's figures and error to o.
+func (o *observation) merge(look *observation, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for what, v := range look.mins {
+		o.min(what, v)
+	}
+	for what, v := range look.maxs {
+		o.max(what, v)
+	}
+	o.checks++
+	if err != nil {
+		o.errs = append(o.errs, err.Error())
+	}
+}
+
 func (o *observation) String() string {
 	return fmt.Sprintf("%d looks: min %v, max %v", o.checks, o.mins, o.maxs)
 }
@@ -574,13 +590,15 @@ func monitor(t *testing.T, interval time.Duration, check func(ctx context.Contex
 	go func() {
 		defer close(r.done)
 		for ctx.Err() == nil {
-			r.obs.mu.Lock()
-			err := check(ctx, r.obs)
-			r.obs.checks++
-			if err != nil && ctx.Err() == nil {
-				r.obs.errs = append(r.obs.errs, err.Error())
+			// A look records into its own observation, merged only when
+			// the monitor was not stopped during it: a look cut short by
+			// stop sees its API calls fail with a cancelled context, which
+			// says nothing about the cluster.
+			look := &observation{mins: map[string]int{}, maxs: map[string]int{}}
+			err := check(ctx, look)
+			if ctx.Err() == nil {
+				r.obs.merge(look, err)
 			}
-			r.obs.mu.Unlock()
 			select {
 			case <-ctx.Done():
 			case <-time.After(interval):
