@@ -104,6 +104,27 @@
 // beats it on price, cpu, memory and pod slots may take every shape it may,
 // since with that type's weights its terms are never the smaller.
 //
+// # Rounding shares
+//
+// A share counts a pod's cpu as though the rest of the node could go to
+// others, but two pods of 1.5 cores never share a 2-core node: each takes
+// the whole of it. The inequality above holds for any function f of the
+// shares with Σ_S f(x_i) ≤ 1 whenever Σ_S x_i ≤ 1 (a dual feasible
+// function), used in place of the share of cpu or memory:
+//
+//	p_t ≥ Σ_S p_t·(λc·f(cpu_i/c_t) + λm·g(mem_i/m_t) + λp/n_t).
+//
+// Each type may have its own f and g, as it has its own weights, and the
+// sum of the per-pod minima is still a lower bound; only f must not fall
+// as the share grows, so that a type dropped for another that beats it
+// takes that type's functions too. roundShare has the ones used: none, a
+// cut-off (a share of at least b counts as the whole node and one of at most
+// 1−b as nothing) and the staircases of 2 and 3 steps (⌊(k+1)·x⌋/k). The
+// ascent tries each pair of them per type with its weights. On the EC2
+// catalog it gives 2-core types the staircase of 3 steps on cpu, where
+// pods of 1, 1.5 and 0.5 cores count 2/3, 1 and 1/3 of the node instead of
+// about a half, three quarters and a quarter.
+//
 // The two bounds see different things: the LPs see the pods' separation
 // into groups and buy whole capacity, the per-pod bound sees that a pod's
 // requests go together and which types it fits. Each is a lower bound, so

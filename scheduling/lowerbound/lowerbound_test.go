@@ -364,6 +364,15 @@ func TestPerPod(t *testing.T) {
 		// big: small stays and sets its price, 1, not a quarter of huge.
 		{name: "a beaten type stays where its better may not go", options: []Option{opt("small", 1, 1, 1), opt("big", 2, 2, 1), opt("huge", 4, 4, 10)},
 			shapes: []Shape{{CPU: 1000, Memory: gib, Count: 1, Fits: []bool{true, false, true}}}, wantOld: 0.5, want: 1, wantTotal: 1},
+		// Pods of 1.2 of 2 cores cannot share a node: a cut-off at 0.6
+		// counts each as a whole node, 3, where their shares sum to 1.8.
+		{name: "rounding: cut-off", options: []Option{opt("two-core", 2, 4, 1)},
+			shapes: []Shape{{CPU: 1200, Memory: gib, Count: 3}}, wantOld: 1.8, want: 3, wantTotal: 3},
+		// Pods of 0.7 of 2 cores go two to a node: the staircase of two
+		// steps counts each as half a node, 2.5 for five (the cheapest
+		// packing is 3), where their shares sum to 1.75.
+		{name: "rounding: staircase", options: []Option{opt("two-core", 2, 4, 1)},
+			shapes: []Shape{{CPU: 700, Memory: gib / 4, Count: 5}}, wantOld: 1.75, want: 2.5, wantTotal: 2.5},
 		// A single shape on a single type that it fills exactly: both
 		// bounds are the price of the nodes.
 		{name: "both exact", options: []Option{opt("a", 2, 4, 1)}, shapes: []Shape{{CPU: 1000, Memory: 2 * gib, Count: 4}}, wantOld: 2, want: 2, wantTotal: 2},
@@ -501,4 +510,57 @@ func TestPerPodBelowCheapestPacking(t *testing.T) {
 		t.Fatalf("only %d feasible trials, %d where the per-pod bound is the larger, %d where weights per type raise it", checked, raised, perType)
 	}
 	t.Logf("%d feasible trials, %d where the per-pod bound is the larger, %d where weights per type raise it", checked, raised, perType)
+}
+
+func TestRoundShare(t *testing.T) {
+	tests := []struct {
+		x, b, want float64
+	}{
+		{x: 0.3, b: 1, want: 0.3},
+		{x: 1, b: 1, want: 1},
+		// Cut-off 0.7: at least 0.7 is whole, at most 0.3 nothing.
+		{x: 0.7, b: 0.7, want: 1},
+		{x: 0.69, b: 0.7, want: 0.69},
+		{x: 0.31, b: 0.7, want: 0.31},
+		{x: 0.3, b: 0.7, want: 0},
+		{x: 0.3000001, b: 0.7, want: 0}, // within shareSlack of 1−b
+		// Two steps: (1/3, 2/3] is a half, above 2/3 whole, exactly 1/3
+		// nothing.
+		{x: 1.0 / 3, b: -2, want: 0},
+		{x: 0.34, b: -2, want: 0.5},
+		{x: 2.0 / 3, b: -2, want: 0.5},
+		{x: 0.67, b: -2, want: 1},
+		{x: 1, b: -2, want: 1},
+		// Three steps: quarters of the node count thirds.
+		{x: 0.26, b: -3, want: 1.0 / 3},
+		{x: 0.51, b: -3, want: 2.0 / 3},
+		{x: 0.76, b: -3, want: 1},
+		{x: 0.25, b: -3, want: 0},
+	}
+	for _, tc := range tests {
+		if got := roundShare(tc.x, tc.b); !near(got, tc.want) {
+			t.Errorf("roundShare(%v, %v) = %v, want %v", tc.x, tc.b, got, tc.want)
+		}
+	}
+	// Whatever the rounding, shares that fit on one node sum to at most 1
+	// when rounded.
+	r := rand.New(rand.NewPCG(5, 8))
+	for range 20000 {
+		b := []float64{1, -2, -3, 0.5 + 3*shareSlack + r.Float64()*0.49}[r.IntN(4)]
+		left, sum := 1.0, 0.0
+		for left > 0 {
+			x := min(left, r.Float64()*0.8)
+			if r.IntN(4) == 0 {
+				x = left // fill the node exactly
+			}
+			left -= x
+			sum += roundShare(x, b)
+			if x == 0 {
+				break
+			}
+		}
+		if sum > 1+1e-9 {
+			t.Fatalf("rounding %v: shares of one node sum to %v", b, sum)
+		}
+	}
 }

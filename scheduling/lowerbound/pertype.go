@@ -11,22 +11,27 @@ import (
 // counts, not times, so the result does not depend on the machine.
 const (
 	perTypeSweeps = 12
-	perTypeBudget = 60_000_000
+	perTypeBudget = 250_000_000
 )
 
 // perTypeAscent raises the per-pod bound by giving each option its own
-// weights (see the package documentation), starting from the shared
-// weights w. It is a coordinate ascent: for each option in turn it tries
-// weights on a grid of the simplex, then on a finer grid around the best,
-// the other options' weights fixed, and keeps the option's best if that
-// raises the bound. Every weight choice gives a valid bound, so stopping
-// anywhere does; the value returned is the one of the weights it holds.
+// weights and its own rounding of shares (see the package documentation),
+// starting from the shared weights w and no rounding. It is a coordinate
+// ascent: for each option in turn it tries each pair of roundings (cpu,
+// memory) with weights on a grid of the simplex, then a finer grid around
+// the best, the other options fixed, and keeps the option's best if that
+// raises the bound. Every choice gives a valid bound, so stopping anywhere
+// does; the value returned is the one of the choices it holds.
 func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 	kept := perTypeOptions(options, shapes)
-	// terms[s] are shape s's options and cost vectors; at[t] the shapes
-	// option t may take, with the position of its term there.
+	// terms[s] are shape s's options, with the share of the option's cpu
+	// and memory one pod takes and its price; at[t] the shapes option t
+	// may take, with the position of its term there.
 	type term struct {
 		option int
+		size   [2]float64
+		price  float64
+		slot   float64
 		cost   [3]float64
 	}
 	type use struct{ shape, term int }
@@ -43,13 +48,13 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 			if s.Fits != nil && !(i < len(s.Fits) && s.Fits[i]) || max(s.CPU, 0) > o.CPU || max(s.Memory, 0) > o.Memory {
 				continue
 			}
-			price := max(o.PricePerHour, 0)
-			c := [3]float64{share(price, s.CPU, o.CPU), share(price, s.Memory, o.Memory), 0}
+			t := term{option: i, price: max(o.PricePerHour, 0), size: [2]float64{fraction(s.CPU, o.CPU), fraction(s.Memory, o.Memory)}}
 			if o.Pods > 0 {
-				c[2] = price / float64(o.Pods)
+				t.slot = t.price / float64(o.Pods)
 			}
+			t.cost = termCost(t.price, t.size, t.slot, [2]float64{1, 1})
 			at[i] = append(at[i], use{len(terms), len(ts)})
-			ts = append(ts, term{i, c})
+			ts = append(ts, t)
 		}
 		if len(ts) == 0 {
 			continue
@@ -84,15 +89,16 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 		scan(s)
 	}
 	// gain returns what option i's shapes add to the bound with weights
-	// x for it, the others' fixed.
-	gain := func(i int, x [3]float64) float64 {
+	// x for it and its terms costing costs (one per entry of at[i]), the
+	// others' fixed.
+	gain := func(i int, x [3]float64, costs [][3]float64) float64 {
 		g := 0.0
-		for _, u := range at[i] {
+		for k, u := range at[i] {
 			other := cur[u.shape]
 			if arg[u.shape] == i {
 				other = next[u.shape]
 			}
-			g += counts[u.shape] * min(other, dot(x, terms[u.shape][u.term].cost))
+			g += counts[u.shape] * min(other, dot(x, costs[k]))
 		}
 		evals += len(at[i])
 		return g
@@ -100,45 +106,102 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 	point := func(i, j, n int) [3]float64 {
 		return [3]float64{float64(i) / float64(n), float64(j) / float64(n), float64(n-i-j) / float64(n)}
 	}
+	// coarse searches the weights of option i for the given term costs
+	// on a coarse grid of the simplex, starting from from; it returns the
+	// best gain, its weights and its grid point (-1, -1 for from).
+	coarse := func(i int, from [3]float64, costs [][3]float64) (float64, [3]float64, [2]int) {
+		best, bx, at := gain(i, from, costs), from, [2]int{-1, -1}
+		for c := 0; c <= perPodGrid; c++ {
+			for m := 0; c+m <= perPodGrid; m++ {
+				x := point(c, m, perPodGrid)
+				if g := gain(i, x, costs); g > best {
+					best, bx, at = g, x, [2]int{c, m}
+				}
+			}
+		}
+		return best, bx, at
+	}
+	// refine searches a finer grid around a coarse result.
+	refine := func(i int, best float64, bx [3]float64, at [2]int, costs [][3]float64) (float64, [3]float64) {
+		const fine = perPodGrid * perPodRefine
+		fc, fm := int(math.Round(bx[0]*fine)), int(math.Round(bx[1]*fine))
+		if at[0] >= 0 {
+			fc, fm = at[0]*perPodRefine, at[1]*perPodRefine
+		}
+		for c := fc - perPodRefine; c <= fc+perPodRefine; c++ {
+			for m := fm - perPodRefine; m <= fm+perPodRefine; m++ {
+				if c < 0 || m < 0 || c+m > fine {
+					continue
+				}
+				x := point(c, m, fine)
+				if g := gain(i, x, costs); g > best {
+					best, bx = g, x
+				}
+			}
+		}
+		return best, bx
+	}
+	// roundings[i] are option i's candidate roundings per resource (see
+	// roundShare): 1, none; each share above one half that a shape it
+	// takes has, as a cut-off; and the staircases of 2 and 3 steps.
+	roundings := func(i int) [2][]float64 {
+		var out [2][]float64
+		for r := range out {
+			out[r] = []float64{1}
+			for _, u := range at[i] {
+				if x := terms[u.shape][u.term].size[r]; x > 0.5+2*shareSlack && x < 1 && !slices.Contains(out[r], x) {
+					out[r] = append(out[r], x)
+				}
+			}
+			slices.Sort(out[r])
+			out[r] = append(out[r], -2, -3)
+		}
+		return out
+	}
+	rounding := make([][2]float64, len(options))
+	for i := range rounding {
+		rounding[i] = [2]float64{1, 1}
+	}
+	costs := make([][3]float64, 0)
 	for range perTypeSweeps {
 		moved := false
 		for _, i := range kept {
 			if len(at[i]) == 0 || evals > perTypeBudget {
 				continue
 			}
-			base := gain(i, weights[i])
-			best, bx := base, weights[i]
-			bc, bm := -1, -1
-			for c := 0; c <= perPodGrid; c++ {
-				for m := 0; c+m <= perPodGrid; m++ {
-					x := point(c, m, perPodGrid)
-					if g := gain(i, x); g > best {
-						best, bx, bc, bm = g, x, c, m
+			costs = costs[:0]
+			for _, u := range at[i] {
+				costs = append(costs, terms[u.shape][u.term].cost)
+			}
+			base := gain(i, weights[i], costs)
+			// Each pair of roundings on the coarse grid; the finer grid
+			// only for the best pair.
+			best, bx, bround, bat := base, weights[i], rounding[i], [2]int{-1, -1}
+			cands := roundings(i)
+			trial := make([][3]float64, len(at[i]))
+			costsFor := func(c [2]float64) [][3]float64 {
+				for k, u := range at[i] {
+					t := terms[u.shape][u.term]
+					trial[k] = termCost(t.price, t.size, t.slot, c)
+				}
+				return trial
+			}
+			for _, cc := range cands[0] {
+				for _, cm := range cands[1] {
+					if g, x, a := coarse(i, weights[i], costsFor([2]float64{cc, cm})); g > best {
+						best, bx, bround, bat = g, x, [2]float64{cc, cm}, a
 					}
 				}
 			}
-			// Refine around the best coarse point, or around the
-			// current weights when no coarse point beat them.
-			const fine = perPodGrid * perPodRefine
-			fc, fm := int(math.Round(bx[0]*fine)), int(math.Round(bx[1]*fine))
-			if bc >= 0 {
-				fc, fm = bc*perPodRefine, bm*perPodRefine
-			}
-			for c := fc - perPodRefine; c <= fc+perPodRefine; c++ {
-				for m := fm - perPodRefine; m <= fm+perPodRefine; m++ {
-					if c < 0 || m < 0 || c+m > fine {
-						continue
-					}
-					x := point(c, m, fine)
-					if g := gain(i, x); g > best {
-						best, bx = g, x
-					}
-				}
-			}
+			best, bx = refine(i, best, bx, bat, costsFor(bround))
 			if best <= base*(1+1e-12) {
 				continue
 			}
-			weights[i], moved = bx, true
+			weights[i], rounding[i], moved = bx, bround, true
+			for _, u := range at[i] {
+				t := &terms[u.shape][u.term]
+				t.cost = termCost(t.price, t.size, t.slot, bround)
+			}
 			for _, u := range at[i] {
 				scan(u.shape)
 			}
@@ -154,11 +217,70 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 	return total
 }
 
+// fraction is the share need/have of one node's capacity, 0 for no need.
+func fraction(need, have int64) float64 {
+	if need <= 0 {
+		return 0
+	}
+	return float64(need) / float64(have)
+}
+
+// termCost is one pod's cost vector on an option: its price times the
+// shares of the option's cpu and memory it takes, each rounded with the
+// option's rounding for that resource (roundShare), and its price per pod
+// slot.
+func termCost(price float64, size [2]float64, slot float64, rounding [2]float64) [3]float64 {
+	return [3]float64{price * roundShare(size[0], rounding[0]), price * roundShare(size[1], rounding[1]), slot}
+}
+
+// roundShare rounds a pod's share x of one node's capacity (cpu or memory)
+// with rounding b, so that the rounded shares of pods that fit on one node
+// together still sum to at most 1 (a dual feasible function, in the terms
+// of Fekete and Schepers):
+//
+//   - b = 1 leaves x as it is.
+//   - A cut-off 1/2 < b < 1 counts a share of at least b as the whole node
+//     and a share of at most 1−b as nothing. A pod of at least b leaves at
+//     most 1−b to the others on its node, which then count nothing; without
+//     one, no share grew.
+//   - b = −k, a staircase of k steps, counts ⌊(k+1)·x⌋/k, a share of exactly
+//     j/(k+1) one step less: (j−1)/k. Of the pods on one node, those counting
+//     j_1, j_2, … steps have shares above j_1/(k+1), j_2/(k+1), …, so Σj ≤ k.
+//
+// Shares carry rounding (Usable rounds capacities down), so a pod may show
+// a share a hair above its true one: shares up to shareSlack above 1−b
+// count as nothing, the staircase steps start shareSlack late, and cut-offs
+// are taken only above 1/2 + 2·shareSlack, so no share is both whole and
+// nothing.
+func roundShare(x, b float64) float64 {
+	if b < 0 {
+		k := -b
+		steps := math.Floor((k+1)*x - (k+1)*shareSlack)
+		if steps <= 0 {
+			return 0
+		}
+		return min(steps/k, 1)
+	}
+	switch {
+	case b >= 1:
+		return x
+	case x >= b:
+		return 1
+	case x <= 1-b+shareSlack:
+		return 0
+	}
+	return x
+}
+
+// shareSlack is the error roundShare allows in a share.
+const shareSlack = 1e-6
+
 // perTypeOptions returns the indexes of the options the per-type bound must
 // keep. An option may be dropped only where another option u beats it on
 // price, cpu, memory and pod slots and every shape that may use it may use
-// u: giving it u's weights, its term is never below u's for any shape, so
-// leaving it out of every minimum changes nothing. (Dropping per shape, as
+// u: giving it u's weights and roundings, its term is never below u's for
+// any shape (its shares are at least u's, and every rounding is
+// nondecreasing), so leaving it out of every minimum changes nothing. (Dropping per shape, as
 // the shared bound does, would not hold here: two options dropped for
 // different shapes would need different weights.)
 func perTypeOptions(options []Option, shapes []Shape) []int {
