@@ -414,7 +414,14 @@ func (r *Reconciler) count(ctx context.Context, nodePool string) (corev1.Resourc
 	if err := r.client.List(ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: nodePool}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, 0, fmt.Errorf("listing NodeClaims of NodePool %s: %w", nodePool, err)
 	}
+	// Every pool reports the base resources, zero when it has no nodes, as
+	// Karpenter does: status.resources and the usage gauge always carry
+	// cpu, memory, pods, ephemeral-storage and nodes, so that a dashboard
+	// or alert on a pool without nodes reads 0 rather than no series.
 	total := corev1.ResourceList{}
+	for _, name := range baseResources {
+		total[name] = resource.Quantity{}
+	}
 	var n int64
 	for i := range list.Items {
 		nc := &list.Items[i]
@@ -428,16 +435,21 @@ func (r *Reconciler) count(ctx context.Context, nodePool string) (corev1.Resourc
 			total[name] = sum
 		}
 	}
+	total[ResourceNodes] = *resource.NewQuantity(n, resource.DecimalSI)
 	for name, q := range total {
 		// Canonical form, so that the status compares equal across
 		// reconciles and prints as users expect ("8Gi", not "8192Mi").
 		total[name] = resource.MustParse(q.String())
 	}
-	if len(total) == 0 {
-		total = nil
-	}
 	return total, n, nil
 }
+
+// ResourceNodes is the resource name under which status.resources and the
+// usage gauge count a pool's nodes (its NodeClaims not being deleted).
+const ResourceNodes corev1.ResourceName = "nodes"
+
+// baseResources are reported for every pool, zero when it has none.
+var baseResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage, ResourceNodes}
 
 // nodeClass returns the EC2NodeClass np refers to, or nil when there is
 // none (or np refers to a kind stevedore does not serve).

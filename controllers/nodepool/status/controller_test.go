@@ -240,6 +240,33 @@ func TestNodeClassReadiness(t *testing.T) {
 	}
 }
 
+// TestEmptyPoolReportsZeroes: a pool without nodes reports Karpenter's base
+// resources at 0, in its status and in the usage gauge, rather than
+// nothing.
+func TestEmptyPoolReportsZeroes(t *testing.T) {
+	e := newEnv(t)
+	e.nodePool("empty", "empty-nc", nil)
+	np := e.reconcile("empty")
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage, ResourceNodes} {
+		q, ok := np.Status.Resources[name]
+		if !ok || !q.IsZero() {
+			t.Errorf("resources[%s] = %s (present %t), want 0", name, q.String(), ok)
+		}
+	}
+	want := `
+# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
+# TYPE karpenter_nodepools_usage gauge
+karpenter_nodepools_usage{nodepool="empty",resource_type="cpu"} 0
+karpenter_nodepools_usage{nodepool="empty",resource_type="ephemeral-storage"} 0
+karpenter_nodepools_usage{nodepool="empty",resource_type="memory"} 0
+karpenter_nodepools_usage{nodepool="empty",resource_type="nodes"} 0
+karpenter_nodepools_usage{nodepool="empty",resource_type="pods"} 0
+`
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestResources(t *testing.T) {
 	e := newEnv(t)
 	e.nodePool("resources", "resources-nc", nil)
@@ -288,8 +315,11 @@ func TestResources(t *testing.T) {
 	if np.Status.Nodes != 2 {
 		t.Errorf("nodes = %d, want 2", np.Status.Nodes)
 	}
+	// Karpenter's base resources are always there: ephemeral-storage at 0
+	// (no capacity names it) and the node count.
 	want := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("6"), corev1.ResourceMemory: resource.MustParse("24Gi"), corev1.ResourcePods: resource.MustParse("58"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("0"), ResourceNodes: resource.MustParse("2"),
 	}
 	for name, q := range want {
 		if got := np.Status.Resources[name]; got.Cmp(q) != 0 {
@@ -307,7 +337,9 @@ karpenter_nodepools_limit{nodepool="resources",resource_type="cpu"} 100
 # HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
 # TYPE karpenter_nodepools_usage gauge
 karpenter_nodepools_usage{nodepool="resources",resource_type="cpu"} 6
+karpenter_nodepools_usage{nodepool="resources",resource_type="ephemeral-storage"} 0
 karpenter_nodepools_usage{nodepool="resources",resource_type="memory"} 2.5769803776e+10
+karpenter_nodepools_usage{nodepool="resources",resource_type="nodes"} 2
 karpenter_nodepools_usage{nodepool="resources",resource_type="pods"} 58
 `
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(wantMetrics), metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); err != nil {
@@ -380,6 +412,10 @@ func TestUsageGaugeDespiteConflicts(t *testing.T) {
 # HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
 # TYPE karpenter_nodepools_usage gauge
 karpenter_nodepools_usage{nodepool="conflicted",resource_type="cpu"} 2
+karpenter_nodepools_usage{nodepool="conflicted",resource_type="ephemeral-storage"} 0
+karpenter_nodepools_usage{nodepool="conflicted",resource_type="memory"} 0
+karpenter_nodepools_usage{nodepool="conflicted",resource_type="nodes"} 1
+karpenter_nodepools_usage{nodepool="conflicted",resource_type="pods"} 0
 `
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
 		t.Error(err)
