@@ -119,12 +119,8 @@ func perPodCosts(options []Option, shapes []Shape) []shapeCosts {
 			if max(s.CPU, 0) > o.CPU || max(s.Memory, 0) > o.Memory {
 				continue
 			}
-			price := max(o.PricePerHour, 0)
-			t := [3]float64{share(price, s.CPU, o.CPU), share(price, s.Memory, o.Memory), 0}
-			if o.Pods > 0 {
-				t[2] = price / float64(o.Pods)
-			}
-			sc.terms = append(sc.terms, t)
+			price, size, slot := podOnOption(o, s)
+			sc.terms = append(sc.terms, termCost(price, size, slot, noRounding))
 		}
 		if len(sc.terms) == 0 {
 			continue
@@ -135,11 +131,24 @@ func perPodCosts(options []Option, shapes []Shape) []shapeCosts {
 	return out
 }
 
-func share(price float64, need, have int64) float64 {
+// podOnOption returns what one pod of shape s takes on a node of option
+// o: the option's price, the pod's shares of its cpu and memory, and the
+// price of one pod slot (0 when the slots are unlimited).
+func podOnOption(o Option, s Shape) (price float64, size [2]float64, slot float64) {
+	price = max(o.PricePerHour, 0)
+	size = [2]float64{fraction(s.CPU, o.CPU), fraction(s.Memory, o.Memory)}
+	if o.Pods > 0 {
+		slot = price / float64(o.Pods)
+	}
+	return price, size, slot
+}
+
+// fraction is the share need/have of one node's capacity, 0 for no need.
+func fraction(need, have int64) float64 {
 	if need <= 0 {
 		return 0
 	}
-	return price * float64(need) / float64(have)
+	return float64(need) / float64(have)
 }
 
 func fitsKey(fits []bool) []byte {

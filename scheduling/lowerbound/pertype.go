@@ -48,11 +48,9 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 			if s.Fits != nil && !(i < len(s.Fits) && s.Fits[i]) || max(s.CPU, 0) > o.CPU || max(s.Memory, 0) > o.Memory {
 				continue
 			}
-			t := term{option: i, price: max(o.PricePerHour, 0), size: [2]float64{fraction(s.CPU, o.CPU), fraction(s.Memory, o.Memory)}}
-			if o.Pods > 0 {
-				t.slot = t.price / float64(o.Pods)
-			}
-			t.cost = termCost(t.price, t.size, t.slot, [2]float64{1, 1})
+			t := term{option: i}
+			t.price, t.size, t.slot = podOnOption(o, s)
+			t.cost = termCost(t.price, t.size, t.slot, noRounding)
 			at[i] = append(at[i], use{len(terms), len(ts)})
 			ts = append(ts, t)
 		}
@@ -141,7 +139,7 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 		}
 		return best, bx
 	}
-	// roundings[i] are option i's candidate roundings per resource (see
+	// roundings returns option i's candidate roundings per resource (see
 	// roundShare): 1, none; each share above one half that a shape it
 	// takes has, as a cut-off; and the staircases of 2 and 3 steps.
 	roundings := func(i int) [2][]float64 {
@@ -158,51 +156,48 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 		}
 		return out
 	}
+	// rounding[i] is option i's current rounding, cands[i] its candidates.
 	rounding := make([][2]float64, len(options))
-	for i := range rounding {
-		rounding[i] = [2]float64{1, 1}
+	cands := make([][2][]float64, len(options))
+	for _, i := range kept {
+		rounding[i], cands[i] = noRounding, roundings(i)
 	}
-	costs := make([][3]float64, 0)
+	// costsFor returns option i's term costs with rounding c, one per
+	// entry of at[i], in a buffer the next call reuses.
+	var buf [][3]float64
+	costsFor := func(i int, c [2]float64) [][3]float64 {
+		buf = buf[:0]
+		for _, u := range at[i] {
+			t := terms[u.shape][u.term]
+			buf = append(buf, termCost(t.price, t.size, t.slot, c))
+		}
+		return buf
+	}
 	for range perTypeSweeps {
 		moved := false
 		for _, i := range kept {
 			if len(at[i]) == 0 || evals > perTypeBudget {
 				continue
 			}
-			costs = costs[:0]
-			for _, u := range at[i] {
-				costs = append(costs, terms[u.shape][u.term].cost)
-			}
-			base := gain(i, weights[i], costs)
+			base := gain(i, weights[i], costsFor(i, rounding[i]))
 			// Each pair of roundings on the coarse grid; the finer grid
 			// only for the best pair.
 			best, bx, bround, bat := base, weights[i], rounding[i], [2]int{-1, -1}
-			cands := roundings(i)
-			trial := make([][3]float64, len(at[i]))
-			costsFor := func(c [2]float64) [][3]float64 {
-				for k, u := range at[i] {
-					t := terms[u.shape][u.term]
-					trial[k] = termCost(t.price, t.size, t.slot, c)
-				}
-				return trial
-			}
-			for _, cc := range cands[0] {
-				for _, cm := range cands[1] {
-					if g, x, a := coarse(i, weights[i], costsFor([2]float64{cc, cm})); g > best {
+			for _, cc := range cands[i][0] {
+				for _, cm := range cands[i][1] {
+					if g, x, a := coarse(i, weights[i], costsFor(i, [2]float64{cc, cm})); g > best {
 						best, bx, bround, bat = g, x, [2]float64{cc, cm}, a
 					}
 				}
 			}
-			best, bx = refine(i, best, bx, bat, costsFor(bround))
+			costs := costsFor(i, bround)
+			best, bx = refine(i, best, bx, bat, costs)
 			if best <= base*(1+1e-12) {
 				continue
 			}
 			weights[i], rounding[i], moved = bx, bround, true
-			for _, u := range at[i] {
-				t := &terms[u.shape][u.term]
-				t.cost = termCost(t.price, t.size, t.slot, bround)
-			}
-			for _, u := range at[i] {
+			for k, u := range at[i] {
+				terms[u.shape][u.term].cost = costs[k]
 				scan(u.shape)
 			}
 		}
@@ -215,14 +210,6 @@ func perTypeAscent(options []Option, shapes []Shape, w [3]float64) float64 {
 		total += counts[s] * cur[s]
 	}
 	return total
-}
-
-// fraction is the share need/have of one node's capacity, 0 for no need.
-func fraction(need, have int64) float64 {
-	if need <= 0 {
-		return 0
-	}
-	return float64(need) / float64(have)
 }
 
 // termCost is one pod's cost vector on an option: its price times the
@@ -275,14 +262,17 @@ func roundShare(x, b float64) float64 {
 // shareSlack is the error roundShare allows in a share.
 const shareSlack = 1e-6
 
+// noRounding leaves both shares as they are.
+var noRounding = [2]float64{1, 1}
+
 // perTypeOptions returns the indexes of the options the per-type bound must
 // keep. An option may be dropped only where another option u beats it on
 // price, cpu, memory and pod slots and every shape that may use it may use
 // u: giving it u's weights and roundings, its term is never below u's for
 // any shape (its shares are at least u's, and every rounding is
-// nondecreasing), so leaving it out of every minimum changes nothing. (Dropping per shape, as
-// the shared bound does, would not hold here: two options dropped for
-// different shapes would need different weights.)
+// nondecreasing), so leaving it out of every minimum changes nothing.
+// (Dropping per shape, as the shared bound does, would not hold here: two
+// options dropped for different shapes would need different weights.)
 func perTypeOptions(options []Option, shapes []Shape) []int {
 	slots := func(o Option) float64 {
 		if o.Pods <= 0 {
