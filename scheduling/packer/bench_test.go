@@ -97,6 +97,26 @@ func BenchmarkPackCatalog(b *testing.B) {
 	}
 }
 
+// BenchmarkBoundCatalog times the lower bound that the cost ratios above
+// divide by (plan.Bound, as stevedore plan computes it) on the catalog
+// plans, and reports it in $/hour; the plan is solved before the timer
+// starts.
+func BenchmarkBoundCatalog(b *testing.B) {
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			in := catalogInput(b, karpenterbench.DiversePods, n, packer.PreferenceScore)
+			r := packer.Solve(in)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var lb float64
+			for b.Loop() {
+				lb = plan.Bound(in, r).PricePerHour
+			}
+			b.ReportMetric(lb, "lb-$/hour")
+		})
+	}
+}
+
 func BenchmarkPreferencesCatalog(b *testing.B) {
 	for _, p := range []packer.PreferencePolicy{packer.PreferenceScore, packer.PreferenceIgnore} {
 		b.Run(string(p), func(b *testing.B) {
