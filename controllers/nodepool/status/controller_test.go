@@ -253,18 +253,23 @@ func TestEmptyPoolReportsZeroes(t *testing.T) {
 			t.Errorf("resources[%s] = %s (present %t), want 0", name, q.String(), ok)
 		}
 	}
-	want := `
-# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
-# TYPE karpenter_nodepools_usage gauge
-karpenter_nodepools_usage{nodepool="empty",resource_type="cpu"} 0
-karpenter_nodepools_usage{nodepool="empty",resource_type="ephemeral-storage"} 0
-karpenter_nodepools_usage{nodepool="empty",resource_type="memory"} 0
-karpenter_nodepools_usage{nodepool="empty",resource_type="nodes"} 0
-karpenter_nodepools_usage{nodepool="empty",resource_type="pods"} 0
-`
+	want := usageExposition("empty", "0", "0", "0", "0", "0")
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
 		t.Error(err)
 	}
+}
+
+// usageExposition is karpenter_nodepools_usage as Prometheus prints it for
+// one pool, with the base resources at the given values.
+func usageExposition(pool, cpu, ephemeralStorage, memory, nodes, pods string) string {
+	var b strings.Builder
+	b.WriteString(`# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
+# TYPE karpenter_nodepools_usage gauge
+`)
+	for _, r := range [][2]string{{"cpu", cpu}, {"ephemeral-storage", ephemeralStorage}, {"memory", memory}, {"nodes", nodes}, {"pods", pods}} {
+		fmt.Fprintf(&b, "karpenter_nodepools_usage{nodepool=%q,resource_type=%q} %s\n", pool, r[0], r[1])
+	}
+	return b.String()
 }
 
 func TestResources(t *testing.T) {
@@ -334,14 +339,7 @@ func TestResources(t *testing.T) {
 # HELP karpenter_nodepools_limit Limits specified on the NodePool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.
 # TYPE karpenter_nodepools_limit gauge
 karpenter_nodepools_limit{nodepool="resources",resource_type="cpu"} 100
-# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
-# TYPE karpenter_nodepools_usage gauge
-karpenter_nodepools_usage{nodepool="resources",resource_type="cpu"} 6
-karpenter_nodepools_usage{nodepool="resources",resource_type="ephemeral-storage"} 0
-karpenter_nodepools_usage{nodepool="resources",resource_type="memory"} 2.5769803776e+10
-karpenter_nodepools_usage{nodepool="resources",resource_type="nodes"} 2
-karpenter_nodepools_usage{nodepool="resources",resource_type="pods"} 58
-`
+` + usageExposition("resources", "6", "0", "2.5769803776e+10", "2", "58")
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(wantMetrics), metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); err != nil {
 		t.Error(err)
 	}
@@ -408,15 +406,7 @@ func TestUsageGaugeDespiteConflicts(t *testing.T) {
 	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "conflicted"}}); !apierrors.IsConflict(err) {
 		t.Fatalf("Reconcile = %v, want the conflict", err)
 	}
-	want := `
-# HELP karpenter_nodepools_usage Resources of the NodeClaims a NodePool owns that are not being deleted. Labeled by nodepool name and resource type.
-# TYPE karpenter_nodepools_usage gauge
-karpenter_nodepools_usage{nodepool="conflicted",resource_type="cpu"} 2
-karpenter_nodepools_usage{nodepool="conflicted",resource_type="ephemeral-storage"} 0
-karpenter_nodepools_usage{nodepool="conflicted",resource_type="memory"} 0
-karpenter_nodepools_usage{nodepool="conflicted",resource_type="nodes"} 1
-karpenter_nodepools_usage{nodepool="conflicted",resource_type="pods"} 0
-`
+	want := usageExposition("conflicted", "2", "0", "0", "1", "0")
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
 		t.Error(err)
 	}
