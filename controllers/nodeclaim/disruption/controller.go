@@ -31,7 +31,10 @@
 // The controller remembers the last cloud drift answer of each NodeClaim for
 // up to DriftInterval, so that the frequent NodeClaim updates (pod events,
 // other controllers' conditions) do not each cost a cloud API call; a change
-// to the node class forgets the answers of its NodeClaims. The memory is an
+// to the node class forgets the answers of its NodeClaims, including an
+// answer that a reconcile running at the time of the change is still working
+// out from the class as it was (each node class has a change count, and an
+// answer is kept only with the count it was asked under). The memory is an
 // optimisation only: after a restart every NodeClaim is simply asked again.
 package disruption
 
@@ -97,6 +100,10 @@ type Reconciler struct {
 	mu sync.Mutex
 	// checked holds the last cloud drift answer per NodeClaim name.
 	checked map[string]cloudCheck
+	// classChanges counts the changes seen to each node class; an answer in
+	// checked holds only while its class's count is the one it was asked
+	// under.
+	classChanges map[classKey]uint64
 	// typeChecked holds the last instance-type drift verdict per NodeClaim
 	// name (see decide/nodeclaim.InstanceTypeCheckInterval).
 	typeChecked map[string]typeCheck
@@ -116,13 +123,31 @@ type cloudCheck struct {
 	imageID    string
 	at         time.Time
 	reason     cloud.DriftReason
+	// classChanges is the node class's change count when the cloud was
+	// asked.
+	classChanges uint64
+}
+
+// classKey names a node class.
+type classKey struct {
+	group, kind, name string
+}
+
+// classOf returns the key of nc's node class; the zero key without one.
+func classOf(nc *karpv1.NodeClaim) classKey {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil {
+		return classKey{}
+	}
+	return classKey{group: ref.Group, kind: ref.Kind, name: ref.Name}
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // New returns a Reconciler. The recorder may be nil, which drops events.
 func New(c client.Client, cp cloud.CloudProvider, clk clock.PassiveClock, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, checked: map[string]cloudCheck{}, typeChecked: map[string]typeCheck{}}
+	return &Reconciler{client: c, cloud: cp, clock: clk, recorder: recorder, checked: map[string]cloudCheck{},
+		classChanges: map[classKey]uint64{}, typeChecked: map[string]typeCheck{}}
 }
 
 // Register indexes NodeClaims by status.nodeName in the manager's cache and
@@ -204,16 +229,14 @@ func (r *Reconciler) nodeClaimsForNodeClass(ctx context.Context, o client.Object
 		log.FromContext(ctx).Error(err, "listing NodeClaims of node class", "kind", gvk.Kind, "name", o.GetName())
 		return nil
 	}
-	out := requests(list.Items, func(nc *karpv1.NodeClaim) bool {
-		ref := nc.Spec.NodeClassRef
-		return ref != nil && ref.Name == o.GetName() && ref.Group == gvk.Group && ref.Kind == gvk.Kind
-	})
+	class := classKey{group: gvk.Group, kind: gvk.Kind, name: o.GetName()}
+	// Counted before the NodeClaims are enqueued, so that their reconciles
+	// ask the cloud again, and so that a reconcile already asking it, with
+	// the class as it was, does not leave its answer to them.
 	r.mu.Lock()
-	for _, req := range out {
-		delete(r.checked, req.Name)
-	}
+	r.classChanges[class]++
 	r.mu.Unlock()
-	return out
+	return requests(list.Items, func(nc *karpv1.NodeClaim) bool { return classOf(nc) == class })
 }
 
 func requests(items []karpv1.NodeClaim, keep func(*karpv1.NodeClaim) bool) []reconcile.Request {
@@ -362,11 +385,13 @@ func (r *Reconciler) restamp(ctx context.Context, nc *karpv1.NodeClaim, np *karp
 // cloudDrift returns the cloud provider's drift verdict for nc, reusing an
 // answer given less than DriftInterval ago for the same instance and image.
 func (r *Reconciler) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim, now time.Time) (cloud.DriftReason, error) {
+	class := classOf(nc)
 	r.mu.Lock()
 	c, ok := r.checked[nc.Name]
+	changes := r.classChanges[class]
 	r.mu.Unlock()
 	if ok && c.uid == nc.UID && c.providerID == nc.Status.ProviderID && c.imageID == nc.Status.ImageID &&
-		!now.Before(c.at) && now.Sub(c.at) < DriftInterval {
+		c.classChanges == changes && !now.Before(c.at) && now.Sub(c.at) < DriftInterval {
 		return c.reason, nil
 	}
 	reason, err := r.cloud.IsDrifted(ctx, nc)
@@ -374,7 +399,8 @@ func (r *Reconciler) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim, now t
 		return cloud.NoDrift, err
 	}
 	r.mu.Lock()
-	r.checked[nc.Name] = cloudCheck{uid: nc.UID, providerID: nc.Status.ProviderID, imageID: nc.Status.ImageID, at: now, reason: reason}
+	r.checked[nc.Name] = cloudCheck{uid: nc.UID, providerID: nc.Status.ProviderID, imageID: nc.Status.ImageID, at: now, reason: reason,
+		classChanges: changes}
 	r.mu.Unlock()
 	return reason, nil
 }

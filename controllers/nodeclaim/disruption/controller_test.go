@@ -82,6 +82,9 @@ type env struct {
 	world *fake.ClusterWorld
 	ncMu  sync.Mutex // guards nc, which the provider reads from controller goroutines
 	nc    *awsv1.EC2NodeClass
+	// afterNodeClassRead, when set, runs each time the provider has read
+	// the node class, before the provider goes on with what it read.
+	afterNodeClassRead func()
 	p     *aws.Provider
 	rec   *recorder
 	lc    *lifecycle.Reconciler
@@ -109,11 +112,16 @@ func newEnv(t *testing.T, seed uint64) *env {
 		Clock:    clk,
 		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			e.ncMu.Lock()
-			defer e.ncMu.Unlock()
-			if e.nc == nil || e.nc.Name != name {
-				return nil, nil
+			var nc *awsv1.EC2NodeClass
+			if e.nc != nil && e.nc.Name == name {
+				nc = e.nc.DeepCopy()
 			}
-			return e.nc.DeepCopy(), nil
+			after := e.afterNodeClassRead
+			e.ncMu.Unlock()
+			if after != nil {
+				after()
+			}
+			return nc, nil
 		},
 		Cluster: aws.ClusterInfo{Endpoint: "https://example.eks.amazonaws.com", CABundle: "Q0E=", ServiceCIDR: "10.100.0.0/16", DNS: []string{"10.100.0.10"}},
 	})
@@ -512,6 +520,45 @@ func TestCloudDrift(t *testing.T) {
 	e.clk.Step(DriftInterval)
 	nc, _ = e.reconcile("cloud-drift")
 	wantDrift(t, nc, decide.ReasonNodePoolDrifted)
+}
+
+// TestCloudDriftClassChangesDuringCheck: the node class changes while a
+// reconcile is asking the cloud about the class as it was. The answer that
+// reconcile works out must not stand in for the class as it is now: the
+// reconcile the change enqueues asks again and finds the drift, rather than
+// reusing the stale answer until DriftInterval runs out.
+func TestCloudDriftClassChangesDuringCheck(t *testing.T) {
+	e := newEnv(t, 304)
+	np := e.nodePool("class-race-pool", nil)
+	e.launched("class-race", np)
+	e.initialized("class-race")
+
+	img, err := e.aws.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-during"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mapped []reconcile.Request
+	e.afterNodeClassRead = func() {
+		// Once only: the class resolves to the new image, and its watch
+		// maps the change to the NodeClaim, while the reconcile goes on
+		// with the copy it read.
+		e.afterNodeClassRead = nil
+		e.setImage(img.ID)
+		mapped = e.r.nodeClaimsForNodeClass(e.ctx, e.nc)
+	}
+	nc, _ := e.reconcile("class-race")
+	wantDrift(t, nc, "")
+	if len(mapped) != 1 || mapped[0].Name != "class-race" {
+		t.Fatalf("the node class change maps to %v", mapped)
+	}
+
+	// The reconcile the change enqueued, at the same instant.
+	asked := e.aws.Calls("DescribeInstances")
+	nc, _ = e.reconcile("class-race")
+	wantDrift(t, nc, string(drift.AMIDrift))
+	if got := e.aws.Calls("DescribeInstances"); got != asked+1 {
+		t.Errorf("%d DescribeInstances calls after the change, want 1", got-asked)
+	}
 }
 
 func TestCloudDriftErrorKeepsCondition(t *testing.T) {
