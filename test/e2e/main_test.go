@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 	"github.com/stevedore-autoscaler/stevedore/test/e2e/cluster"
@@ -40,6 +42,12 @@ func TestMain(m *testing.M) {
 // and the logs are kept.
 func runSuite(m *testing.M) int {
 	flag.Parse()
+	// The suite's own clients log little; what they do log goes to stderr
+	// with the rest. Without a logger, controller-runtime prints a warning
+	// with a goroutine trace instead, which reads like a crash.
+	ctrllog.SetLogger(funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, "e2e: controller-runtime:", prefix, args)
+	}, funcr.Options{}))
 	dir, err := os.MkdirTemp("", "stevedore-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
