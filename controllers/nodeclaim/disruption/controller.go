@@ -383,7 +383,8 @@ func (r *Reconciler) restamp(ctx context.Context, nc *karpv1.NodeClaim, np *karp
 }
 
 // cloudDrift returns the cloud provider's drift verdict for nc, reusing an
-// answer given less than DriftInterval ago for the same instance and image.
+// answer given less than DriftInterval ago for the same instance and image,
+// with no change to the node class since it was asked.
 func (r *Reconciler) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim, now time.Time) (cloud.DriftReason, error) {
 	class := classOf(nc)
 	r.mu.Lock()

@@ -85,10 +85,10 @@ type env struct {
 	// afterNodeClassRead, when set, runs each time the provider has read
 	// the node class, before the provider goes on with what it read.
 	afterNodeClassRead func()
-	p     *aws.Provider
-	rec   *recorder
-	lc    *lifecycle.Reconciler
-	r     *Reconciler
+	p                  *aws.Provider
+	rec                *recorder
+	lc                 *lifecycle.Reconciler
+	r                  *Reconciler
 }
 
 func newEnv(t *testing.T, seed uint64) *env {
@@ -538,13 +538,15 @@ func TestCloudDriftClassChangesDuringCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mapped []reconcile.Request
+	var once sync.Once
 	e.afterNodeClassRead = func() {
-		// Once only: the class resolves to the new image, and its watch
-		// maps the change to the NodeClaim, while the reconcile goes on
-		// with the copy it read.
-		e.afterNodeClassRead = nil
-		e.setImage(img.ID)
-		mapped = e.r.nodeClaimsForNodeClass(e.ctx, e.nc)
+		// On the first read only: the class resolves to the new image, and
+		// its watch maps the change to the NodeClaim, while the reconcile
+		// goes on with the copy it read.
+		once.Do(func() {
+			e.setImage(img.ID)
+			mapped = e.r.nodeClaimsForNodeClass(e.ctx, e.nc)
+		})
 	}
 	nc, _ := e.reconcile("class-race")
 	wantDrift(t, nc, "")
