@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
@@ -31,10 +32,13 @@ type Snapshot struct {
 	PendingPods []*corev1.Pod
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
-	DaemonSets  []*appsv1.DaemonSet
-	PDBs        []*policyv1.PodDisruptionBudget
-	Namespaces  []*corev1.Namespace
-	nodeIndex   map[string]int
+	// NodeOverlays adjust the instance types' prices and capacity; none
+	// unless the NodeOverlay feature gate is on.
+	NodeOverlays []*v1alpha1.NodeOverlay
+	DaemonSets   []*appsv1.DaemonSet
+	PDBs         []*policyv1.PodDisruptionBudget
+	Namespaces   []*corev1.Namespace
+	nodeIndex    map[string]int
 	// nominated are the pending pods counted on a node by their
 	// nomination (StateNode.NominatedPods).
 	nominated map[types.NamespacedName]struct{}
@@ -67,15 +71,16 @@ type lastSnapshot struct {
 
 func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 	s := Snapshot{
-		Time:        now,
-		PendingPods: c.sortedPods("", c.pending),
-		NodePools:   sortedValues(c.nodePools, clusterScoped),
-		NodeClasses: sortedValues(c.nodeClasses, clusterScoped),
-		DaemonSets:  sortedValues(c.daemonSets, namespaced),
-		PDBs:        sortedValues(c.pdbs, namespaced),
-		Namespaces:  sortedValues(c.namespaces, clusterScoped),
-		pvcs:        maps.Clone(c.pvcs),
-		pvs:         maps.Clone(c.pvs),
+		Time:         now,
+		PendingPods:  c.sortedPods("", c.pending),
+		NodePools:    sortedValues(c.nodePools, clusterScoped),
+		NodeClasses:  sortedValues(c.nodeClasses, clusterScoped),
+		NodeOverlays: sortedValues(c.nodeOverlays, clusterScoped),
+		DaemonSets:   sortedValues(c.daemonSets, namespaced),
+		PDBs:         sortedValues(c.pdbs, namespaced),
+		Namespaces:   sortedValues(c.namespaces, clusterScoped),
+		pvcs:         maps.Clone(c.pvcs),
+		pvs:          maps.Clone(c.pvs),
 	}
 	s.Nodes = c.stateNodes(nil)
 	s.nodeIndex = make(map[string]int, len(s.Nodes))
