@@ -405,6 +405,10 @@ func exampleFor(path string, node *structuralschema.Structural) string {
 		return "[{alias: al2023@latest}]"
 	case "nodeClassRef":
 		return "{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}"
+	case "price":
+		return `"0.25"`
+	case "priceAdjustment":
+		return `"+0.1", "-15%" or "+10%"`
 	}
 	if node != nil && node.Default.Object != nil {
 		switch v := node.Default.Object.(type) {

@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 )
 
 // Well-known values stevedore understands.
@@ -18,6 +22,7 @@ const (
 	kindNodePool      = "NodePool"
 	kindNodeClaim     = "NodeClaim"
 	kindEC2NodeClass  = "EC2NodeClass"
+	kindNodeOverlay   = "NodeOverlay"
 )
 
 var (
@@ -54,11 +59,30 @@ func semanticChecks(kind string, obj map[string]interface{}) []Problem {
 		out = append(out, checkNegativeQuantities("spec.limits", obj,
 			"must be greater than or equal to 0; the API server accepts a negative limit, but the NodePool could then launch no node",
 			"set the limit to zero or more (zero stops launches on purpose), or remove it for no limit")...)
+	case kindNodeOverlay:
+		out = append(out, checkRequirements("spec.requirements", obj)...)
+		out = append(out, checkOverlay(obj)...)
 	case kindNodeClaim:
 		out = append(out, checkClaimSpec("spec", obj)...)
 		out = append(out, checkNegativeQuantities("spec.resources.requests", obj,
 			"must be greater than or equal to 0",
 			"request zero or more, or remove the request")...)
+	}
+	return out
+}
+
+// checkOverlay reports what stevedore's NodeOverlay controller refuses
+// although the API server accepts it (see overlay.RuntimeProblems): such an
+// overlay applies nowhere.
+func checkOverlay(obj map[string]interface{}) []Problem {
+	o := &v1alpha1.NodeOverlay{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, o); err != nil {
+		// The schema check has reported what does not decode.
+		return nil
+	}
+	var out []Problem
+	for _, f := range overlay.RuntimeProblems(o) {
+		out = append(out, Problem{Field: f.Path, Message: f.Message + "; the overlay would apply nowhere", Fix: f.Fix, Severity: SeverityError})
 	}
 	return out
 }

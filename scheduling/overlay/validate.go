@@ -34,30 +34,26 @@ var (
 	adjustmentPattern = regexp.MustCompile(`^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$`)
 )
 
-// Problems returns what is wrong with the overlay beyond what its CRD
-// checks, as Karpenter checks it before applying an overlay: requirement
-// keys stevedore reserves, values that are not label values, capacity-type
-// values that match nothing; and, for overlays that did not come through
-// the API server, what the CRD would have refused.
+// Problems returns what is wrong with the overlay, as Karpenter checks it
+// before applying an overlay: the checks of RuntimeProblems, and for
+// overlays that did not come through the API server (a simulator scenario,
+// a unit test), what the CRD would have refused.
 func Problems(o *v1alpha1.NodeOverlay) []Field {
 	var out []Field
 	for i, r := range o.Spec.Requirements {
 		p := fmt.Sprintf("spec.requirements[%d]", i)
 		key := wellknown.NormalizeLabel(r.Key)
-		if key != wellknown.LabelNodePool && wellknown.IsRestrictedLabel(key) {
-			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is reserved for stevedore and no instance type defines it", r.Key),
-				Fix: "use a well-known label (such as node.kubernetes.io/instance-type or karpenter.k8s.aws/instance-family), karpenter.sh/nodepool, or a NodePool template label"})
+		if key == wellknown.LabelHostname || inCoreDomain(key) && key != wellknown.LabelNodePool && key != wellknown.LabelCapacityType {
+			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is reserved for stevedore and no instance type defines it", r.Key), Fix: keyFix})
 		}
 		for _, e := range validation.IsQualifiedName(r.Key) {
 			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("%q is not a label key: %s", r.Key, e), Fix: "use a label key"})
 		}
-		for j, v := range r.Values {
-			for _, e := range validation.IsValidLabelValue(v) {
-				out = append(out, Field{Path: fmt.Sprintf("%s.values[%d]", p, j), Message: fmt.Sprintf("%q is not a label value: %s", v, e), Fix: "use a label value: at most 63 letters, digits, '-', '_' or '.'"})
-			}
-		}
 		if (r.Operator == corev1.NodeSelectorOpIn || r.Operator == corev1.NodeSelectorOpNotIn) && len(r.Values) == 0 {
 			out = append(out, Field{Path: p + ".values", Message: fmt.Sprintf("operator %s needs at least one value", r.Operator), Fix: "list values, or use Exists or DoesNotExist"})
+		}
+		if _, err := requirements.NewRequirement(key, r.Operator, r.Values...); err != nil {
+			out = append(out, Field{Path: p, Message: err.Error(), Fix: "write In or NotIn with values, Exists or DoesNotExist without, or Gt, Lt, Gte or Lte with one whole number"})
 		}
 		if key == wellknown.LabelCapacityType && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) > 0 &&
 			!slices.ContainsFunc(r.Values, func(v string) bool {
@@ -65,10 +61,8 @@ func Problems(o *v1alpha1.NodeOverlay) []Field {
 			}) {
 			out = append(out, Field{Path: p + ".values", Message: fmt.Sprintf("%s In %v names no capacity type, so the overlay matches nothing", r.Key, r.Values), Fix: "use spot, on-demand or reserved"})
 		}
-		if _, err := requirements.NewRequirement(key, r.Operator, r.Values...); err != nil {
-			out = append(out, Field{Path: p, Message: err.Error(), Fix: "write In or NotIn with values, Exists or DoesNotExist without, or Gt, Lt, Gte or Lte with one whole number"})
-		}
 	}
+	out = append(out, RuntimeProblems(o)...)
 	names := make([]string, 0, len(o.Spec.Capacity))
 	for name := range o.Spec.Capacity {
 		names = append(names, string(name))
@@ -92,6 +86,38 @@ func Problems(o *v1alpha1.NodeOverlay) []Field {
 		out = append(out, Field{Path: "spec.weight", Message: fmt.Sprintf("weight %d is out of range", *w), Fix: "use a weight from 1 to 10000, or none"})
 	}
 	return out
+}
+
+// RuntimeProblems returns what the API server accepts in an overlay but
+// stevedore cannot use, as Karpenter's controller refuses it: a requirement
+// key in the karpenter.k8s.aws domain that is not one of its well-known
+// labels, and values that are not label values (which no label has).
+// `stevedore validate` reports these too.
+func RuntimeProblems(o *v1alpha1.NodeOverlay) []Field {
+	var out []Field
+	for i, r := range o.Spec.Requirements {
+		p := fmt.Sprintf("spec.requirements[%d]", i)
+		key := wellknown.NormalizeLabel(r.Key)
+		if key != wellknown.LabelHostname && !inCoreDomain(key) && wellknown.IsRestrictedLabel(key) {
+			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is in a domain reserved for stevedore and no instance type defines it", r.Key), Fix: keyFix})
+		}
+		for j, v := range r.Values {
+			for _, e := range validation.IsValidLabelValue(v) {
+				out = append(out, Field{Path: fmt.Sprintf("%s.values[%d]", p, j), Message: fmt.Sprintf("%q is not a label value, so no label matches it: %s", v, e), Fix: "use a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"})
+			}
+		}
+	}
+	return out
+}
+
+// keyFix is the fix for a requirement key no instance type defines.
+const keyFix = "use a well-known label (such as node.kubernetes.io/instance-type or karpenter.k8s.aws/instance-family), karpenter.sh/nodepool, karpenter.sh/capacity-type, or a NodePool template label"
+
+// inCoreDomain reports whether key is in the karpenter.sh domain, as the
+// CRD's rule judges it (the prefix ends with karpenter.sh).
+func inCoreDomain(key string) bool {
+	prefix, _, _ := strings.Cut(key, "/")
+	return strings.HasSuffix(prefix, wellknown.GroupCore)
 }
 
 // Validate returns the overlay's Problems as one error, nil when it has

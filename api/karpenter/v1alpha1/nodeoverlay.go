@@ -62,7 +62,7 @@ type NodeOverlaySpec struct {
 	// the matching instance types, for example a device that the cloud's
 	// instance data does not list. It cannot change cpu, memory,
 	// ephemeral-storage or pods.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",message="capacity may only add extended resources; cpu, memory, ephemeral-storage and pods come from the instance type"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",message="capacity may only add extended resources: remove cpu, memory, ephemeral-storage and pods, which come from the instance type"
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 	// Weight orders overlays that match the same offering or resource: the
