@@ -31,6 +31,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
@@ -109,7 +110,7 @@ func Load(path string, opts Options) (*Account, error) {
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
@@ -35,6 +36,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	overlaystatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeoverlay/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
@@ -53,6 +55,7 @@ var (
 	podGVK              = corev1.SchemeGroupVersion.WithKind("Pod")
 	nodeClaimGVK        = karpv1.GroupVersion.WithKind("NodeClaim")
 	nodePoolGVK         = karpv1.GroupVersion.WithKind("NodePool")
+	nodeOverlayGVK      = v1alpha1.GroupVersion.WithKind("NodeOverlay")
 	ec2NodeClassGVK     = awsv1.GroupVersion.WithKind("EC2NodeClass")
 	volumeAttachmentGVK = storagev1.SchemeGroupVersion.WithKind("VolumeAttachment")
 )
@@ -77,6 +80,9 @@ type Deps struct {
 	Disruption disruptionctl.Options
 	// NodeRepair turns node repair on (the NodeRepair feature gate).
 	NodeRepair health.Options
+	// NodeOverlay applies NodeOverlays and runs their status controller
+	// (the NodeOverlay feature gate).
+	NodeOverlay bool
 	// ActOnRebalance treats rebalance recommendations like interruption
 	// warnings.
 	ActOnRebalance bool
@@ -148,6 +154,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
+		NodeOverlay:    run.Controller.NodeOverlay,
 		ActOnRebalance: run.Controller.ActOnRebalance,
 	}, nil
 }
@@ -288,6 +295,27 @@ func Production(d *Deps) ([]watch.Controller, error) {
 				}
 				return []reconcile.Request{watch.Key(c.Object)}
 			}}},
+		})
+	}
+	if d.NodeOverlay {
+		// As controllers.Register adds it: a singleton woken by any
+		// change to an overlay's or NodePool's spec, or to a node class.
+		wake := func(client.Object) []reconcile.Request { return []reconcile.Request{watch.Named(overlaystatus.Name)} }
+		specChanged := func(c apiserver.Change) []reconcile.Request {
+			if c.Type == apiserver.Modified && c.Old.GetGeneration() == c.Object.GetGeneration() {
+				return nil
+			}
+			return wake(c.Object)
+		}
+		out = append(out, watch.Controller{
+			Name:       overlaystatus.Name,
+			Reconciler: overlaystatus.New(kube, d.State, d.Cloud, d.Clock),
+			Start:      []reconcile.Request{watch.Named(overlaystatus.Name)},
+			Watches: []watch.Watch{
+				{Kind: nodeOverlayGVK, Map: specChanged},
+				{Kind: nodePoolGVK, Map: specChanged},
+				watch.Map(ec2NodeClassGVK, wake),
+			},
 		})
 	}
 	if d.Disruption.StaticCapacity {

@@ -8,12 +8,13 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 )
 
 func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

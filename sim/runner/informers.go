@@ -25,10 +25,15 @@ type stateFeed struct {
 
 // newStateFeed registers st's handlers and replays every stored object to
 // them, as an informer's initial list would.
-func newStateFeed(api *apiserver.Server, st *state.Cluster) (*stateFeed, error) {
+func newStateFeed(api *apiserver.Server, st *state.Cluster, nodeOverlays bool) (*stateFeed, error) {
 	f := &stateFeed{handlers: map[schema.GroupVersionKind][]toolscache.ResourceEventHandler{}}
 	if err := informer.RegisterInformers(context.Background(), &informers{api: api, feed: f}, st); err != nil {
 		return nil, err
+	}
+	if nodeOverlays {
+		if err := informer.RegisterNodeOverlays(context.Background(), &informers{api: api, feed: f}, st); err != nil {
+			return nil, err
+		}
 	}
 	for _, gvk := range api.Kinds() {
 		for _, h := range f.handlers[gvk] {

@@ -441,7 +441,7 @@ func (r *Runner) startControllers() error {
 	}
 	r.prod = nil
 	r.deps = deps
-	if r.feed, err = newStateFeed(r.api, deps.State); err != nil {
+	if r.feed, err = newStateFeed(r.api, deps.State, deps.NodeOverlay); err != nil {
 		return err
 	}
 	for _, c := range ctrls {

@@ -139,6 +139,9 @@ type ControllerConfig struct {
 	NodeRepair     bool
 	SpotToSpot     bool
 	StaticCapacity bool
+	// NodeOverlay applies the scenario's NodeOverlays to the instance
+	// types and runs their status controller.
+	NodeOverlay bool
 	// ReservedCapacity launches into the capacity reservations node classes
 	// select (default true, as in Karpenter).
 	ReservedCapacity bool
@@ -158,7 +161,7 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
+	featureGates = []string{"NodeOverlay", "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
 	ignoredGates = []string{}
 )
 
@@ -845,6 +848,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.ReservedCapacity = on
 		case k == "StaticCapacity":
 			c.StaticCapacity = on
+		case k == "NodeOverlay":
+			c.NodeOverlay = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}
@@ -919,7 +924,7 @@ func namespaceOf(o client.Object) string {
 }
 
 // applyOrder is the order kinds are applied in at the start.
-var applyOrder = []string{"Namespace", "PriorityClass", "StorageClass", "EC2NodeClass", "NodePool", "Node",
+var applyOrder = []string{"Namespace", "PriorityClass", "StorageClass", "EC2NodeClass", "NodePool", "NodeOverlay", "Node",
 	"PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod"}
 
 func order(objs []Object) []Object {

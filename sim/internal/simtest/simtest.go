@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
@@ -33,7 +34,7 @@ var Start = simclock.DefaultStart
 func Scheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
