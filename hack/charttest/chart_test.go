@@ -220,6 +220,8 @@ func TestRBAC(t *testing.T) {
 		{"karpenter.sh", "nodeclaims", "create"},
 		{"karpenter.sh", "nodeclaims/status", "patch"},
 		{"karpenter.sh", "nodepools/status", "patch"},
+		{"karpenter.sh", "nodeoverlays", "watch"},
+		{"karpenter.sh", "nodeoverlays/status", "patch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
 		{"coordination.k8s.io", "leases", "update"},
 		{"events.k8s.io", "events", "create"},
