@@ -12,6 +12,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
@@ -49,8 +50,17 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	byName := make(map[string]*resolvedType, len(types))
 	packers := make([]*packer.InstanceType, 0, len(types))
 	requests := resources.NewVector(nodeClaim.Spec.Resources.Requests)
+	// A NodeOverlay's capacity added extended resources that the instance
+	// data does not list (a device plugin advertises them on the node): the
+	// NodeClaim's types were chosen with them, so they are not held against
+	// the types here.
+	overlaid := nodeClaim.Annotations[v1alpha1.AnnotationCapacityOverlayApplied] == "true"
 	for _, t := range types {
-		if !requests.Fits(t.packer.Allocatable) {
+		need := requests
+		if overlaid {
+			need = withoutUnlisted(nodeClaim.Spec.Resources.Requests, t.packer.Allocatable)
+		}
+		if !need.Fits(t.packer.Allocatable) {
 			continue
 		}
 		byName[t.packer.Name] = t
@@ -316,6 +326,24 @@ func (p *Provider) launchedNodeClaim(in *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 	out.Status.ImageID = l.ImageID
 	out.Status.Capacity = t.it.Capacity.DeepCopy()
 	out.Status.Allocatable = t.it.Allocatable.DeepCopy()
+	if out.Annotations[v1alpha1.AnnotationCapacityOverlayApplied] == "true" {
+		// The node will have at least what the NodeClaim requests of the
+		// extended resources an overlay added: record that much, so that the
+		// pods it was made for count as fitting on it until it registers.
+		for name, q := range out.Spec.Resources.Requests {
+			if _, listed := out.Status.Capacity[name]; listed || isStandardResource(name) {
+				continue
+			}
+			if out.Status.Capacity == nil {
+				out.Status.Capacity = corev1.ResourceList{}
+			}
+			if out.Status.Allocatable == nil {
+				out.Status.Allocatable = corev1.ResourceList{}
+			}
+			out.Status.Capacity[name] = q.DeepCopy()
+			out.Status.Allocatable[name] = q.DeepCopy()
+		}
+	}
 	return out
 }
 
@@ -339,4 +367,27 @@ func (p *Provider) reportLaunchFailures(nc *awsv1.EC2NodeClass, fs []launch.Fail
 	for _, f := range fs {
 		(*report)(cloud.LaunchFailure{Zone: f.Zone, ZoneID: zoneIDs[f.Zone], CapacityType: f.CapacityType, Reason: f.Code})
 	}
+}
+
+// withoutUnlisted returns requests without the extended resources that
+// allocatable does not list, as a vector.
+func withoutUnlisted(requests corev1.ResourceList, allocatable resources.Vector) resources.Vector {
+	kept := make(corev1.ResourceList, len(requests))
+	for name, q := range requests {
+		if !isStandardResource(name) && allocatable.Get(name) == 0 {
+			continue
+		}
+		kept[name] = q
+	}
+	return resources.NewVector(kept)
+}
+
+// isStandardResource reports whether name is one every instance type has:
+// an overlay cannot add those.
+func isStandardResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourcePods:
+		return true
+	}
+	return false
 }

@@ -218,6 +218,7 @@ func (c *Controller) launch(ctx context.Context, snap state.Snapshot, pools []pa
 			return names, why, nil
 		}
 		nc := provisioning.NewNodeClaim(np, claim, types)
+		provisioning.MarkOverlays(nc, byName[np.Name], types)
 		nc.Annotations[AnnotationReplacementFor] = id
 		if err := c.kube.Create(ctx, nc); err != nil {
 			return names, "", fmt.Errorf("creating a replacement NodeClaim in NodePool %s: %w", np.Name, err)

@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -51,6 +52,7 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 	}
 
 	nc = NewNodeClaim(np, claim, names)
+	MarkOverlays(nc, pool, names)
 	if err := p.client.Create(ctx, nc); err != nil {
 		return nil, "", fmt.Errorf("creating NodeClaim for NodePool %s: %w", np.Name, err)
 	}
@@ -62,6 +64,29 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 		"requests", formatResources(nc.Spec.Resources.Requests),
 		"instanceTypes", len(names))
 	return nc, "", nil
+}
+
+// MarkOverlays annotates a NodeClaim about to be created from pool with the
+// given instance types, as Karpenter does, when a NodeOverlay changed the
+// price of one of them (karpenter.sh/price-overlay-applied) or added to its
+// capacity (karpenter.sh/capacity-overlay-applied). The second tells the
+// cloud provider that the NodeClaim may request extended resources its
+// instance types do not list.
+func MarkOverlays(nc *karpv1.NodeClaim, pool *packer.NodePool, names []string) {
+	if pool == nil {
+		return
+	}
+	for _, it := range pool.InstanceTypes {
+		if !slices.Contains(names, it.Name) {
+			continue
+		}
+		if it.PriceOverlaid {
+			nc.Annotations[v1alpha1.AnnotationPriceOverlayApplied] = "true"
+		}
+		if it.CapacityOverlaid {
+			nc.Annotations[v1alpha1.AnnotationCapacityOverlayApplied] = "true"
+		}
+	}
 }
 
 // FitLimits returns the instance types of claim, in its order, that np may

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -77,5 +78,25 @@ func TestLaunchablePoolsApplyOverlays(t *testing.T) {
 	st.DeleteNodeOverlay("m5")
 	if got := price(); got["m5.large"] != 1 {
 		t.Fatalf("prices after the overlay is deleted %v", got)
+	}
+}
+
+func TestMarkOverlays(t *testing.T) {
+	pool := &packer.NodePool{InstanceTypes: []*packer.InstanceType{
+		{Name: "plain"}, {Name: "cheaper", PriceOverlaid: true}, {Name: "devices", CapacityOverlaid: true},
+	}}
+	for _, tc := range []struct {
+		names []string
+		want  map[string]string
+	}{
+		{[]string{"plain"}, map[string]string{}},
+		{[]string{"plain", "cheaper"}, map[string]string{v1alpha1.AnnotationPriceOverlayApplied: "true"}},
+		{[]string{"devices", "cheaper"}, map[string]string{v1alpha1.AnnotationPriceOverlayApplied: "true", v1alpha1.AnnotationCapacityOverlayApplied: "true"}},
+	} {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		MarkOverlays(nc, pool, tc.names)
+		if !maps.Equal(nc.Annotations, tc.want) {
+			t.Errorf("%v: annotations %v, want %v", tc.names, nc.Annotations, tc.want)
+		}
 	}
 }

@@ -374,12 +374,14 @@ func (r *Result) Apply(pool string, types []*packer.InstanceType) []*packer.Inst
 			for j := range cp.Offerings {
 				if p, ok := u.prices[keyOf(cp.Offerings[j])]; ok {
 					cp.Offerings[j].PricePerHour = AdjustedPrice(cp.Offerings[j].PricePerHour, p.change)
+					cp.PriceOverlaid = true
 				}
 			}
 		}
 		if u.capacity != nil && len(u.capacity.set) > 0 {
 			cp.Capacity = withResources(it.Capacity, u.capacity.set)
 			cp.Allocatable = withResources(it.Allocatable, u.capacity.set)
+			cp.CapacityOverlaid = true
 		}
 		out[i] = &cp
 	}

@@ -229,6 +229,15 @@ func TestEvaluate(t *testing.T) {
 			if after := prices(tc.pools[0].InstanceTypes); after != before {
 				t.Error("Apply changed its argument")
 			}
+			for i, it := range r.Apply(tc.pools[0].Name, tc.pools[0].InstanceTypes) {
+				changed := prices([]*packer.InstanceType{it}) != prices(tc.pools[0].InstanceTypes[i:i+1])
+				if changed && !it.PriceOverlaid {
+					t.Errorf("%s: price changed but not marked overlaid", it.Name)
+				}
+				if it.CapacityOverlaid {
+					t.Errorf("%s: marked capacity-overlaid by a price overlay", it.Name)
+				}
+			}
 			got := map[string]string{}
 			for _, v := range r.Verdicts {
 				got[v.Name] = v.Reason
@@ -331,8 +340,11 @@ func TestCapacity(t *testing.T) {
 			if got.Capacity.Get(corev1.ResourceCPU) != it.Capacity.Get(corev1.ResourceCPU) || got.Allocatable.Get(corev1.ResourceCPU) != it.Allocatable.Get(corev1.ResourceCPU) {
 				t.Error("cpu changed")
 			}
-			if it.Capacity.Get(gpu) != 0 {
+			if it.Capacity.Get(gpu) != 0 || it.CapacityOverlaid {
 				t.Error("Apply changed its argument")
+			}
+			if got.CapacityOverlaid != (len(tc.want) > 0) {
+				t.Errorf("CapacityOverlaid = %v", got.CapacityOverlaid)
 			}
 			for _, v := range r.Verdicts {
 				if (v.Name == tc.conflict) != (v.Reason == v1alpha1.ReasonConflict) {

@@ -42,6 +42,11 @@ type InstanceType struct {
 	Allocatable resources.Vector
 	// Offerings are the (zone, capacity type) pairs it can be launched in.
 	Offerings []Offering
+	// PriceOverlaid and CapacityOverlaid say that a NodeOverlay changed the
+	// price of one of its offerings or added to its capacity (package
+	// overlay sets them); a NodeClaim launched with such a type is
+	// annotated so.
+	PriceOverlaid, CapacityOverlaid bool
 }
 
 // Offering is an instance type in one zone and capacity type, with its price.

@@ -118,6 +118,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			}
 			for range n {
 				nc := provisioning.NewNodeClaim(np, claim, claim.InstanceTypes)
+				provisioning.MarkOverlays(nc, &launchable[i], claim.InstanceTypes)
 				if err := c.kube.Create(ctx, nc); err != nil {
 					errs = append(errs, fmt.Errorf("creating NodeClaim for static NodePool %s: %w", np.Name, err))
 					break
