@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,10 +76,42 @@ func TestLaunchablePoolsApplyOverlays(t *testing.T) {
 	if got := price(); got["m5.large"] != 4 || got["c5.large"] != 2 {
 		t.Fatalf("prices with the overlay %v, want m5.large 4 and c5.large 2", got)
 	}
+	// A memo reuses the overlaid types while nothing changed, so that the
+	// pools built from them are reused too.
+	var memo PoolMemo
+	snap := st.Snapshot(time.Unix(0, 0))
+	first, _ := memo.LaunchablePools(context.Background(), sameTypes, snap)
+	again, _ := memo.LaunchablePools(context.Background(), sameTypes, st.Snapshot(time.Unix(1, 0)))
+	if len(first) != 1 || len(again) != 1 || !slices.Equal(first[0].InstanceTypes, again[0].InstanceTypes) {
+		t.Fatal("the memo built the overlaid types again with nothing changed")
+	}
+	if first[0].InstanceTypes[0].Offerings[0].PricePerHour != 4 {
+		t.Fatalf("memo's m5.large price %v, want 4", first[0].InstanceTypes[0].Offerings[0].PricePerHour)
+	}
 	st.DeleteNodeOverlay("m5")
 	if got := price(); got["m5.large"] != 1 {
 		t.Fatalf("prices after the overlay is deleted %v", got)
 	}
+	after, _ := memo.LaunchablePools(context.Background(), sameTypes, st.Snapshot(time.Unix(2, 0)))
+	if after[0].InstanceTypes[0].Offerings[0].PricePerHour != 1 {
+		t.Fatalf("memo kept the deleted overlay's price: %v", after[0].InstanceTypes[0].Offerings[0].PricePerHour)
+	}
+}
+
+// sameTypes lists the same instance type values on every call, as the
+// cloud provider does while nothing changes.
+var sameTypes = func() fixedTypes {
+	its, _ := twoTypes{}.GetInstanceTypes(context.Background(), nil)
+	return fixedTypes{types: its}
+}()
+
+type fixedTypes struct {
+	twoTypes
+	types []*packer.InstanceType
+}
+
+func (f fixedTypes) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*packer.InstanceType, error) {
+	return f.types, nil
 }
 
 func TestMarkOverlays(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
@@ -23,6 +25,43 @@ import (
 type PoolMemo struct {
 	mu    sync.Mutex
 	pools map[string]memoPool
+	// overlays is the last evaluation of NodeOverlays, reused while the
+	// overlays and every pool's inputs are the same objects, so that the
+	// overlaid types stay the same values and the pools built from them
+	// are reused too.
+	overlays *memoOverlays
+}
+
+type memoOverlays struct {
+	overlays []*v1alpha1.NodeOverlay
+	listed   []listed
+	applied  map[string][]*packer.InstanceType
+}
+
+// overlaid returns each listed pool's instance types with the overlays
+// applied, by NodePool name, from the memo when its inputs are the very
+// ones it was computed from.
+func (m *PoolMemo) overlaid(overlays []*v1alpha1.NodeOverlay, ls []listed) map[string][]*packer.InstanceType {
+	if m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if o := m.overlays; o != nil && slices.Equal(o.overlays, overlays) && slices.EqualFunc(o.listed, ls, sameListed) {
+			return o.applied
+		}
+	}
+	result := overlay.Evaluate(overlays, overlayPools(ls))
+	applied := make(map[string][]*packer.InstanceType, len(ls))
+	for _, l := range ls {
+		applied[l.np.Name] = result.Apply(l.np.Name, l.types)
+	}
+	if m != nil {
+		m.overlays = &memoOverlays{overlays: slices.Clone(overlays), listed: slices.Clone(ls), applied: applied}
+	}
+	return applied
+}
+
+func sameListed(a, b listed) bool {
+	return a.np == b.np && a.class == b.class && slices.Equal(a.types, b.types)
 }
 
 type memoPool struct {

@@ -393,12 +393,16 @@ func LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Sna
 // launchable NodePool at once, as EvaluateOverlays does.
 func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (pools []packer.NodePool, skipped []Skip) {
 	listed, skipped := listTypes(ctx, cp, snap)
-	var overlays *overlay.Result
+	var overlaid map[string][]*packer.InstanceType
 	if len(snap.NodeOverlays) > 0 {
-		overlays = overlay.Evaluate(snap.NodeOverlays, overlayPools(listed))
+		overlaid = m.overlaid(snap.NodeOverlays, listed)
 	}
 	for _, l := range listed {
-		pool, err := m.nodePool(l.np, l.class, overlays.Apply(l.np.Name, l.types))
+		types := l.types
+		if overlaid != nil {
+			types = overlaid[l.np.Name]
+		}
+		pool, err := m.nodePool(l.np, l.class, types)
 		if err != nil {
 			skipped = append(skipped, Skip{NodePool: l.np, Reason: ReasonInstanceTypesFailed, Message: err.Error()})
 			continue
