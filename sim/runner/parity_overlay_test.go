@@ -6,6 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
 
 // overlayDir writes a Scenario with the given controller settings next to
@@ -72,5 +78,31 @@ func TestNodeOverlayChangesTheInstanceType(t *testing.T) {
 				t.Fatal("two runs of the same scenario differ")
 			}
 		})
+	}
+}
+
+// TestNodeOverlayStatusInSimulation: the NodeOverlay status controller runs
+// in the simulator with the gate and writes the overlay's conditions.
+func TestNodeOverlayStatusInSimulation(t *testing.T) {
+	s := testScheme(t)
+	run, problems, err := scenario.Load([]string{overlayDir(t, "  controller: {feature-gates: NodeOverlay=true}\n", true)}, s)
+	if err != nil {
+		t.Fatalf("%v: %v", err, problems)
+	}
+	r, err := New(Options{Run: run, Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(); err != nil {
+		t.Fatal(err)
+	}
+	objs := r.api.Objects(nodeOverlayGVK)
+	if len(objs) != 1 {
+		t.Fatalf("%d NodeOverlays, want 1", len(objs))
+	}
+	o := objs[0].(*v1alpha1.NodeOverlay)
+	c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypeReady)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("conditions %+v, want Ready True", o.Status.Conditions)
 	}
 }

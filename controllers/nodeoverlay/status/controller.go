@@ -88,6 +88,17 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	snap := c.state.Snapshot(c.clock.Now())
+	// The cluster state and this controller's watches are fed by the same
+	// informers but not in a set order: the change that woke this pass may
+	// not be in the state yet. Evaluate only a state that has caught up, so
+	// that the verdicts are about the overlays and NodePools as they are.
+	caughtUp, err := c.caughtUp(ctx, snap)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !caughtUp {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	if len(snap.NodeOverlays) == 0 {
 		return reconcile.Result{RequeueAfter: Period}, nil
 	}
@@ -120,6 +131,42 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	return reconcile.Result{RequeueAfter: Period}, errors.Join(errs...)
+}
+
+// caughtUp reports whether the snapshot holds the NodeOverlays and NodePools
+// the client lists, each at the generation listed.
+func (c *Controller) caughtUp(ctx context.Context, snap state.Snapshot) (bool, error) {
+	var overlays v1alpha1.NodeOverlayList
+	if err := c.kube.List(ctx, &overlays); err != nil {
+		return false, fmt.Errorf("listing NodeOverlays: %w", err)
+	}
+	var pools karpv1.NodePoolList
+	if err := c.kube.List(ctx, &pools); err != nil {
+		return false, fmt.Errorf("listing NodePools: %w", err)
+	}
+	return sameGenerations(overlays.Items, snap.NodeOverlays) && sameGenerations(pools.Items, snap.NodePools), nil
+}
+
+// sameGenerations reports whether have holds exactly the objects of listed,
+// by name, each at the generation listed.
+func sameGenerations[T any, PT interface {
+	*T
+	client.Object
+}](listed []T, have []PT) bool {
+	if len(listed) != len(have) {
+		return false
+	}
+	gen := make(map[string]int64, len(have))
+	for _, o := range have {
+		gen[o.GetName()] = o.GetGeneration()
+	}
+	for i := range listed {
+		o := PT(&listed[i])
+		if g, ok := gen[o.GetName()]; !ok || g != o.GetGeneration() {
+			return false
+		}
+	}
+	return true
 }
 
 // SetConditions sets the overlay's ValidationSucceeded and Ready from its

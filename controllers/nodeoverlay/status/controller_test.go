@@ -70,9 +70,19 @@ func newEnv(t *testing.T) *env {
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	nc.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
 	e.state.UpdateEC2NodeClass(nc)
-	e.state.UpdateNodePool(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
-		Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"}},
-	}}})
+	// The NodePool goes through the API server: the controller waits until
+	// the state holds what its client lists.
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+		Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}},
+		},
+	}}}
+	if err := kube.Create(e.ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
+	e.state.UpdateNodePool(np)
 	return e
 }
 
@@ -185,4 +195,25 @@ func overlayVerdict(valid bool) overlay.Verdict {
 		return overlay.Verdict{Name: "o", Valid: true}
 	}
 	return overlay.Verdict{Name: "o", Reason: v1alpha1.ReasonConflict, Message: "conflicts"}
+}
+
+// TestWaitsForTheState: an overlay the API server has but the cluster state
+// has not seen yet is not judged; the controller looks again in a second.
+func TestWaitsForTheState(t *testing.T) {
+	e := newEnv(t)
+	adj := "+1"
+	o := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "unseen"}, Spec: v1alpha1.NodeOverlaySpec{PriceAdjustment: &adj, Requirements: []v1alpha1.NodeSelectorRequirement{}}}
+	if err := kube.Create(e.ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
+	res, err := e.c.Reconcile(e.ctx, reconcile.Request{})
+	if err != nil || res.RequeueAfter != time.Second {
+		t.Fatalf("Reconcile = %+v, %v; want a requeue after 1s", res, err)
+	}
+	e.state.UpdateNodeOverlay(o)
+	e.reconcile()
+	if got, _ := e.conditions("unseen"); got != "True/True ValidationSucceeded" {
+		t.Errorf("unseen: %s", got)
+	}
 }
