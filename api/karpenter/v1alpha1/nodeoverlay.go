@@ -23,7 +23,7 @@ type NodeOverlay struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +kubebuilder:validation:XValidation:rule="!has(self.price) || !has(self.priceAdjustment)",message="price and priceAdjustment cannot both be set: price replaces the offering's price, priceAdjustment changes it; keep one"
+	// +kubebuilder:validation:XValidation:rule="!has(self.price) || !has(self.priceAdjustment)",message="price and priceAdjustment cannot both be set: keep one (price replaces the offering's price, priceAdjustment changes it)"
 	// +required
 	Spec NodeOverlaySpec `json:"spec"`
 	// +optional
