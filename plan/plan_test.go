@@ -491,3 +491,31 @@ func TestGteLteBoundInstanceTypes(t *testing.T) {
 		t.Errorf("the 20-vCPU pod was not reported unschedulable: %+v", r.Unschedulable)
 	}
 }
+
+// TestNodeOverlayInPlan: the overlays among the manifests change the prices
+// the plan compares instance types by.
+func TestNodeOverlayInPlan(t *testing.T) {
+	objs := load(t, "testdata/nodeoverlay.yaml")
+	if len(objs.NodeOverlays) != 1 {
+		t.Fatalf("%d NodeOverlays read, want 1", len(objs.NodeOverlays))
+	}
+	first := func(objs *Objects) (string, float64) {
+		t.Helper()
+		r, err := Run(objs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.NodeClaims) != 1 {
+			t.Fatalf("%d NodeClaims, want 1", len(r.NodeClaims))
+		}
+		return r.NodeClaims[0].InstanceTypes[0], r.NodeClaims[0].PricePerHour
+	}
+	m6i, _ := catalog.Lookup("m6i.large")
+	if typ, price := first(objs); typ != "m6i.large" || price != m6i.OnDemandPricePerHour {
+		t.Errorf("with the overlay: %s at %v, want m6i.large at %v", typ, price, m6i.OnDemandPricePerHour)
+	}
+	objs.NodeOverlays = nil
+	if typ, _ := first(objs); typ != "c6i.large" {
+		t.Errorf("without the overlay: %s first, want c6i.large", typ)
+	}
+}

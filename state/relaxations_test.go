@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -26,6 +27,9 @@ func TestRelaxations(t *testing.T) {
 	}
 	pool := func(resourceVersion string, generation int64) *karpv1.NodePool {
 		return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: resourceVersion, Generation: generation}}
+	}
+	nodeOverlay := func(resourceVersion string, generation int64) *v1alpha1.NodeOverlay {
+		return &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "o", ResourceVersion: resourceVersion, Generation: generation}}
 	}
 	budget := func(allowed int32) *policyv1.PodDisruptionBudget {
 		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b", Generation: 1}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed}}
@@ -93,6 +97,9 @@ func TestRelaxations(t *testing.T) {
 		{"a NodePool's spec", func(c *state.Cluster) { c.UpdateNodePool(pool("2", 2)) }, true},
 		{"a new NodePool", func(c *state.Cluster) { c.UpdateNodePool(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "q"}}) }, true},
 		{"a new DaemonSet", func(c *state.Cluster) { c.UpdateDaemonSet(daemonSet("a", "ds")) }, true},
+		{"a NodeOverlay's status", func(c *state.Cluster) { c.UpdateNodeOverlay(nodeOverlay("2", 1)) }, false},
+		{"a NodeOverlay's spec", func(c *state.Cluster) { c.UpdateNodeOverlay(nodeOverlay("2", 2)) }, true},
+		{"a NodeOverlay deleted", func(c *state.Cluster) { c.DeleteNodeOverlay("o") }, true},
 		{"a deletion mark lifted", func(c *state.Cluster) { c.UnmarkForDeletion("n1") }, true},
 	}
 	for _, tc := range cases {
@@ -109,6 +116,7 @@ func TestRelaxations(t *testing.T) {
 			}))
 			c.UpdatePodDisruptionBudget(budget(1))
 			c.UpdateNodePool(pool("1", 1))
+			c.UpdateNodeOverlay(nodeOverlay("1", 1))
 			before, changes := c.Relaxations(), c.Changes()
 			tc.change(c)
 			if c.Changes() == changes {
