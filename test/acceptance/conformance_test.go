@@ -14,7 +14,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 )
 
-// The conformance table holds manifests of the three served kinds with the
+// The conformance table holds manifests of the served kinds with the
 // verdict that Karpenter v1.14.1 (the core CRDs as the AWS provider ships them,
 // and the AWS provider's EC2NodeClass CRD) gives when they are created: accept,
 // or reject with the field path the API server names. Each row is the base
@@ -65,6 +65,17 @@ spec:
   - tags: {karpenter.sh/discovery: my-cluster}
 `
 
+const baseNodeOverlay = `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: conformance
+spec:
+  requirements:
+  - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m7i]}
+  priceAdjustment: "-10%"
+`
+
 type conformanceRow struct {
 	name  string
 	base  string
@@ -84,6 +95,10 @@ func nc(name, patch, field string) conformanceRow {
 
 func ec2(name, patch, field string) conformanceRow {
 	return conformanceRow{name: "EC2NodeClass/" + name, base: baseEC2NodeClass, patch: patch, field: field}
+}
+
+func overlay(name, patch, field string) conformanceRow {
+	return conformanceRow{name: "NodeOverlay/" + name, base: baseNodeOverlay, patch: patch, field: field}
 }
 
 const accept = ""
@@ -198,6 +213,41 @@ var conformanceRows = []conformanceRow{
 	ec2("connection tracking", `{spec: {connectionTracking: {tcpEstablishedTimeout: 300, udpStreamTimeout: 120, udpTimeout: 30}}}`, accept),
 	ec2("connection tracking UDP timeout too short", `{spec: {connectionTracking: {udpTimeout: 20}}}`, "spec.connectionTracking.udpTimeout"),
 	ec2("nested virtualization", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`, accept),
+
+	// NodeOverlay (karpenter.sh/v1alpha1), as Karpenter's core CRD checks it:
+	// the price patterns, price and priceAdjustment exclusive (a rule on
+	// spec), extended resources only, weight 1 to 10000, and requirement
+	// rules on the list, except the key's, which sit on the key.
+	overlay("minimal", `{}`, accept),
+	overlay("no requirements", `{spec: {requirements: []}}`, accept),
+	overlay("requirements missing", `{spec: {requirements: null}}`, "spec.requirements"),
+	overlay("absolute price", `{spec: {priceAdjustment: null, price: "0.25"}}`, accept),
+	overlay("price and priceAdjustment", `{spec: {price: "0.25"}}`, "spec"),
+	overlay("negative price", `{spec: {priceAdjustment: null, price: "-1"}}`, "spec.price"),
+	overlay("signed amount", `{spec: {priceAdjustment: "+0.5"}}`, accept),
+	overlay("negative amount", `{spec: {priceAdjustment: "-.25"}}`, accept),
+	overlay("increase in percent", `{spec: {priceAdjustment: "+150%"}}`, accept),
+	overlay("minus 100 percent", `{spec: {priceAdjustment: "-100%"}}`, accept),
+	overlay("decrease of a fraction of a percent", `{spec: {priceAdjustment: "-99.5%"}}`, accept),
+	overlay("decrease beyond 100 percent", `{spec: {priceAdjustment: "-150%"}}`, "spec.priceAdjustment"),
+	overlay("unsigned adjustment", `{spec: {priceAdjustment: "1.2"}}`, "spec.priceAdjustment"),
+	overlay("unsigned percentage", `{spec: {priceAdjustment: "10%"}}`, "spec.priceAdjustment"),
+	overlay("extended resource", `{spec: {capacity: {example.com/device: "2"}}}`, accept),
+	overlay("cpu capacity", `{spec: {capacity: {cpu: "2"}}}`, "spec.capacity"),
+	overlay("pods capacity", `{spec: {capacity: {pods: "200"}}}`, "spec.capacity"),
+	overlay("weight", `{spec: {weight: 10000}}`, accept),
+	overlay("weight zero", `{spec: {weight: 0}}`, "spec.weight"),
+	overlay("weight too large", `{spec: {weight: 10001}}`, "spec.weight"),
+	overlay("nodepool requirement", `{spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [default]}]}}`, accept),
+	overlay("capacity-type requirement", `{spec: {requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]}}`, accept),
+	overlay("template label requirement", `{spec: {requirements: [{key: team, operator: In, values: [checkout]}]}}`, accept),
+	overlay("karpenter.sh requirement", `{spec: {requirements: [{key: karpenter.sh/registered, operator: Exists}]}}`, "spec.requirements[0].key"),
+	overlay("hostname requirement", `{spec: {requirements: [{key: kubernetes.io/hostname, operator: Exists}]}}`, "spec.requirements[0].key"),
+	overlay("Gte", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}]}}`, accept),
+	overlay("Lt negative", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["-1"]}]}}`, "spec.requirements"),
+	overlay("In without values", `{spec: {requirements: [{key: team, operator: In}]}}`, "spec.requirements"),
+	overlay("NotIn without values", `{spec: {requirements: [{key: team, operator: NotIn}]}}`, "spec.requirements"),
+	overlay("unknown operator", `{spec: {requirements: [{key: team, operator: Within, values: [a]}]}}`, "spec.requirements[0].operator"),
 }
 
 // conformanceObject builds a row's object: its base with the patch merged in.
