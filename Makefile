@@ -10,7 +10,7 @@ TEST_FLAGS ?= -p 2 -timeout 20m
 # named, for example make e2e E2E_RUN=TestScaleOut.
 E2E_RUN ?= .
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci
+.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite
 
 # The container image (make image, make image-oci): IMAGE is the repository,
 # TAG the tag, VERSION what `stevedore version` prints, PLATFORMS the
@@ -68,6 +68,14 @@ unit: kube-binaries
 e2e: kube-binaries
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) test -tags e2e -count=1 -timeout 30m -run '$(E2E_RUN)' $(E2E_FLAGS) ./test/e2e/...
+
+## karpenter-suite: Karpenter's own regression suite (sigs.k8s.io/karpenter
+## v1.14.1, built unchanged in test/karpenter-suite) against stevedore on the
+## local cluster, one spec per process; writes docs/compatibility.md. Every
+## spec unless KSUITE_FOCUS (a regular expression over the spec's text) says.
+KSUITE_FOCUS ?=
+karpenter-suite: kube-binaries
+	hack/karpenter-suite.sh $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
 
 ## browser: the HTML report (simulate --report) in headless Chromium:
 ## sim/report's tests with build tag browser. Installs Debian's chromium
