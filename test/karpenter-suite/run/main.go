@@ -154,6 +154,11 @@ func run(o options) (int, error) {
 			failed++
 		}
 		fmt.Printf("        %s in %ds%s\n", r.State, r.Seconds, firstLine(r.Reason))
+		if r.State != "passed" && o.failOnFailure {
+			// Where the run is a gate (make test), its output is all a
+			// reader may get: show the end of the spec's log.
+			printTail(specLog(o.out, i), 80)
+		}
 		if !o.record {
 			continue
 		}
@@ -176,6 +181,27 @@ func run(o options) (int, error) {
 		return failed, err
 	}
 	return failed, nil
+}
+
+// specLog is the log of the i-th spec (counting from 0) of the suite.
+func specLog(out string, i int) string {
+	return filepath.Join(out, fmt.Sprintf("spec-%03d.log", i+1))
+}
+
+// printTail prints the last n lines of a file.
+func printTail(path string, n int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Printf("        --- the end of %s ---\n", path)
+	for _, l := range lines {
+		fmt.Println("        " + l)
+	}
 }
 
 func firstLine(s string) string {
@@ -506,7 +532,7 @@ func (e *environment) runSpec(i int, s spec) result {
 		e.stop()
 		return r
 	}
-	base := filepath.Join(e.o.out, fmt.Sprintf("spec-%03d", i+1))
+	base := strings.TrimSuffix(specLog(e.o.out, i), ".log")
 	report := base + ".json"
 	_ = os.Remove(report)
 	logFile, err := os.Create(base + ".log")
