@@ -46,6 +46,10 @@ type Cluster struct {
 	// at once; only the deletion of the newest pod looks at the others.
 	daemonPods      map[types.NamespacedName]map[types.NamespacedName]struct{}
 	newestDaemonPod map[types.NamespacedName]*corev1.Pod
+	// sized holds, per NodeClaim launched by this process, the DaemonSet
+	// overhead it was sized with, until the real pods have been compared
+	// with it (see RecordDaemonOverhead).
+	sized map[string]sizing
 	// limitRanges give pods made from templates (DaemonSet overhead
 	// without a live pod) the defaults the API server will give them.
 	limitRanges map[types.NamespacedName]*corev1.LimitRange
@@ -90,6 +94,7 @@ func NewCluster() *Cluster {
 		daemonPods:        map[types.NamespacedName]map[types.NamespacedName]struct{}{},
 		newestDaemonPod:   map[types.NamespacedName]*corev1.Pod{},
 		limitRanges:       map[types.NamespacedName]*corev1.LimitRange{},
+		sized:             map[string]sizing{},
 		daemonSets:        map[types.NamespacedName]*appsv1.DaemonSet{},
 		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nodePools:         map[string]*karpv1.NodePool{},
@@ -173,6 +178,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 		c.unjoin(old)
 	}
 	delete(c.nodeClaims, name)
+	delete(c.sized, name)
 	if _, ok := c.nodes[name]; !ok {
 		delete(c.nominations, name)
 		delete(c.markedForDeletion, name)

@@ -97,3 +97,45 @@ func TestDaemonSetOverhead(t *testing.T) {
 	c.DeleteLimitRange("kube-system", "defaults")
 	check("the template without the LimitRange", "0")
 }
+
+// TestDaemonOverheadMismatches: a NodeClaim sized for a DaemonSet's pod is
+// compared with the real pod once it is bound to the NodeClaim's node, once;
+// a pod that requests more is reported, one that requests no more is not,
+// and a NodeClaim without a node yet waits.
+func TestDaemonOverheadMismatches(t *testing.T) {
+	c := state.NewCluster()
+	ds := daemonSet("kube-system", "agent")
+	c.UpdateDaemonSet(ds)
+	c.UpdateNodeClaim(claim("default-1", "default", launchedAs("aws:///i-1", list("4", "16Gi"))))
+	c.UpdateNodeClaim(claim("default-2", "default", launchedAs("aws:///i-2", list("4", "16Gi"))))
+	c.UpdateNodeClaim(claim("default-3", "default"))
+	daemons := c.Snapshot(t0).DaemonSetPods
+	for _, nc := range []string{"default-1", "default-2", "default-3"} {
+		nodeClaim, _ := c.Snapshot(t0).Node(nc)
+		if got := state.DaemonsFor(nodeClaim.NodeClaim, daemons); len(got) != 1 {
+			t.Fatalf("%s is expected to run %d DaemonSet pods, want 1", nc, len(got))
+		}
+		c.RecordDaemonOverhead(nc, daemons)
+	}
+	if got := c.DaemonOverheadMismatches(); len(got) != 0 {
+		t.Fatalf("mismatches before any node: %+v", got)
+	}
+	c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default")))
+	c.UpdateNode(node("ip-2", "aws:///i-2", inPool("default")))
+	// The template asks for 100m; the pod on ip-1 got 2 cpu from
+	// something the template does not show; the one on ip-2 is as planned.
+	c.UpdatePod(daemonPodOf("agent-1", "ip-1", t0, "2"))
+	c.UpdatePod(daemonPodOf("agent-2", "ip-2", t0, "100m"))
+	got := c.DaemonOverheadMismatches()
+	if len(got) != 1 {
+		t.Fatalf("mismatches %+v, want the one on ip-1", got)
+	}
+	m := got[0]
+	if m.NodeClaim != "default-1" || m.Node != "ip-1" || m.DaemonSet.String() != "kube-system/agent" || m.Pod.String() != "kube-system/agent-1" ||
+		m.Assumed.Get(corev1.ResourceCPU) != 100 || m.Actual.Get(corev1.ResourceCPU) != 2000 {
+		t.Errorf("mismatch %+v", m)
+	}
+	if again := c.DaemonOverheadMismatches(); len(again) != 0 {
+		t.Errorf("reported again: %+v", again)
+	}
+}
