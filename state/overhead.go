@@ -88,8 +88,11 @@ func (c *Cluster) DaemonOverheadMismatches() []DaemonOverheadMismatch {
 			continue
 		}
 		var found []DaemonOverheadMismatch
-		for pk := range c.podsByNode[node] {
-			p := c.pods[pk]
+		// In name order: during a rollout a node may hold two pods of
+		// one DaemonSet, and which is compared must not depend on map
+		// order.
+		for _, p := range c.sortedPods(node, c.podsByNode[node]) {
+			pk := key(p.Namespace, p.Name)
 			ds, ok := daemonSetOf(p)
 			if !ok {
 				continue
@@ -103,7 +106,6 @@ func (c *Cluster) DaemonOverheadMismatches() []DaemonOverheadMismatch {
 				found = append(found, DaemonOverheadMismatch{NodeClaim: name, Node: node, DaemonSet: ds, Pod: pk, Assumed: assumed, Actual: actual})
 			}
 		}
-		// A node's pods are a map: order what it gave.
 		slices.SortFunc(found, func(a, b DaemonOverheadMismatch) int {
 			return cmp.Or(cmp.Compare(a.DaemonSet.Namespace, b.DaemonSet.Namespace), cmp.Compare(a.DaemonSet.Name, b.DaemonSet.Name))
 		})
