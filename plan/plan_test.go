@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -534,6 +536,14 @@ spec:
 // DaemonSet's pod and the Deployment's, so the NodeClaim planned for the
 // Deployment's pod has room for both: 4 cpu, 1Gi and 4 bytes.
 func TestPlanAppliesLimitRanges(t *testing.T) {
+	// The manifests pass validation as they are read from a file.
+	file := filepath.Join(t.TempDir(), "limitrange.yaml")
+	if err := os.WriteFile(file, []byte(limitRangeScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if read := load(t, file); len(read.Workloads) != 3 || len(read.Skipped) != 0 {
+		t.Fatalf("read %d workloads (%d skipped: %v), want the LimitRange, the DaemonSet and the Deployment", len(read.Workloads), len(read.Skipped), read.Skipped)
+	}
 	objs := load(t, "../examples/spot-mix.yaml")
 	objs.Workloads = nil
 	if err := objs.Decode("limitrange", []byte(limitRangeScenario)); err != nil {
