@@ -18,7 +18,8 @@ import (
 const ReasonDaemonSetOverheadMismatch = "DaemonSetOverheadMismatch"
 
 // reportOverhead reports the DaemonSet pods found requesting more than the
-// NodeClaims of their nodes were sized with (state.DaemonOverheadMismatches):
+// NodeClaims of their nodes were sized with (state.DaemonOverheadMismatches),
+// whether the provisioner launched them or consolidation did as replacements:
 // a Warning event on the NodeClaim, related to the DaemonSet, a count on
 // stevedore_daemonset_overhead_mismatches_total and a log line, each naming
 // the DaemonSet, the pod and the assumed and actual requests.
