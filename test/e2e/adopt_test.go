@@ -25,16 +25,20 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/test/e2e/cluster"
 )
 
 // Karpenter v1.14's hash versions, as it leaves them on NodePools,
-// EC2NodeClasses and NodeClaims. stevedore hashes with another algorithm
-// (another version), so these values must never be compared with its own.
+// EC2NodeClasses and NodeClaims, and the EC2NodeClass hash it left. The
+// NodePool hash is Karpenter's own algorithm in stevedore too (same version
+// v3), so the one Karpenter leaves is what stevedore computes for the
+// NodePool (its nodeClassRef names the test's own class, so the value
+// differs from run to run). The EC2NodeClass hash is stevedore's own, under
+// its own version, and must never be compared with Karpenter's.
 const (
 	karpenterNodePoolHashVersion  = "v3"
 	karpenterNodeClassHashVersion = "v4"
-	karpenterNodePoolHash         = "6489462296817446224"
 	karpenterNodeClassHash        = "12239840453578113463"
 )
 
@@ -52,7 +56,7 @@ metadata:
   ownerReferences:
     - {apiVersion: karpenter.sh/v1, kind: NodePool, name: {{.Pool}}, uid: {{.PoolUID}}, blockOwnerDeletion: true}
   annotations:
-    karpenter.sh/nodepool-hash: "` + karpenterNodePoolHash + `"
+    karpenter.sh/nodepool-hash: "{{.PoolHash}}"
     karpenter.sh/nodepool-hash-version: ` + karpenterNodePoolHashVersion + `
     karpenter.k8s.aws/ec2nodeclass-hash: "` + karpenterNodeClassHash + `"
     karpenter.k8s.aws/ec2nodeclass-hash-version: ` + karpenterNodeClassHashVersion + `
@@ -71,7 +75,7 @@ spec:
 `
 
 type adoptedClaim struct {
-	Name, Pool, PoolUID, InstanceType string
+	Name, Pool, PoolUID, PoolHash, InstanceType string
 }
 
 // karpenterLeftovers is what a running Karpenter leaves behind for one
@@ -158,7 +162,9 @@ func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np 
 		wellknown.LabelArch:           it.Arch(),
 		wellknown.LabelOS:             wellknown.OSLinux,
 	})
-	create(t, adoptedClaimYAML, adoptedClaim{Name: name, Pool: np.Name, PoolUID: string(np.UID), InstanceType: instanceType})
+	create(t, adoptedClaimYAML, adoptedClaim{
+		Name: name, Pool: np.Name, PoolUID: string(np.UID), PoolHash: np.Annotations[wellknown.AnnotationNodePoolHash], InstanceType: instanceType,
+	})
 	nc := &karpv1.NodeClaim{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 		t.Fatal(err)
@@ -253,8 +259,10 @@ spec:
 // It must take the fleet over, not replace it: for the whole observation
 // the two busy NodeClaims keep their UIDs and are never deleted, drifted
 // or tainted, their instances keep running, no NodeClaim is created and
-// the pods stay where they are. And it must manage it: the NodeClaims are
-// re-stamped with stevedore's hash version (not compared with Karpenter's
+// the pods stay where they are. And it must manage it: the NodePool and
+// its NodeClaims keep the NodePool hash Karpenter left (stevedore computes
+// the same one under the same version), the NodeClaims are re-stamped with
+// stevedore's EC2NodeClass hash version (not compared with Karpenter's
 // hashes, which would drift every node at once), the NodePool's status
 // counts the adopted nodes, and the empty node is consolidated as Karpenter
 // would have (WhenEmpty after 30 s), its instance terminated.
@@ -276,7 +284,12 @@ func TestAdopt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
+	np := &karpv1.NodePool{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		t.Fatal(err)
+	}
+	// The NodePool as stored, defaults applied, is what Karpenter hashed.
+	karpenterNodePoolHash := hash.Hash(np)
 	annotate(np, wellknown.AnnotationNodePoolHash, wellknown.AnnotationNodePoolHashVersion, karpenterNodePoolHash, karpenterNodePoolHashVersion)
 	annotate(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion, karpenterNodeClassHash, karpenterNodeClassHashVersion)
 	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
@@ -388,17 +401,23 @@ func TestAdopt(t *testing.T) {
 		return nil
 	})
 
-	// Managed: the hashes re-stamped with stevedore's version, the empty
-	// node consolidated and its instance terminated, the pool counting the
-	// two it kept.
-	eventually(t, 30*time.Second, "NodeClaims re-stamped with stevedore's hash versions", func(ctx context.Context) error {
+	// Managed: the NodePool hash kept, the node class hash re-stamped with
+	// stevedore's version, the empty node consolidated and its instance
+	// terminated, the pool counting the two it kept.
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		t.Fatal(err)
+	}
+	if h, v := np.Annotations[wellknown.AnnotationNodePoolHash], np.Annotations[wellknown.AnnotationNodePoolHashVersion]; h != karpenterNodePoolHash || v != karpenterNodePoolHashVersion {
+		t.Errorf("NodePool %s: hash %s version %s, want Karpenter's %s version %s", pool, h, v, karpenterNodePoolHash, karpenterNodePoolHashVersion)
+	}
+	eventually(t, 30*time.Second, "NodeClaims with Karpenter's NodePool hash and stevedore's node class hash version", func(ctx context.Context) error {
 		for name := range kept {
 			nc := &karpv1.NodeClaim{}
 			if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 				return err
 			}
-			if v := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; v != wellknown.NodePoolHashVersion {
-				return fmt.Errorf("NodeClaim %s: %s %q", name, wellknown.AnnotationNodePoolHashVersion, v)
+			if h, v := nc.Annotations[wellknown.AnnotationNodePoolHash], nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; h != karpenterNodePoolHash || v != wellknown.NodePoolHashVersion {
+				return fmt.Errorf("NodeClaim %s: NodePool hash %s version %s, want %s version %s", name, h, v, karpenterNodePoolHash, wellknown.NodePoolHashVersion)
 			}
 			if v := nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; v != wellknown.EC2NodeClassHashVersion {
 				return fmt.Errorf("NodeClaim %s: %s %q", name, wellknown.AnnotationEC2NodeClassHashVersion, v)
