@@ -36,7 +36,8 @@
 //   - the order of labels, annotations and taints does not matter;
 //   - an empty map or list hashes differently from an absent one;
 //   - a taint listed twice cancels itself out of the set;
-//   - a taint's timeAdded counts;
+//   - a taint's timeAdded counts, with the offset of the time zone it was
+//     decoded in (the controller's local zone);
 //   - expireAfter "Never" hashes like an unset expireAfter;
 //   - durations count by length, so "90m" and "1h30m" hash alike.
 package hash
