@@ -166,7 +166,8 @@ func TestHashFixtures(t *testing.T) {
 }
 
 // TestHashFixturesBuilt pins templates that are easier to build in Go than
-// to write in JSON, against the same upstream function as TestHashFixtures.
+// to write in JSON, against the same function of Karpenter as
+// TestHashFixtures.
 func TestHashFixturesBuilt(t *testing.T) {
 	// A decoded timeAdded is in the process's local time zone, and the hash
 	// covers the zone's offset; a fixed zone at offset zero is what a
