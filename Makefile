@@ -10,7 +10,7 @@ TEST_FLAGS ?= -p 2 -timeout 20m
 # named, for example make e2e E2E_RUN=TestScaleOut.
 E2E_RUN ?= .
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci
+.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite karpenter-suite-ci
 
 # The container image (make image, make image-oci): IMAGE is the repository,
 # TAG the tag, VERSION what `stevedore version` prints, PLATFORMS the
@@ -35,9 +35,10 @@ build:
 kube-binaries:
 	hack/kube-binaries.sh >/dev/null
 
-## test: unit tests, the tests against the real kube-apiserver, then the
-## end-to-end suite on a local cluster (see e2e).
-test: unit e2e
+## test: unit tests, the tests against the real kube-apiserver, the
+## end-to-end suite on a local cluster (see e2e), then a part of Karpenter's
+## own regression suite against stevedore (see karpenter-suite-ci).
+test: unit e2e karpenter-suite-ci
 
 ## unit: unit tests plus the tests against the real kube-apiserver, and a
 ## short fuzzing run of the manifest decoder and validator (FuzzValidate; its
@@ -68,6 +69,22 @@ unit: kube-binaries
 e2e: kube-binaries
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) test -tags e2e -count=1 -timeout 30m -run '$(E2E_RUN)' $(E2E_FLAGS) ./test/e2e/...
+
+## karpenter-suite: Karpenter's own regression suite (sigs.k8s.io/karpenter
+## v1.14.1, built unchanged in test/karpenter-suite) against stevedore on the
+## local cluster, one spec per process; writes docs/compatibility.md. Every
+## spec unless KSUITE_FOCUS (a regular expression over the spec's text) says.
+KSUITE_FOCUS ?=
+karpenter-suite: kube-binaries
+	hack/karpenter-suite.sh $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
+
+## karpenter-suite-ci: the part of Karpenter's regression suite that fits in
+## make test: every NodePool validation spec, the DaemonSet and CRD hash specs,
+## and one spec each of NodeClaim, termination, drift and expiration. Fails
+## when one fails; leaves docs/compatibility.md and the results alone.
+KSUITE_CI_FOCUS = ^Integration (Validation NodePool|DaemonSet|CRD Hash)|^NodeClaim StandaloneNodeClaim should create a standard NodeClaim$$|^Termination should terminate the node and the instance on deletion$$|^Drift NodePool Drift Labels$$|^Expiration should expire the node after the expiration is reached$$
+karpenter-suite-ci: kube-binaries
+	KSUITE_OUT=$${KSUITE_OUT:-$$(mktemp -d)} hack/karpenter-suite.sh -record=false -fail -spec-timeout 8m -focus '$(KSUITE_CI_FOCUS)'
 
 ## browser: the HTML report (simulate --report) in headless Chromium:
 ## sim/report's tests with build tag browser. Installs Debian's chromium

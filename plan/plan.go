@@ -71,7 +71,8 @@ type Prepared struct {
 // types compatible with it, the pods the workloads would create (pods with
 // spec.nodeName on a given node are put on that node instead; pods that have
 // finished are left out), one template pod per DaemonSet, the given nodes and
-// the namespaces' labels.
+// the namespaces' labels. Pods get the defaults of the LimitRanges among
+// objs, as the API server would give them (see workloads.Expand).
 func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	if opts.PreferencePolicy == "" {
 		opts.PreferencePolicy = packer.PreferenceScore

@@ -66,21 +66,22 @@ const (
 //
 // A NodeClaim whose hash version equals the current one is compared by hash
 // value; so a version may only be reused while the hash is computed exactly
-// as before. Bump it whenever a default changes, a hashed field is added with
-// a value already set, a field is removed from the hash, or a field changes
-// type.
+// as before. A new version is needed whenever a default changes, a hashed
+// field is added with a value already set, a field is removed from the hash,
+// or a field changes type.
 //
-// stevedore's hashes are its own, not Karpenter's byte for byte, so its
-// versions are its own too: NodeClaims of a cluster that moves from Karpenter
-// carry Karpenter's versions (v3 and up), the versions differ, the hash
-// comparison is skipped, and the NodeClaims are re-stamped instead of the
-// whole fleet drifting at once.
+// Both hashes are Karpenter's own (see controllers/nodepool/hash and
+// cloud/aws/drift), so their versions are Karpenter's too: NodePools,
+// EC2NodeClasses and NodeClaims of a cluster that moves from Karpenter, or
+// back to it, keep their hashes and nothing drifts. A hash changes only
+// together with Karpenter's, under Karpenter's new version.
 const (
-	// NodePoolHashVersion is the current value of AnnotationNodePoolHashVersion.
-	NodePoolHashVersion = "stevedore-v1"
+	// NodePoolHashVersion is the current value of
+	// AnnotationNodePoolHashVersion: Karpenter's v3.
+	NodePoolHashVersion = "v3"
 	// EC2NodeClassHashVersion is the current value of
-	// AnnotationEC2NodeClassHashVersion.
-	EC2NodeClassHashVersion = "stevedore-v1"
+	// AnnotationEC2NodeClassHashVersion: Karpenter's v5.
+	EC2NodeClassHashVersion = "v5"
 )
 
 // Taints.

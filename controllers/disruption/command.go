@@ -224,6 +224,9 @@ func (c *Controller) launch(ctx context.Context, snap state.Snapshot, pools []pa
 			return names, "", fmt.Errorf("creating a replacement NodeClaim in NodePool %s: %w", np.Name, err)
 		}
 		c.state.UpdateNodeClaim(nc)
+		// The DaemonSet overhead it was sized with, which the provisioner
+		// compares with the real DaemonSet pods once they are bound there.
+		c.state.RecordDaemonOverhead(nc.Name, state.DaemonsFor(nc, snap.DaemonSetPods))
 		added[np.Name] = resources.Add(added[np.Name], largest)
 		names = append(names, nc.Name)
 		c.metrics.NodeClaimCreated(reasonLabel, np.Name, false)

@@ -170,7 +170,8 @@ type Input struct {
 	// NodePools that may launch new NodeClaims; NodePools that are not ready
 	// must be left out by the caller.
 	NodePools []NodePool
-	// DaemonSetPods are one template pod per DaemonSet; a new node of a pool
+	// DaemonSetPods are one pod per DaemonSet (its newest live pod, or its
+	// template as the API server will admit it); a new node of a pool
 	// reserves room for every one that would run on it.
 	DaemonSetPods []*corev1.Pod
 	// NamespaceLabels give each namespace's labels, for pod affinity terms

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +133,32 @@ func TestConvergesWithAPIServer(t *testing.T) {
 		t.Fatalf("pending pod status: %v", err)
 	}
 
+	// A DaemonSet without a pod yet, and a LimitRange (created after the
+	// pods, which it would otherwise give defaults) whose default the
+	// DaemonSet's overhead takes.
+	create(ctx, t, kube, &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "defaults"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		}}},
+	})
+	labels := map[string]string{"app": "agent"}
+	create(ctx, t, kube, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "agent"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// Not for the node above, which would otherwise
+				// expect its pod while it starts.
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"example.com/agent": "true"},
+					Containers:   []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	})
+
 	// Poll for correctness only: the informers deliver asynchronously.
 	var s state.Snapshot
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -139,7 +166,8 @@ func TestConvergesWithAPIServer(t *testing.T) {
 			return false, nil
 		}
 		s = st.Snapshot(time.Now())
-		if len(s.Nodes) != 1 || s.Nodes[0].Node == nil || len(s.Nodes[0].Pods) != 1 || len(s.NodePools) != 1 {
+		if len(s.Nodes) != 1 || s.Nodes[0].Node == nil || len(s.Nodes[0].Pods) != 1 || len(s.NodePools) != 1 ||
+			len(s.LimitRanges) != 1 || len(s.DaemonSets) != 1 {
 			return false, nil
 		}
 		return len(s.ProvisionablePods()) == 1, nil
@@ -168,6 +196,9 @@ func TestConvergesWithAPIServer(t *testing.T) {
 	}
 	if len(in.Pods) != 1 || in.Pods[0].Name != "pending" || !state.IsProvisionable(in.Pods[0]) {
 		t.Errorf("packer pods: %v", in.Pods)
+	}
+	if len(in.DaemonSetPods) != 1 || in.DaemonSetPods[0].Spec.Containers[0].Resources.Requests.Cpu().String() != "2" {
+		t.Errorf("DaemonSet pods %v, want one requesting the LimitRange's 2 cpu", in.DaemonSetPods)
 	}
 	if in.NamespaceLabels["default"][corev1.LabelMetadataName] != "default" {
 		t.Errorf("namespace labels: %v", in.NamespaceLabels)

@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,24 +20,30 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/test/e2e/cluster"
 )
 
 // Karpenter v1.14's hash versions, as it leaves them on NodePools,
-// EC2NodeClasses and NodeClaims. stevedore hashes with another algorithm
-// (another version), so these values must never be compared with its own.
+// EC2NodeClasses and NodeClaims. Both hashes are Karpenter's own algorithms
+// in stevedore too, under the same versions, so the hashes Karpenter leaves
+// are what stevedore computes for the stored objects (which name the test's
+// own pool and class, so the values differ from run to run).
 const (
 	karpenterNodePoolHashVersion  = "v3"
-	karpenterNodeClassHashVersion = "v4"
-	karpenterNodePoolHash         = "6489462296817446224"
-	karpenterNodeClassHash        = "12239840453578113463"
+	karpenterNodeClassHashVersion = "v5"
+	// karpenterProfileHash stands for the hash in the name of the instance
+	// profile Karpenter created for the node class.
+	karpenterProfileHash = "12239840453578113463"
 )
 
 // adoptedClaimYAML is a NodeClaim as Karpenter v1.14 leaves it once its
@@ -52,9 +60,9 @@ metadata:
   ownerReferences:
     - {apiVersion: karpenter.sh/v1, kind: NodePool, name: {{.Pool}}, uid: {{.PoolUID}}, blockOwnerDeletion: true}
   annotations:
-    karpenter.sh/nodepool-hash: "` + karpenterNodePoolHash + `"
+    karpenter.sh/nodepool-hash: "{{.PoolHash}}"
     karpenter.sh/nodepool-hash-version: ` + karpenterNodePoolHashVersion + `
-    karpenter.k8s.aws/ec2nodeclass-hash: "` + karpenterNodeClassHash + `"
+    karpenter.k8s.aws/ec2nodeclass-hash: "{{.ClassHash}}"
     karpenter.k8s.aws/ec2nodeclass-hash-version: ` + karpenterNodeClassHashVersion + `
     karpenter.k8s.aws/tagged: "true"
 spec:
@@ -71,7 +79,7 @@ spec:
 `
 
 type adoptedClaim struct {
-	Name, Pool, PoolUID, InstanceType string
+	Name, Pool, PoolUID, PoolHash, ClassHash, InstanceType string
 }
 
 // karpenterLeftovers is what a running Karpenter leaves behind for one
@@ -90,7 +98,7 @@ type karpenterLeftovers struct {
 // NodeClaim, no unregistered taint), for kwok to play. The Node is created
 // before the instance has booted, so the account's kubelet finds it
 // registered already.
-func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np *karpv1.NodePool, instanceType string) karpenterLeftovers {
+func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np *karpv1.NodePool, classHash, instanceType string) karpenterLeftovers {
 	t.Helper()
 	ctx := t.Context()
 	aws := acc.AWS
@@ -112,7 +120,7 @@ func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np 
 		groupIDs = append(groupIDs, *g.GroupId)
 	}
 	// Karpenter names its instance profiles <cluster>_<hash>.
-	profile := clusterName + "_" + karpenterNodeClassHash
+	profile := clusterName + "_" + karpenterProfileHash
 	if _, ok := aws.InstanceProfileRoles(profile); !ok {
 		if err := aws.AddInstanceProfile(profile, "KarpenterNodeRole-"+clusterName); err != nil {
 			t.Fatal(err)
@@ -158,7 +166,10 @@ func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np 
 		wellknown.LabelArch:           it.Arch(),
 		wellknown.LabelOS:             wellknown.OSLinux,
 	})
-	create(t, adoptedClaimYAML, adoptedClaim{Name: name, Pool: np.Name, PoolUID: string(np.UID), InstanceType: instanceType})
+	create(t, adoptedClaimYAML, adoptedClaim{
+		Name: name, Pool: np.Name, PoolUID: string(np.UID), PoolHash: np.Annotations[wellknown.AnnotationNodePoolHash],
+		ClassHash: classHash, InstanceType: instanceType,
+	})
 	nc := &karpv1.NodeClaim{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 		t.Fatal(err)
@@ -253,9 +264,9 @@ spec:
 // It must take the fleet over, not replace it: for the whole observation
 // the two busy NodeClaims keep their UIDs and are never deleted, drifted
 // or tainted, their instances keep running, no NodeClaim is created and
-// the pods stay where they are. And it must manage it: the NodeClaims are
-// re-stamped with stevedore's hash version (not compared with Karpenter's
-// hashes, which would drift every node at once), the NodePool's status
+// the pods stay where they are. And it must manage it: the NodePool, the
+// EC2NodeClass and the NodeClaims keep the hashes Karpenter left (stevedore
+// computes the same ones under the same versions), the NodePool's status
 // counts the adopted nodes, and the empty node is consolidated as Karpenter
 // would have (WhenEmpty after 30 s), its instance terminated.
 func TestAdopt(t *testing.T) {
@@ -276,18 +287,30 @@ func TestAdopt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
+	np := &karpv1.NodePool{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		t.Fatal(err)
+	}
+	// The NodePool as stored, defaults applied, is what Karpenter hashed.
+	karpenterNodePoolHash := hash.Hash(np)
 	annotate(np, wellknown.AnnotationNodePoolHash, wellknown.AnnotationNodePoolHashVersion, karpenterNodePoolHash, karpenterNodePoolHashVersion)
-	annotate(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion, karpenterNodeClassHash, karpenterNodeClassHashVersion)
+	class := &awsv1.EC2NodeClass{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, class); err != nil {
+		t.Fatal(err)
+	}
+	// The node class hash covers the cluster CA, which Karpenter read as
+	// stevedore does.
+	karpenterNodeClassHash := drift.Hash(class, controllerCABundle(t))
+	annotate(class, wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion, karpenterNodeClassHash, karpenterNodeClassHashVersion)
 	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
 	}
 
 	var busy []karpenterLeftovers
 	for range 2 {
-		busy = append(busy, launchAsKarpenter(t, acc, spec.Cluster, np, "m6i.large"))
+		busy = append(busy, launchAsKarpenter(t, acc, spec.Cluster, np, karpenterNodeClassHash, "m6i.large"))
 	}
-	empty := launchAsKarpenter(t, acc, spec.Cluster, np, "m6i.large")
+	empty := launchAsKarpenter(t, acc, spec.Cluster, np, karpenterNodeClassHash, "m6i.large")
 
 	ns := newNamespace(t, "adopt")
 	for i, l := range busy {
@@ -388,20 +411,31 @@ func TestAdopt(t *testing.T) {
 		return nil
 	})
 
-	// Managed: the hashes re-stamped with stevedore's version, the empty
-	// node consolidated and its instance terminated, the pool counting the
-	// two it kept.
-	eventually(t, 30*time.Second, "NodeClaims re-stamped with stevedore's hash versions", func(ctx context.Context) error {
+	// Managed: the hashes Karpenter left kept, the empty node consolidated
+	// and its instance terminated, the pool counting the two it kept.
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		t.Fatal(err)
+	}
+	if h, v := np.Annotations[wellknown.AnnotationNodePoolHash], np.Annotations[wellknown.AnnotationNodePoolHashVersion]; h != karpenterNodePoolHash || v != karpenterNodePoolHashVersion {
+		t.Errorf("NodePool %s: hash %s version %s, want Karpenter's %s version %s", pool, h, v, karpenterNodePoolHash, karpenterNodePoolHashVersion)
+	}
+	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, class); err != nil {
+		t.Fatal(err)
+	}
+	if h, v := class.Annotations[wellknown.AnnotationEC2NodeClassHash], class.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != karpenterNodeClassHash || v != karpenterNodeClassHashVersion {
+		t.Errorf("EC2NodeClass %s: hash %s version %s, want Karpenter's %s version %s", pool, h, v, karpenterNodeClassHash, karpenterNodeClassHashVersion)
+	}
+	eventually(t, 30*time.Second, "NodeClaims with the hashes Karpenter left", func(ctx context.Context) error {
 		for name := range kept {
 			nc := &karpv1.NodeClaim{}
 			if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 				return err
 			}
-			if v := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; v != wellknown.NodePoolHashVersion {
-				return fmt.Errorf("NodeClaim %s: %s %q", name, wellknown.AnnotationNodePoolHashVersion, v)
+			if h, v := nc.Annotations[wellknown.AnnotationNodePoolHash], nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; h != karpenterNodePoolHash || v != wellknown.NodePoolHashVersion {
+				return fmt.Errorf("NodeClaim %s: NodePool hash %s version %s, want %s version %s", name, h, v, karpenterNodePoolHash, wellknown.NodePoolHashVersion)
 			}
-			if v := nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; v != wellknown.EC2NodeClassHashVersion {
-				return fmt.Errorf("NodeClaim %s: %s %q", name, wellknown.AnnotationEC2NodeClassHashVersion, v)
+			if h, v := nc.Annotations[wellknown.AnnotationEC2NodeClassHash], nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != karpenterNodeClassHash || v != wellknown.EC2NodeClassHashVersion {
+				return fmt.Errorf("NodeClaim %s: EC2NodeClass hash %s version %s, want %s version %s", name, h, v, karpenterNodeClassHash, wellknown.EC2NodeClassHashVersion)
 			}
 		}
 		return nil
@@ -444,4 +478,21 @@ func TestAdopt(t *testing.T) {
 	if err := checkNoLeaks(ctx, acc.AWS, spec.Cluster, pool); err != nil {
 		t.Error(err)
 	}
+}
+
+// controllerCABundle is the cluster CA as the controller reads it from its
+// kubeconfig, base64 encoded: the node class hash covers it.
+func controllerCABundle(t *testing.T) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", testCluster.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := cfg.CAData
+	if len(data) == 0 && cfg.CAFile != "" {
+		if data, err = os.ReadFile(cfg.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base64.StdEncoding.EncodeToString(data)
 }

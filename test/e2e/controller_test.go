@@ -50,6 +50,14 @@ func TestController(t *testing.T) {
 		t.Run("NodeClassNotReady", func(t *testing.T) { t.Parallel(); testNodeClassNotReady(t) })
 		t.Run("DoNotDisruptAndPDB", func(t *testing.T) { t.Parallel(); testDoNotDisruptAndPDB(t) })
 		t.Run("SpotInterruption", func(t *testing.T) { t.Parallel(); testSpotInterruption(t, acc) })
+		t.Run("LimitRangeDefault", func(t *testing.T) {
+			t.Parallel()
+			testLimitRangeDaemonSet(t, "    default: {cpu: \"2\", memory: 1Gi}")
+		})
+		t.Run("LimitRangeDefaultRequest", func(t *testing.T) {
+			t.Parallel()
+			testLimitRangeDaemonSet(t, "    defaultRequest: {cpu: \"2\", memory: 1Gi}")
+		})
 	})
 }
 

@@ -22,13 +22,9 @@
 package drift
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -50,102 +46,6 @@ const (
 	// placement group its node class selects.
 	PlacementGroupDrift cloud.DriftReason = "PlacementGroupDrift"
 )
-
-// HashVersion is the value of the ec2nodeclass-hash-version annotation
-// that stevedore writes next to Hash.
-//
-// The hash is stevedore's own, not Karpenter's byte for byte. NodeClaims
-// of a cluster that moves from Karpenter carry Karpenter's hash under
-// Karpenter's version (v3 to v6). Had stevedore reused one of those version
-// strings, every such NodeClaim would compare as a different hash and the
-// whole fleet would drift at once. A version string of its own makes the
-// versions differ instead, which skips the comparison and has the NodeClaims
-// re-stamped with stevedore's hash (see NeedsRestamp). Bump the number when
-// a default changes, a hashed field is added with a value already set, a
-// field is removed from the hash, or a field changes type.
-const HashVersion = wellknown.EC2NodeClassHashVersion
-
-// hashed are the fields of an EC2NodeClass that feed the static hash. The
-// selector terms are left out (their results drift through status), as are
-// the literal amiFamily (the resolved family is hashed instead).
-type hashed struct {
-	Family                   awsv1.AMIFamily             `json:"family"`
-	CABundle                 string                      `json:"caBundle,omitempty"`
-	Role                     string                      `json:"role,omitempty"`
-	InstanceProfile          *string                     `json:"instanceProfile,omitempty"`
-	UserData                 *string                     `json:"userData,omitempty"`
-	Tags                     map[string]string           `json:"tags,omitempty"`
-	Kubelet                  *awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
-	BlockDeviceMappings      []awsv1.BlockDeviceMapping  `json:"blockDeviceMappings,omitempty"`
-	InstanceStorePolicy      *awsv1.InstanceStorePolicy  `json:"instanceStorePolicy,omitempty"`
-	MetadataOptions          *awsv1.MetadataOptions      `json:"metadataOptions,omitempty"`
-	AssociatePublicIPAddress *bool                       `json:"associatePublicIPAddress,omitempty"`
-	DetailedMonitoring       *bool                       `json:"detailedMonitoring,omitempty"`
-	Context                  *string                     `json:"context,omitempty"`
-	// Karpenter v1.14's network, placement and CPU fields. They are hashed
-	// only when set, so node classes without them keep their hash and no
-	// version bump is needed. ipPrefixCount is left out, as in Karpenter:
-	// it changes launch templates, not running nodes.
-	NetworkInterfaces      []awsv1.NetworkInterface      `json:"networkInterfaces,omitempty"`
-	PlacementGroupSelector *awsv1.PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
-	ConnectionTracking     *awsv1.ConnectionTracking     `json:"connectionTracking,omitempty"`
-	CPUOptions             *awsv1.CPUOptions             `json:"cpuOptions,omitempty"`
-}
-
-// Hash returns the static hash of a node class: its hashed spec fields, the
-// resolved AMI family and the cluster CA bundle, as a decimal string. Map
-// keys are hashed in sorted order and empty maps and lists hash like absent
-// ones, so the hash is the same for equal specs however they were written.
-func Hash(nodeClass *awsv1.EC2NodeClass, caBundle string) string {
-	spec := nodeClass.Spec
-	h := hashed{
-		Family:                   amifamily.ResolvedFamily(&spec),
-		CABundle:                 caBundle,
-		Role:                     spec.Role,
-		InstanceProfile:          spec.InstanceProfile,
-		UserData:                 spec.UserData,
-		Kubelet:                  spec.Kubelet,
-		InstanceStorePolicy:      spec.InstanceStorePolicy,
-		MetadataOptions:          spec.MetadataOptions,
-		AssociatePublicIPAddress: spec.AssociatePublicIPAddress,
-		DetailedMonitoring:       spec.DetailedMonitoring,
-		Context:                  spec.Context,
-		PlacementGroupSelector:   spec.PlacementGroupSelector,
-		ConnectionTracking:       spec.ConnectionTracking,
-		CPUOptions:               spec.CPUOptions,
-	}
-	if len(spec.NetworkInterfaces) > 0 {
-		// Order does not matter to the launch (interfaces are written in
-		// card and device order), so it does not matter to the hash.
-		h.NetworkInterfaces = slices.SortedFunc(slices.Values(spec.NetworkInterfaces), func(a, b awsv1.NetworkInterface) int {
-			if a.NetworkCardIndex != b.NetworkCardIndex {
-				return int(a.NetworkCardIndex - b.NetworkCardIndex)
-			}
-			return int(a.DeviceIndex - b.DeviceIndex)
-		})
-	}
-	if len(spec.Tags) > 0 {
-		h.Tags = spec.Tags
-	}
-	if len(spec.BlockDeviceMappings) > 0 {
-		h.BlockDeviceMappings = spec.BlockDeviceMappings
-	}
-	if k := spec.Kubelet; k != nil && isZeroKubelet(k) {
-		h.Kubelet = nil
-	}
-	data, err := json.Marshal(h)
-	if err != nil {
-		// The hashed types are plain data; marshalling cannot fail.
-		panic(fmt.Sprintf("hashing EC2NodeClass %s: %v", nodeClass.Name, err))
-	}
-	sum := sha256.Sum256(data)
-	return strconv.FormatUint(binary.BigEndian.Uint64(sum[:8]), 10)
-}
-
-func isZeroKubelet(k *awsv1.KubeletConfiguration) bool {
-	b, _ := json.Marshal(k)
-	return string(b) == "{}"
-}
 
 // Instance is what EC2 reports about a NodeClaim's instance.
 type Instance struct {
@@ -248,21 +148,24 @@ func HashDrifted(nodeClaim *karpv1.NodeClaim, nodeClass *awsv1.EC2NodeClass) boo
 	return claimHash != classHash
 }
 
-// NeedsRestamp reports whether a NodeClaim should be given the node class's
-// current hash and version: its version differs from the node class's (an
-// upgrade or a migration changed the algorithm) and it has not drifted
-// already, so a new algorithm never drifts the fleet on its own.
-func NeedsRestamp(nodeClaim *karpv1.NodeClaim, nodeClass *awsv1.EC2NodeClass) bool {
-	classVersion, ok := nodeClass.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]
-	if !ok || nodeClaim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] == classVersion {
-		return false
+// Restamp says which hash annotations a NodeClaim is given when its node
+// class's hash version changes to version: the node class's hash was
+// computed by another algorithm, and so was the NodeClaim's, so comparing
+// them would drift every node at once. A NodeClaim whose version differs
+// gets the new version and the node class's new hash; one that has already
+// drifted gets the new version but keeps its old hash, which then differs
+// under the same version, so it stays drifted. This is Karpenter's rule
+// too, so a NodeClaim ends up the same whichever controller re-stamped it.
+func Restamp(nodeClaim *karpv1.NodeClaim, version string) (stampVersion, stampHash bool) {
+	if nodeClaim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] == version {
+		return false, false
 	}
 	for _, c := range nodeClaim.Status.Conditions {
 		if c.Type == karpv1.ConditionTypeDrifted && c.Status == "True" {
-			return false
+			return true, false
 		}
 	}
-	return true
+	return true, true
 }
 
 func sameSet(a, b []string) bool {

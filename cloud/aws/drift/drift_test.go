@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 		{name: "not drifted", mutate: func(*Input) {}},
 		{name: "hash changed", mutate: func(in *Input) { in.NodeClass.Annotations[wellknown.AnnotationEC2NodeClassHash] = "1" }, want: NodeClassDrift},
 		{name: "hash version differs", mutate: func(in *Input) {
-			in.NodeClaim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = "v5"
+			in.NodeClaim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = "v4"
 			in.NodeClaim.Annotations[wellknown.AnnotationEC2NodeClassHash] = "1"
 		}},
 		{name: "hash wins over AMI", mutate: func(in *Input) {
@@ -164,8 +164,11 @@ func TestHash(t *testing.T) {
 			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "x"}}
 		}, "ca", true},
 		{"status is not hashed", func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = nil }, "ca", true},
-		{"empty kubelet is absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = &awsv1.KubeletConfiguration{} }, "ca", true},
-		{"empty block devices are absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.BlockDeviceMappings = []awsv1.BlockDeviceMapping{} }, "ca", true},
+		// The hash tells an empty kubelet, list or map from an absent one,
+		// as Karpenter's does.
+		{"empty kubelet is not absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = &awsv1.KubeletConfiguration{} }, "ca", false},
+		{"empty block devices are not absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.BlockDeviceMappings = []awsv1.BlockDeviceMapping{} }, "ca", false},
+		{"tag order", func(nc *awsv1.EC2NodeClass) { nc.Spec.Tags = map[string]string{"env": "prod", "team": "a"} }, "ca", true},
 		{"explicit family equal to alias", func(nc *awsv1.EC2NodeClass) { nc.Spec.AMIFamily = ptr(awsv1.AMIFamilyAL2023) }, "ca", true},
 		{"Custom family", func(nc *awsv1.EC2NodeClass) { nc.Spec.AMIFamily = ptr(awsv1.AMIFamilyCustom) }, "ca", false},
 		{"CA bundle", func(*awsv1.EC2NodeClass) {}, "other", false},
@@ -182,7 +185,7 @@ func TestHash(t *testing.T) {
 		}, "ca", false},
 		{"monitoring", func(nc *awsv1.EC2NodeClass) { nc.Spec.DetailedMonitoring = ptr(true) }, "ca", false},
 		{"ipPrefixCount is not hashed", func(nc *awsv1.EC2NodeClass) { nc.Spec.IPPrefixCount = ptr[int32](4) }, "ca", true},
-		{"empty networkInterfaces are absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{} }, "ca", true},
+		{"empty networkInterfaces are not absent", func(nc *awsv1.EC2NodeClass) { nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{} }, "ca", false},
 		{"networkInterfaces", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
 		}, "ca", false},
@@ -207,18 +210,20 @@ func TestHash(t *testing.T) {
 	}
 }
 
-func TestNeedsRestamp(t *testing.T) {
+func TestRestamp(t *testing.T) {
 	nc := nodeClass()
 	tests := []struct {
-		name    string
-		version string
-		drifted bool
-		want    bool
+		name                  string
+		version               string
+		drifted               metav1.ConditionStatus
+		wantVersion, wantHash bool
 	}{
-		{"same version", HashVersion, false, false},
-		{"migrated from another version", "v5", false, true},
-		{"no version", "", false, true},
-		{"already drifted", "v5", true, false},
+		{"same version", HashVersion, "", false, false},
+		{"same version, drifted", HashVersion, metav1.ConditionTrue, false, false},
+		{"another version", "v4", "", true, true},
+		{"no version", "", "", true, true},
+		{"already drifted", "v4", metav1.ConditionTrue, true, false},
+		{"not drifted", "v4", metav1.ConditionFalse, true, true},
 	}
 	for _, tt := range tests {
 		nclaim := nodeClaim(nc)
@@ -227,11 +232,12 @@ func TestNeedsRestamp(t *testing.T) {
 		} else {
 			nclaim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = tt.version
 		}
-		if tt.drifted {
-			nclaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue}}
+		if tt.drifted != "" {
+			nclaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeDrifted, Status: tt.drifted}}
 		}
-		if got := NeedsRestamp(nclaim, nc); got != tt.want {
-			t.Errorf("%s: NeedsRestamp = %v, want %v", tt.name, got, tt.want)
+		v, h := Restamp(nclaim, HashVersion)
+		if v != tt.wantVersion || h != tt.wantHash {
+			t.Errorf("%s: Restamp = (version %v, hash %v), want (%v, %v)", tt.name, v, h, tt.wantVersion, tt.wantHash)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 //   - adds the karpenter.k8s.aws/termination finalizer;
 //   - writes the karpenter.k8s.aws/ec2nodeclass-hash and -hash-version
 //     annotations (drift.Hash, drift.HashVersion), which NodeClaims launched
-//     from it are compared against;
+//     from it are compared against, and, when its hash version is not the
+//     current one, re-stamps its NodeClaims first (restampNodeClaims);
 //   - resolves the node class against AWS (nodeclass.Resolver) and writes
 //     the status it returns. When an AWS call fails the resolver keeps the
 //     affected conditions as they were; the status is written anyway and the
@@ -20,6 +21,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -148,6 +150,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.finalize(ctx, nc)
 	}
 
+	hash := drift.Hash(nc, r.opts.CABundle)
+	if nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] != drift.HashVersion {
+		// Before the node class carries the current version: nothing
+		// would bring its NodeClaims to it afterwards.
+		if err := r.restampNodeClaims(ctx, nc.Name, hash); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if err := r.patchMeta(ctx, nc, func(nc *awsv1.EC2NodeClass) {
 		if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
 			nc.Finalizers = append(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination)
@@ -155,12 +165,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
-		nc.Annotations[wellknown.AnnotationEC2NodeClassHash] = drift.Hash(nc, r.opts.CABundle)
+		nc.Annotations[wellknown.AnnotationEC2NodeClassHash] = hash
 		nc.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = drift.HashVersion
 	}); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.restampNodeClaims(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
 
@@ -263,33 +270,43 @@ func (r *Reconciler) patchMeta(ctx context.Context, nc *awsv1.EC2NodeClass, muta
 	return nil
 }
 
-// restampNodeClaims gives the NodeClaims of the node class its current hash
-// and hash version where their version differs and they have not drifted
-// (drift.NeedsRestamp). A NodeClaim carrying another algorithm's hash (one
-// Karpenter launched, or one from before an upgrade) could otherwise never
-// be compared with the node class again, and a later change to the node
-// class's static fields would never drift it. Karpenter re-stamps the same
-// way when the hash version changes.
-func (r *Reconciler) restampNodeClaims(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+// restampNodeClaims gives the NodeClaims of the node class named class the
+// current hash version and, unless they have drifted, the node class's hash
+// h, where their version differs (drift.Restamp). It runs when the node
+// class's own version is not the current one, as Karpenter's node class
+// hash controller does: a change of the node class's version is what says
+// the hashes were computed by another algorithm (an upgrade), and without
+// re-stamping a NodeClaim could never be compared with the node class
+// again. A drifted NodeClaim keeps its old hash under the new version, and
+// so stays drifted.
+func (r *Reconciler) restampNodeClaims(ctx context.Context, class, h string) error {
 	var claims karpv1.NodeClaimList
 	if err := r.client.List(ctx, &claims); err != nil {
-		return fmt.Errorf("listing NodeClaims of EC2NodeClass %s: %w", nc.Name, err)
+		return fmt.Errorf("listing NodeClaims of EC2NodeClass %s: %w", class, err)
 	}
+	var errs []error
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if !references(claim, nc.Name) || !claim.DeletionTimestamp.IsZero() || !drift.NeedsRestamp(claim, nc) {
+		if !references(claim, class) {
+			continue
+		}
+		stampVersion, stampHash := drift.Restamp(claim, drift.HashVersion)
+		if !stampVersion {
 			continue
 		}
 		base := claim.DeepCopy()
 		if claim.Annotations == nil {
 			claim.Annotations = map[string]string{}
 		}
-		for _, k := range []string{wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion} {
-			claim.Annotations[k] = nc.Annotations[k]
+		claim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = drift.HashVersion
+		if stampHash {
+			claim.Annotations[wellknown.AnnotationEC2NodeClassHash] = h
 		}
+		// Guarded by the resource version: whether to keep the old hash
+		// depends on the Drifted condition as read.
 		if err := r.client.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("re-stamping the EC2NodeClass hash of NodeClaim %s: %w", claim.Name, err)
+			errs = append(errs, fmt.Errorf("re-stamping the EC2NodeClass hash of NodeClaim %s: %w", claim.Name, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

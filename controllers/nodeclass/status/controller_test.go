@@ -339,29 +339,34 @@ func TestReadyRequeueFollowsRefreshInterval(t *testing.T) {
 	}
 }
 
-// TestRestampsNodeClaimsOfAnotherHashVersion: NodeClaims carrying another
-// algorithm's EC2NodeClass hash (Karpenter's, after a move from it) are
-// given the node class's current hash and version, so that a later change
-// of the node class drifts them; a NodeClaim already drifted keeps its hash,
-// and so stays drifted; one of another node class is left alone.
+// TestRestampsNodeClaimsOfAnotherHashVersion: when a node class's hash
+// version is not the current one (here it has none yet), its NodeClaims of
+// another version (from before an upgrade that changed the hash) are
+// re-stamped before the node class is: the current version on all of them,
+// the node class's hash on those that have not drifted, so that a later
+// change of the node class drifts them; a drifted one keeps its old hash
+// under the new version, and so stays drifted. A NodeClaim of another node
+// class is left alone, and so is every NodeClaim once the node class
+// carries the current version.
 func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
 	e := newEnv(t, 5)
 	e.nodeClass("restamp", clusterName)
-	const karpenterHash, karpenterVersion = "12239840453578113463", "v4"
+	const oldHash, oldVersion = "12239840453578113463", "v4"
 	tests := []struct {
 		name, class string
 		drifted     bool
-		wantStamped bool
+		wantRestamp bool
+		wantOldHash bool
 	}{
-		{name: "restamp-adopted", class: "restamp", wantStamped: true},
-		{name: "restamp-drifted", class: "restamp", drifted: true},
-		{name: "restamp-other-class", class: "other"},
+		{name: "restamp-adopted", class: "restamp", wantRestamp: true},
+		{name: "restamp-drifted", class: "restamp", drifted: true, wantRestamp: true, wantOldHash: true},
+		{name: "restamp-other-class", class: "other", wantOldHash: true},
 	}
 	for _, tc := range tests {
 		claim := &karpv1.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: tc.name, Annotations: map[string]string{
-				wellknown.AnnotationEC2NodeClassHash:        karpenterHash,
-				wellknown.AnnotationEC2NodeClassHashVersion: karpenterVersion,
+				wellknown.AnnotationEC2NodeClassHash:        oldHash,
+				wellknown.AnnotationEC2NodeClassHashVersion: oldVersion,
 			}},
 			Spec: karpv1.NodeClaimSpec{
 				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
@@ -385,19 +390,42 @@ func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	check := func(t *testing.T, name, wantHash, wantVersion string) {
+		t.Helper()
+		got := &karpv1.NodeClaim{}
+		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		if h, v := got.Annotations[wellknown.AnnotationEC2NodeClassHash], got.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != wantHash || v != wantVersion {
+			t.Errorf("hash %s version %s, want %s %s", h, v, wantHash, wantVersion)
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := &karpv1.NodeClaim{}
-			if err := kube.Get(e.ctx, client.ObjectKey{Name: tc.name}, got); err != nil {
-				t.Fatal(err)
+			wantHash, wantVersion := nc.Annotations[wellknown.AnnotationEC2NodeClassHash], drift.HashVersion
+			if tc.wantOldHash {
+				wantHash = oldHash
 			}
-			wantHash, wantVersion := karpenterHash, karpenterVersion
-			if tc.wantStamped {
-				wantHash, wantVersion = nc.Annotations[wellknown.AnnotationEC2NodeClassHash], drift.HashVersion
+			if !tc.wantRestamp {
+				wantVersion = oldVersion
 			}
-			if h, v := got.Annotations[wellknown.AnnotationEC2NodeClassHash], got.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != wantHash || v != wantVersion {
-				t.Errorf("hash %s version %s, want %s %s", h, v, wantHash, wantVersion)
-			}
+			check(t, tc.name, wantHash, wantVersion)
 		})
 	}
+
+	// The node class is current now: a NodeClaim of another version is not
+	// compared by hash, and not re-stamped either.
+	claim := &karpv1.NodeClaim{}
+	if err := kube.Get(e.ctx, client.ObjectKey{Name: "restamp-adopted"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	claim.Annotations[wellknown.AnnotationEC2NodeClassHash] = oldHash
+	claim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = oldVersion
+	if err := kube.Update(e.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.reconcile("restamp"); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "restamp-adopted", oldHash, oldVersion)
 }

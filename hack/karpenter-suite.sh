@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs Karpenter's own regression suite (package test/suites/regression of
+# sigs.k8s.io/karpenter v1.14.1), unchanged, against stevedore on the local
+# cluster, and writes docs/compatibility.md. See that page.
+#
+# The suite is built from the Go module proxy in the Go module of its own under
+# test/karpenter-suite (so no third-party code is copied into this repository
+# and stevedore's dependencies are untouched); the Go build cache keeps it.
+#
+# Usage: hack/karpenter-suite.sh [-focus REGEX] [-spec-timeout 16m] [-fail]
+#   KSUITE_OUT   logs, reports and the local cluster (default .karpenter-suite/)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${KSUITE_OUT:-$root/.karpenter-suite}
+mkdir -p "$out/bin"
+out=$(cd "$out" && pwd)
+
+"$root/hack/kube-binaries.sh" >/dev/null
+echo "building stevedore and the suite (sigs.k8s.io/karpenter v1.14.1) ..." >&2
+(cd "$root" && go build -o "$out/bin/stevedore" ./cmd/stevedore)
+(cd "$root/test/karpenter-suite" &&
+  go test -c -o "$out/bin/regression.test" sigs.k8s.io/karpenter/test/suites/regression &&
+  go build -o "$out/bin/run" ./run)
+
+exec "$out/bin/run" -root "$root" -out "$out" \
+  -suite "$out/bin/regression.test" -stevedore "$out/bin/stevedore" "$@"
