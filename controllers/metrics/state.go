@@ -14,7 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -110,6 +114,14 @@ type stateCollector struct {
 	startedPods, boundPods map[types.UID]bool
 	// costErrors are the NodeClaims counted in the cost tracker errors.
 	costErrors map[string]bool
+	// overlays is the last evaluation of NodeOverlays for the NodePool
+	// cost, with the objects it was made from.
+	overlays struct {
+		overlays []*v1alpha1.NodeOverlay
+		pools    []*karpv1.NodePool
+		types    []*packer.InstanceType
+		result   *overlay.Result
+	}
 
 	descs map[string]*prometheus.Desc
 	// status follows the status conditions of each kind, and deprecated
@@ -518,10 +530,41 @@ func (c *stateCollector) collectOfferings(ch chan<- prometheus.Metric) {
 	}
 }
 
+// overlaid evaluates the snapshot's NodeOverlays over the instance types
+// the cloud provider last returned, offered in every NodePool, and returns
+// the result with those types by name; nil without overlays. The result is
+// kept while the overlays, NodePools and types are the same objects.
+func (c *stateCollector) overlaid(snap state.Snapshot) (*overlay.Result, map[string]*packer.InstanceType) {
+	if len(snap.NodeOverlays) == 0 {
+		return nil, nil
+	}
+	types := c.m.offerings.sorted()
+	byName := make(map[string]*packer.InstanceType, len(types))
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	m := &c.overlays
+	if m.result != nil && slices.Equal(m.overlays, snap.NodeOverlays) && slices.Equal(m.pools, snap.NodePools) && slices.Equal(m.types, types) {
+		return m.result, byName
+	}
+	pools := make([]overlay.Pool, 0, len(snap.NodePools))
+	for _, np := range snap.NodePools {
+		labels := make(map[string]string, len(np.Spec.Template.Metadata.Labels))
+		for k, v := range np.Spec.Template.Metadata.Labels {
+			labels[k] = string(v)
+		}
+		pools = append(pools, overlay.Pool{Name: np.Name, Labels: labels, InstanceTypes: types})
+	}
+	m.overlays, m.pools, m.types = slices.Clone(snap.NodeOverlays), slices.Clone(snap.NodePools), types
+	m.result = overlay.Evaluate(snap.NodeOverlays, pools)
+	return m.result, byName
+}
+
 // collectCost publishes each NodePool's cost: the hourly price of the
 // offerings its NodeClaims run in. A NodeClaim whose offering has no known
 // price counts once in the cost tracker errors and adds nothing.
 func (c *stateCollector) collectCost(ch chan<- prometheus.Metric, snap state.Snapshot) {
+	overlays, byName := c.overlaid(snap)
 	cost := map[string]float64{}
 	for _, np := range snap.NodePools {
 		cost[np.Name] = 0
@@ -535,6 +578,16 @@ func (c *stateCollector) collectCost(ch chan<- prometheus.Metric, snap state.Sna
 		pool := nc.Labels[wellknown.LabelNodePool]
 		live[nc.Name] = true
 		price, ok := c.m.offerings.price(nc.Labels[wellknown.LabelInstanceType], nc.Labels[wellknown.LabelCapacityType], nc.Labels[wellknown.LabelTopologyZone])
+		if it := byName[nc.Labels[wellknown.LabelInstanceType]]; ok && it != nil && overlays.Applies(pool) {
+			// The price stevedore compares it by, as Karpenter's cost
+			// includes what NodeOverlays change.
+			for _, o := range overlays.Apply(pool, []*packer.InstanceType{it})[0].Offerings {
+				if o.Zone == nc.Labels[wellknown.LabelTopologyZone] && o.CapacityType == nc.Labels[wellknown.LabelCapacityType] {
+					price = o.PricePerHour
+					break
+				}
+			}
+		}
 		if !ok {
 			if !c.costErrors[nc.Name] && nc.Status.ProviderID != "" {
 				c.costErrors[nc.Name] = true
