@@ -54,6 +54,8 @@ func semanticChecks(kind string, obj map[string]interface{}) []Problem {
 		out = append(out, checkNegativeQuantities("spec.limits", obj,
 			"must be greater than or equal to 0; the API server accepts a negative limit, but the NodePool could then launch no node",
 			"set the limit to zero or more (zero stops launches on purpose), or remove it for no limit")...)
+	case kindCapacityBuffer:
+		out = append(out, checkCapacityBuffer(obj)...)
 	case kindNodeClaim:
 		out = append(out, checkClaimSpec("spec", obj)...)
 		out = append(out, checkNegativeQuantities("spec.resources.requests", obj,
