@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -24,6 +25,11 @@ func (c *Cluster) SetBufferPods(buffer types.NamespacedName, pods []*corev1.Pod)
 			delete(c.bufferPods, buffer)
 			c.changes++
 		}
+		return
+	}
+	// The controller records a buffer's pods on every look at it; the same
+	// pods again are no change, and leave the last snapshot valid.
+	if old, ok := c.bufferPods[buffer]; ok && equality.Semantic.DeepEqual(old, pods) {
 		return
 	}
 	if c.bufferPods == nil {
