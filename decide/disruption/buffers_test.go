@@ -15,8 +15,13 @@ import (
 
 // buffer records a CapacityBuffer of n placeholders of cpu each.
 func (f *fixture) buffer(name, cpu string, n int32) {
+	f.bufferSelecting(name, cpu, n, nil)
+}
+
+// bufferSelecting is buffer with placeholders that select nodes by labels.
+func (f *fixture) bufferSelecting(name, cpu string, n int32, selector map[string]string) {
 	cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: ktypes.UID("uid-" + name)}}
-	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause",
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "pause",
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
 	f.c.SetBufferPods(ktypes.NamespacedName{Namespace: "default", Name: name}, capacitybuffer.VirtualPods(cb, tmpl, n))
 }
@@ -81,6 +86,25 @@ func TestCapacityBuffers(t *testing.T) {
 			t.Fatalf("command = %s, want none", d.Command)
 		}
 		_, _ = a, b
+	})
+	t.Run("placeholders that select their NodePool sit where there is room", func(t *testing.T) {
+		// A node with two pods and room for one chunk, and an empty
+		// smaller one: each keeps a chunk, so neither goes.
+		f := newFixture(t)
+		f.pool("p", family, onDemand)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		b := f.node(nodeSpec{pool: "p", itype: large})
+		f.pod("c1", a, "1", "512Mi")
+		f.pod("c2", a, "1", "512Mi")
+		f.bufferSelecting("spare", "1", 2, map[string]string{"karpenter.sh/nodepool": "p"})
+		in := f.input()
+		hosts := bufferHosts(&in)
+		if len(hosts[a]) != 1 || len(hosts[b]) != 1 {
+			t.Fatalf("placeholders on %s: %d, on %s: %d; want one each", a, len(hosts[a]), b, len(hosts[b]))
+		}
+		if d := Decide(in); d.Command != nil {
+			t.Fatalf("command = %s, want none", d.Command)
+		}
 	})
 	t.Run("a pod and a placeholder that fit on one node share it", func(t *testing.T) {
 		f := newFixture(t)
