@@ -106,6 +106,27 @@ func TestCapacityBuffers(t *testing.T) {
 			t.Fatalf("command = %s, want none", d.Command)
 		}
 	})
+	t.Run("placeholders keep their anti-affinity", func(t *testing.T) {
+		// Three chunks that must not share a node, two nodes with room for
+		// all three: one chunk on each, the third fits nowhere yet.
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, onDemand)
+		a := f.node(nodeSpec{pool: "p", itype: xlarge})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge})
+		cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "spread", Namespace: "default", UID: "uid-spread"}}
+		labels := map[string]string{"app": "spread"}
+		tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: "kubernetes.io/hostname"}}}},
+		}}
+		f.c.SetBufferPods(ktypes.NamespacedName{Namespace: "default", Name: "spread"}, capacitybuffer.VirtualPods(cb, tmpl, 3))
+		in := f.input()
+		hosts := bufferHosts(&in)
+		if len(hosts[a]) != 1 || len(hosts[b]) != 1 {
+			t.Fatalf("placeholders on %s: %d, on %s: %d; want one each", a, len(hosts[a]), b, len(hosts[b]))
+		}
+	})
 	t.Run("a pod and a placeholder that fit on one node share it", func(t *testing.T) {
 		f := newFixture(t)
 		f.pool("p", []string{xlarge}, onDemand)
