@@ -18,7 +18,7 @@ const (
 	// ConditionProvisioning says whether the buffer's chunks fit on
 	// capacity that exists or is on its way.
 	ConditionProvisioning = "Provisioning"
-	// ConditionLimitedByQuotas is a condition type upstream reserves; no
+	// ConditionLimitedByQuotas is a condition type Karpenter reserves; no
 	// quota limits buffers in stevedore, so it is never written.
 	ConditionLimitedByQuotas = "LimitedByQuotas"
 
