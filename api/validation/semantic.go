@@ -62,6 +62,8 @@ func semanticChecks(kind string, obj map[string]interface{}) []Problem {
 	case kindNodeOverlay:
 		out = append(out, checkRequirements("spec.requirements", obj)...)
 		out = append(out, checkOverlay(obj)...)
+	case kindCapacityBuffer:
+		out = append(out, checkCapacityBuffer(obj)...)
 	case kindNodeClaim:
 		out = append(out, checkClaimSpec("spec", obj)...)
 		out = append(out, checkNegativeQuantities("spec.resources.requests", obj,

@@ -23,12 +23,13 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate -f FILE|DIR|- ...",
 		Short: "Check manifests the way the API server and stevedore would",
-		Long: `Check NodePool, NodeClaim, NodeOverlay and EC2NodeClass manifests offline: the
-same schema, defaults and CEL rules the API server applies once stevedore's CRDs
-are installed, plus the checks that need more than CEL (budget cron schedules,
-well-known label values, NodeClass references, NodeOverlay keys stevedore's
-controller refuses), and migration advice for manifests written for older
-Karpenter APIs. Other Kubernetes objects are checked for unknown fields.
+		Long: `Check NodePool, NodeClaim, NodeOverlay, EC2NodeClass and CapacityBuffer
+manifests offline: the same schema, defaults and CEL rules the API server
+applies once stevedore's CRDs are installed, plus the checks that need more
+than CEL (budget cron schedules, well-known label values, NodeClass
+references, NodeOverlay keys stevedore's controller refuses, CapacityBuffer
+references), and migration advice for manifests written for older Karpenter
+APIs. Other Kubernetes objects are checked for unknown fields.
 
 Exit status: 0 when nothing is wrong (warnings allowed), 1 when any error is found.
 Each problem is printed on one line: the file and document, the object, the

@@ -142,6 +142,8 @@ type ControllerConfig struct {
 	// NodeOverlay applies the scenario's NodeOverlays to the instance
 	// types and runs their status controller.
 	NodeOverlay bool
+	// CapacityBuffer makes the manifests' CapacityBuffers act.
+	CapacityBuffer bool
 	// ReservedCapacity launches into the capacity reservations node classes
 	// select (default true, as in Karpenter).
 	ReservedCapacity bool
@@ -161,7 +163,7 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeOverlay", "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
+	featureGates = []string{"CapacityBuffer", "NodeOverlay", "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
 	ignoredGates = []string{}
 )
 
@@ -850,6 +852,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.StaticCapacity = on
 		case k == "NodeOverlay":
 			c.NodeOverlay = on
+		case k == "CapacityBuffer":
+			c.CapacityBuffer = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}

@@ -76,6 +76,17 @@ spec:
   priceAdjustment: "-10%"
 `
 
+const baseCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: conformance
+  namespace: default
+spec:
+  podTemplateRef: {name: chunk}
+  replicas: 2
+`
+
 type conformanceRow struct {
 	name  string
 	base  string
@@ -99,6 +110,12 @@ func ec2(name, patch, field string) conformanceRow {
 
 func overlay(name, patch, field string) conformanceRow {
 	return conformanceRow{name: "NodeOverlay/" + name, base: baseNodeOverlay, patch: patch, field: field}
+}
+
+// cb rows are CapacityBuffers (autoscaling.x-k8s.io/v1beta1, as Karpenter
+// v1.14.1 serves it).
+func cb(name, patch, field string) conformanceRow {
+	return conformanceRow{name: "CapacityBuffer/" + name, base: baseCapacityBuffer, patch: patch, field: field}
 }
 
 const accept = ""
@@ -248,6 +265,26 @@ var conformanceRows = []conformanceRow{
 	overlay("In without values", `{spec: {requirements: [{key: team, operator: In}]}}`, "spec.requirements"),
 	overlay("NotIn without values", `{spec: {requirements: [{key: team, operator: NotIn}]}}`, "spec.requirements"),
 	overlay("unknown operator", `{spec: {requirements: [{key: team, operator: Within, values: [a]}]}}`, "spec.requirements[0].operator"),
+	// CapacityBuffer: exactly the two CEL rules and the minimums and
+	// required names of the upstream CRD; neither reference, an unsupported
+	// kind or a percentage without a workload are accepted (the controller
+	// reports them in status).
+	cb("pod template with replicas", `{}`, accept),
+	cb("pod template with limits", `{spec: {replicas: null, limits: {cpu: "4"}}}`, accept),
+	cb("pod template alone", `{spec: {replicas: null}}`, "spec"),
+	cb("both references", `{spec: {scalableRef: {apiGroup: apps, kind: Deployment, name: web}}}`, "spec"),
+	cb("scalable ref with percentage", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {apiGroup: apps, kind: Deployment, name: web}, percentage: 20}}`, accept),
+	cb("scalable ref without group", `{spec: {podTemplateRef: null, scalableRef: {kind: StatefulSet, name: db}}}`, accept),
+	cb("scalable ref of another kind", `{spec: {podTemplateRef: null, scalableRef: {apiGroup: argoproj.io, kind: Rollout, name: web}}}`, accept),
+	cb("scalable ref without name", `{spec: {podTemplateRef: null, scalableRef: {kind: Deployment}}}`, "spec.scalableRef.name"),
+	cb("scalable ref empty kind", `{spec: {podTemplateRef: null, scalableRef: {kind: "", name: web}}}`, "spec.scalableRef.kind"),
+	cb("neither reference", `{spec: {podTemplateRef: null}}`, accept),
+	cb("empty pod template name", `{spec: {podTemplateRef: {name: ""}}}`, "spec.podTemplateRef.name"),
+	cb("negative replicas", `{spec: {replicas: -1}}`, "spec.replicas"),
+	cb("negative percentage", `{spec: {percentage: -5}}`, "spec.percentage"),
+	cb("zero replicas", `{spec: {replicas: 0}}`, accept),
+	cb("other strategy", `{spec: {provisioningStrategy: example.com/passive}}`, accept),
+	cb("limit not a quantity", `{spec: {limits: {cpu: lots}}}`, "spec.limits.cpu"),
 }
 
 // conformanceObject builds a row's object: its base with the patch merged in.

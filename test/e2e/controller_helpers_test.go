@@ -178,6 +178,8 @@ type controllerOptions struct {
 	// kubeconfig is the controller's credentials; empty is the cluster's
 	// admin.
 	kubeconfig string
+	// featureGates is --feature-gates; empty leaves the default.
+	featureGates string
 }
 
 // startController starts the controller binary against the cluster and
@@ -203,6 +205,9 @@ func startController(t *testing.T, o controllerOptions) *controller {
 		"--batch-idle-duration=1s",
 		"--batch-max-duration=5s",
 		"--disruption-validation-delay=5s",
+	}
+	if o.featureGates != "" {
+		args = append(args, "--feature-gates="+o.featureGates)
 	}
 	if o.leaderElectionID != "" {
 		args = append(args, "--leader-elect=true", "--leader-election-namespace="+o.leaderElectionNamespace, "--leader-election-id="+o.leaderElectionID)

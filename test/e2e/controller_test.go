@@ -44,8 +44,11 @@ var sharedAccount = accountSpec{Cluster: "e2e", Region: "us-west-2", Seed: 11}
 // tests that share it.
 func TestController(t *testing.T) {
 	acc := serveAccount(t, sharedAccount)
-	startController(t, controllerOptions{name: "stevedore", account: acc.URL})
+	// CapacityBuffer is on for the buffers test; without buffers the gate
+	// changes nothing for the others.
+	startController(t, controllerOptions{name: "stevedore", account: acc.URL, featureGates: "CapacityBuffer=true"})
 	t.Run("group", func(t *testing.T) {
+		t.Run("CapacityBuffer", func(t *testing.T) { t.Parallel(); testCapacityBuffer(t) })
 		t.Run("UpgradeSeed", func(t *testing.T) { t.Parallel(); testUpgradeSeed(t) })
 		t.Run("NodeClassNotReady", func(t *testing.T) { t.Parallel(); testNodeClassNotReady(t) })
 		t.Run("DoNotDisruptAndPDB", func(t *testing.T) { t.Parallel(); testDoNotDisruptAndPDB(t) })
