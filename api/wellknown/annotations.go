@@ -70,14 +70,17 @@ const (
 // a value already set, a field is removed from the hash, or a field changes
 // type.
 //
-// stevedore's hashes are its own, not Karpenter's byte for byte, so its
-// versions are its own too: NodeClaims of a cluster that moves from Karpenter
-// carry Karpenter's versions (v3 and up), the versions differ, the hash
-// comparison is skipped, and the NodeClaims are re-stamped instead of the
-// whole fleet drifting at once.
+// The NodePool hash is Karpenter's own (see controllers/nodepool/hash), so
+// its version is Karpenter's too: NodeClaims of a cluster that moves from
+// Karpenter, or back to it, keep their hashes and nothing drifts. The
+// EC2NodeClass hash is stevedore's own, so its version is too: NodeClaims
+// that carry Karpenter's version differ in version, the hash comparison is
+// skipped, and they are re-stamped instead of the whole fleet drifting at
+// once.
 const (
-	// NodePoolHashVersion is the current value of AnnotationNodePoolHashVersion.
-	NodePoolHashVersion = "stevedore-v1"
+	// NodePoolHashVersion is the current value of
+	// AnnotationNodePoolHashVersion: Karpenter's v3.
+	NodePoolHashVersion = "v3"
 	// EC2NodeClassHashVersion is the current value of
 	// AnnotationEC2NodeClassHashVersion.
 	EC2NodeClassHashVersion = "stevedore-v1"

@@ -88,22 +88,22 @@ func staticDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
 	return claimHash != poolHash
 }
 
-// NeedsRestamp reports whether nc should be given np's current hash
-// annotations instead of being compared with them: np carries a hash, nc's
-// hash version differs from np's (or nc has none), and nc is not already
-// drifted. Re-stamping is what keeps a change of hash algorithm from looking
-// like a change of every template at once; a NodeClaim that has drifted
-// keeps its old hash so that it stays drifted.
-func NeedsRestamp(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
-	poolHash, ok1 := np.Annotations[wellknown.AnnotationNodePoolHash]
-	poolVersion, ok2 := np.Annotations[wellknown.AnnotationNodePoolHashVersion]
-	if !ok1 || !ok2 || poolHash == "" || poolVersion == "" {
-		return false
+// Restamp says which hash annotations nc is given when its NodePool's hash
+// version changes to version: the NodePool's hash was computed by another
+// algorithm (an upgrade of stevedore, or a move from a release of Karpenter
+// that hashed differently), and so were the NodeClaims', so comparing them
+// would drift every node at once. A NodeClaim whose version differs gets
+// the new version and the NodePool's new hash, as if launched from the
+// template as it is. One that has already drifted gets the new version but
+// keeps its old hash, which then differs from the NodePool's under the same
+// version: nothing says its template changed back, so it stays drifted.
+// This is Karpenter's rule too, so that a NodeClaim ends up the same
+// whichever of the two re-stamped it.
+func Restamp(nc *karpv1.NodeClaim, version string) (stampVersion, stampHash bool) {
+	if nc.Annotations[wellknown.AnnotationNodePoolHashVersion] == version {
+		return false, false
 	}
-	if nc.Annotations[wellknown.AnnotationNodePoolHashVersion] == poolVersion {
-		return false
-	}
-	return !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
+	return true, !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
 }
 
 // RequirementsDrift reports whether nc's labels no longer meet np's template
@@ -166,7 +166,7 @@ func TemplateRequirements(np *karpv1.NodePool) (requirements.Requirements, error
 // Static drift already recorded on nc (its Drifted condition has reason
 // ReasonNodePoolDrifted) outlives a change of hash version: the old hash can
 // no longer be compared, but nothing says the template changed back, and
-// such a NodeClaim is not re-stamped (see NeedsRestamp).
+// such a NodeClaim keeps its hash when re-stamped (see Restamp).
 func NodePoolDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool) Drift {
 	if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
 		return Drift{}

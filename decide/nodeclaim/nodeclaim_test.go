@@ -358,25 +358,27 @@ func TestRepairCap(t *testing.T) {
 	}
 }
 
-func TestNeedsRestamp(t *testing.T) {
-	drifted := func(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
-		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue})
+func TestRestamp(t *testing.T) {
+	withDrifted := func(nc *karpv1.NodeClaim, status metav1.ConditionStatus) *karpv1.NodeClaim {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: status})
 		return nc
 	}
 	for _, tc := range []struct {
-		name string
-		nc   *karpv1.NodeClaim
-		pool map[string]string
-		want bool
+		name                  string
+		nc                    *karpv1.NodeClaim
+		wantVersion, wantHash bool
 	}{
-		{"same version", launchedClaim(nil, hashes("1", "v2")), hashes("2", "v2"), false},
-		{"older version", launchedClaim(nil, hashes("1", "v1")), hashes("2", "v2"), true},
-		{"no hash on the claim", launchedClaim(nil, nil), hashes("2", "v2"), true},
-		{"drifted keeps its hash", drifted(launchedClaim(nil, hashes("1", "v1"))), hashes("2", "v2"), false},
-		{"pool not stamped", launchedClaim(nil, hashes("1", "v1")), nil, false},
+		{"same version", launchedClaim(nil, hashes("1", "v2")), false, false},
+		{"same version, drifted", withDrifted(launchedClaim(nil, hashes("1", "v2")), metav1.ConditionTrue), false, false},
+		{"older version", launchedClaim(nil, hashes("1", "v1")), true, true},
+		{"no hash on the claim", launchedClaim(nil, nil), true, true},
+		{"version without a hash", launchedClaim(nil, hashes("", "v1")), true, true},
+		{"drifted keeps its hash", withDrifted(launchedClaim(nil, hashes("1", "v1")), metav1.ConditionTrue), true, false},
+		{"not drifted", withDrifted(launchedClaim(nil, hashes("1", "v1")), metav1.ConditionFalse), true, true},
 	} {
-		if got := NeedsRestamp(tc.nc, pool(tc.pool, nil)); got != tc.want {
-			t.Errorf("%s: NeedsRestamp = %v, want %v", tc.name, got, tc.want)
+		v, h := Restamp(tc.nc, "v2")
+		if v != tc.wantVersion || h != tc.wantHash {
+			t.Errorf("%s: Restamp = (version %v, hash %v), want (%v, %v)", tc.name, v, h, tc.wantVersion, tc.wantHash)
 		}
 	}
 }

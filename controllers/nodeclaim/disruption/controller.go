@@ -10,9 +10,9 @@
 //     SecurityGroupDrift, NodeClassDrift, ...). The condition is removed when
 //     the node no longer drifts. Drift is re-checked every DriftInterval and
 //     whenever the NodePool or the node class changes. A NodeClaim whose
-//     karpenter.sh/nodepool-hash-version differs from its NodePool's (after
-//     an upgrade, or a move from Karpenter) and that has not drifted is
-//     re-stamped with the NodePool's current hash instead of being compared.
+//     karpenter.sh/nodepool-hash-version differs from its NodePool's is not
+//     compared by hash; the NodePool status controller re-stamps it when
+//     the NodePool's own version changes.
 //   - Consolidatable: True once the NodePool's consolidateAfter has passed
 //     since status.lastPodEventTime or, without one, since the Initialized
 //     transition; False with the reason (ConsolidateAfterNever,
@@ -274,11 +274,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// consolidateAfter from; the NodePool's creation wakes us.
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if decide.NeedsRestamp(nc, np) {
-		if err := r.restamp(ctx, nc, np); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-	}
 	now := r.clock.Now()
 
 	drift := decide.NodePoolDrift(nc, np)
@@ -362,24 +357,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		next = left
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
-}
-
-// restamp gives nc its NodePool's current hash annotations (see
-// decide/nodeclaim.NeedsRestamp).
-func (r *Reconciler) restamp(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.NodePool) error {
-	base := nc.DeepCopy()
-	if nc.Annotations == nil {
-		nc.Annotations = map[string]string{}
-	}
-	for _, k := range []string{wellknown.AnnotationNodePoolHash, wellknown.AnnotationNodePoolHashVersion} {
-		nc.Annotations[k] = np.Annotations[k]
-	}
-	if err := r.client.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("re-stamping the NodePool hash of NodeClaim %s: %w", nc.Name, err)
-	}
-	log.FromContext(ctx).V(1).Info("re-stamped nodepool hash", "NodeClaim", nc.Name,
-		"hash-version", np.Annotations[wellknown.AnnotationNodePoolHashVersion])
-	return nil
 }
 
 // cloudDrift returns the cloud provider's drift verdict for nc, reusing an

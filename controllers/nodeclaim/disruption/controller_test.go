@@ -429,19 +429,27 @@ func TestNodePoolDrift(t *testing.T) {
 	nc, _ = e.reconcile("drift-a")
 	wantDrift(t, nc, "")
 
-	// A hash version change with no drift: the NodeClaim is re-stamped with
-	// the NodePool's hash and version instead of being compared, and
-	// compared again from then on.
+	// A hash version change with no drift: while the versions differ the
+	// hashes are not compared, even across a template change, and the
+	// NodeClaim is left as it is (re-stamping is the NodePool status
+	// controller's, when the NodePool's version changes). Once the versions
+	// agree again the hashes are compared again.
 	e.updatePool(np.Name, func(np *karpv1.NodePool) {
 		np.Annotations[wellknown.AnnotationNodePoolHashVersion] = "other-version"
+		np.Spec.Template.Metadata.Annotations = map[string]string{"example.com/owner": "team-c"}
 	})
 	nc, _ = e.reconcile("drift-a")
 	wantDrift(t, nc, "")
-	if v := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; v != "other-version" {
-		t.Errorf("hash version = %q, want the NodePool's other-version", v)
+	if v := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; v != hash.Version {
+		t.Errorf("hash version = %q, want %s left alone", v, hash.Version)
 	}
 	e.updatePool(np.Name, func(np *karpv1.NodePool) {
 		np.Annotations[wellknown.AnnotationNodePoolHashVersion] = hash.Version
+	})
+	nc, _ = e.reconcile("drift-a")
+	wantDrift(t, nc, decide.ReasonNodePoolDrifted)
+	e.updatePool(np.Name, func(np *karpv1.NodePool) {
+		np.Spec.Template.Metadata.Annotations = nil
 	})
 	nc, _ = e.reconcile("drift-a")
 	wantDrift(t, nc, "")

@@ -1,6 +1,7 @@
 package hash
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -64,14 +65,14 @@ func TestHash(t *testing.T) {
 		{"terminationGracePeriod", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
 		}, true},
+		{"taint timeAdded", func(np *karpv1.NodePool) {
+			now := metav1.Now()
+			np.Spec.Template.Spec.Taints[0].TimeAdded = &now
+		}, true},
 
 		{"taint order", func(np *karpv1.NodePool) {
 			ts := np.Spec.Template.Spec.Taints
 			ts[0], ts[1] = ts[1], ts[0]
-		}, false},
-		{"taint timeAdded", func(np *karpv1.NodePool) {
-			now := metav1.Now()
-			np.Spec.Template.Spec.Taints[0].TimeAdded = &now
 		}, false},
 		{"requirements", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements[0].Values = []string{"arm64"}
@@ -100,14 +101,98 @@ func TestHash(t *testing.T) {
 	}
 }
 
-func TestEmptyEqualsAbsent(t *testing.T) {
-	a, b := base(), base()
-	a.Spec.Template.Metadata.Labels, a.Spec.Template.Metadata.Annotations = nil, nil
-	a.Spec.Template.Spec.Taints, a.Spec.Template.Spec.StartupTaints = nil, nil
-	b.Spec.Template.Metadata.Labels = map[string]karpv1.LabelValue{}
-	b.Spec.Template.Metadata.Annotations = map[string]string{}
-	b.Spec.Template.Spec.Taints, b.Spec.Template.Spec.StartupTaints = []corev1.Taint{}, []corev1.Taint{}
-	if Hash(a) != Hash(b) {
-		t.Error("empty maps and lists hash differently from absent ones")
+// TestHashFixtures pins the hash of templates, written as a NodePool's
+// spec.template in JSON, to the values Karpenter v1.14.1's NodePool.Hash()
+// returns for the same JSON (hash version v3). Equal values in the table are
+// templates that must hash alike; any change to the algorithm, the hashed
+// type or field names, or the decoding of the template shows up here.
+func TestHashFixtures(t *testing.T) {
+	if Version != "v3" {
+		t.Fatalf("Version = %q; the fixtures below are hash version v3", Version)
+	}
+	for _, tc := range []struct {
+		name     string
+		template string
+		want     string
+	}{
+		{"empty template", `{}`, "17307646073972311821"},
+		{"empty spec", `{"spec":{}}`, "17307646073972311821"},
+		{"defaulted minimal pool", `{"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"720h"}}`, "6821555240594823858"},
+		{"requirements do not count", `{"spec":{"requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot","on-demand"],"minValues":1},{"key":"kubernetes.io/arch","operator":"Exists"}],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"720h"}}`, "6821555240594823858"},
+		{"nodeClassRef other name", `{"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"other"},"expireAfter":"720h"}}`, "1124401764309382548"},
+		{"nodeClassRef other group and kind", `{"spec":{"nodeClassRef":{"group":"karpenter.test.sh","kind":"TestNodeClass","name":"default"}}}`, "5568174970230275839"},
+		{"one label", `{"metadata":{"labels":{"team":"a"}}}`, "3113665849343683558"},
+		{"two labels", `{"metadata":{"labels":{"team":"a","env":"prod"}}}`, "9595868209839375714"},
+		{"two labels written in the other order", `{"metadata":{"labels":{"env":"prod","team":"a"}}}`, "9595868209839375714"},
+		{"label with empty value", `{"metadata":{"labels":{"team":""}}}`, "16557920629696504397"},
+		{"empty labels map", `{"metadata":{"labels":{}}}`, "8138694075160263762"},
+		{"one annotation", `{"metadata":{"annotations":{"team":"a"}}}`, "775320049255854762"},
+		{"empty annotations map", `{"metadata":{"annotations":{}}}`, "6143792149846992658"},
+		{"labels and annotations", `{"metadata":{"labels":{"team":"a"},"annotations":{"example.com/owner":"ops"}}}`, "5283749241712949283"},
+		{"one taint", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "17231674795969233976"},
+		{"one taint without value", `{"spec":{"taints":[{"key":"dedicated","effect":"NoSchedule"}]}}`, "12081329085175755526"},
+		{"one taint other effect", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoExecute"}]}}`, "4211402141637216922"},
+		{"two taints", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"},{"key":"spot","effect":"PreferNoSchedule"}]}}`, "4174609772329964757"},
+		{"two taints in the other order", `{"spec":{"taints":[{"key":"spot","effect":"PreferNoSchedule"},{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "4174609772329964757"},
+		{"the same taint twice", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"},{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "5137148602344353791"},
+		{"empty taints list", `{"spec":{"taints":[]}}`, "5137148602344353791"},
+		{"one startup taint", `{"spec":{"startupTaints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "15155816894487001146"},
+		{"two startup taints in the other order", `{"spec":{"startupTaints":[{"key":"spot","effect":"PreferNoSchedule"},{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "2775072215349595357"},
+		{"two startup taints", `{"spec":{"startupTaints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"},{"key":"spot","effect":"PreferNoSchedule"}]}}`, "2775072215349595357"},
+		{"taint and startup taint", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}],"startupTaints":[{"key":"spot","effect":"PreferNoSchedule"}]}}`, "11716876092707358559"},
+		{"taint and startup taint swapped", `{"spec":{"taints":[{"key":"spot","effect":"PreferNoSchedule"}],"startupTaints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}`, "18383513356901859518"},
+		{"expireAfter 720h", `{"spec":{"expireAfter":"720h"}}`, "14193706301438959238"},
+		{"expireAfter 30d in hours", `{"spec":{"expireAfter":"719h60m"}}`, "14193706301438959238"},
+		{"expireAfter 1h30m", `{"spec":{"expireAfter":"1h30m"}}`, "14896503211610888108"},
+		{"expireAfter 90m", `{"spec":{"expireAfter":"90m"}}`, "14896503211610888108"},
+		{"expireAfter 0s", `{"spec":{"expireAfter":"0s"}}`, "8618614044321057158"},
+		{"expireAfter Never", `{"spec":{"expireAfter":"Never"}}`, "17307646073972311821"},
+		{"terminationGracePeriod 48h", `{"spec":{"terminationGracePeriod":"48h"}}`, "3232297272577231313"},
+		{"terminationGracePeriod 30s", `{"spec":{"terminationGracePeriod":"30s"}}`, "15275670581781096280"},
+		{"terminationGracePeriod 0s", `{"spec":{"terminationGracePeriod":"0s"}}`, "4910602586594008009"},
+		{"full template", `{"metadata":{"labels":{"team":"a","env":"prod"},"annotations":{"example.com/owner":"ops"}},"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}],"startupTaints":[{"key":"node.example.com/init","effect":"NoExecute"}],"requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"336h","terminationGracePeriod":"24h"}}`, "15338367060760925986"},
+		{"full template, other requirements", `{"metadata":{"labels":{"team":"a","env":"prod"},"annotations":{"example.com/owner":"ops"}},"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}],"startupTaints":[{"key":"node.example.com/init","effect":"NoExecute"}],"requirements":[{"key":"node.kubernetes.io/instance-type","operator":"NotIn","values":["m5.large"]},{"key":"karpenter.k8s.aws/instance-cpu","operator":"Gt","values":["4"]}],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"336h","terminationGracePeriod":"24h"}}`, "15338367060760925986"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := &karpv1.NodePool{}
+			if err := json.Unmarshal([]byte(`{"spec":{"template":`+tc.template+`}}`), np); err != nil {
+				t.Fatal(err)
+			}
+			if got := Hash(np); got != tc.want {
+				t.Errorf("Hash(%s) = %s, want %s", tc.template, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHashFixturesBuilt pins templates that are easier to build in Go than
+// to write in JSON, against the same upstream function as TestHashFixtures.
+func TestHashFixturesBuilt(t *testing.T) {
+	// A decoded timeAdded is in the process's local time zone, and the hash
+	// covers the zone's offset; a fixed zone at offset zero is what a
+	// controller running in UTC decodes, and keeps the test independent of
+	// the machine's zone.
+	added := metav1.NewTime(time.Date(2024, 1, 2, 3, 4, 5, 0, time.FixedZone("", 0)))
+	for _, tc := range []struct {
+		name string
+		spec karpv1.NodeClaimTemplateSpec
+		want string
+	}{
+		{"nothing set", karpv1.NodeClaimTemplateSpec{}, "17307646073972311821"},
+		{"expireAfter Never", karpv1.NodeClaimTemplateSpec{ExpireAfter: karpv1.NeverDuration()}, "17307646073972311821"},
+		{"expireAfter 720h", karpv1.NodeClaimTemplateSpec{ExpireAfter: karpv1.NewNillableDuration(720 * time.Hour)}, "14193706301438959238"},
+		{"taint with timeAdded", karpv1.NodeClaimTemplateSpec{Taints: []corev1.Taint{
+			{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added},
+		}}, "3237204326727063105"},
+		{"requirements only", karpv1.NodeClaimTemplateSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
+			Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
+		}}}, "17307646073972311821"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: tc.spec}}}
+			if got := Hash(np); got != tc.want {
+				t.Errorf("Hash = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

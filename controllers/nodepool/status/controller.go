@@ -19,7 +19,8 @@
 //     controller) is reset to Unknown, since past launches no longer say
 //     anything about the new node class;
 //   - the karpenter.sh/nodepool-hash and -hash-version annotations (see
-//     package hash);
+//     package hash) and, when the NodePool's hash version is not the
+//     current one, those of its NodeClaims (see restampNodeClaims);
 //   - status.allowedDisruptions: per disruption reason, how many more nodes
 //     the disruption budgets allow now (package decide/budget). Budgets
 //     count nodes marked for deletion, which only the in-memory cluster
@@ -40,6 +41,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -72,6 +74,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/decide/budget"
+	decide "github.com/stevedore-autoscaler/stevedore/decide/nodeclaim"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
@@ -388,11 +391,19 @@ func (r *Reconciler) eventOnBlocked(np *karpv1.NodePool, a *budget.Allowances) {
 }
 
 // patchHash writes the hash annotations when they are missing or stale.
+// When np's hash version is not the current one, its NodeClaims are
+// re-stamped first (see restampNodeClaims): once np carries the current
+// version, nothing would bring them to it.
 func (r *Reconciler) patchHash(ctx context.Context, np *karpv1.NodePool) error {
 	h := hash.Hash(np)
 	a := np.Annotations
 	if a[wellknown.AnnotationNodePoolHash] == h && a[wellknown.AnnotationNodePoolHashVersion] == hash.Version {
 		return nil
+	}
+	if a[wellknown.AnnotationNodePoolHashVersion] != hash.Version {
+		if err := r.restampNodeClaims(ctx, np.Name, h); err != nil {
+			return err
+		}
 	}
 	base := np.DeepCopy()
 	if np.Annotations == nil {
@@ -404,6 +415,44 @@ func (r *Reconciler) patchHash(ctx context.Context, np *karpv1.NodePool) error {
 		return fmt.Errorf("patching hash annotations of NodePool %s: %w", np.Name, err)
 	}
 	return nil
+}
+
+// restampNodeClaims gives the NodeClaims of the NodePool nodePool the
+// current hash version, and the NodePool's hash h unless they have drifted
+// (decide/nodeclaim.Restamp). It runs when the NodePool's own version is not
+// the current one, as Karpenter's NodePool hash controller does: a change
+// of the NodePool's version is what says the hashes were computed by
+// another algorithm. Re-stamping at that moment, with the hash of the
+// template as it is then, rather than whenever a NodeClaim's version
+// differs from its NodePool's, keeps a NodeClaim from being given a hash
+// that the NodePool is about to replace.
+func (r *Reconciler) restampNodeClaims(ctx context.Context, nodePool, h string) error {
+	var list karpv1.NodeClaimList
+	if err := r.client.List(ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: nodePool}); err != nil {
+		return fmt.Errorf("listing NodeClaims of NodePool %s: %w", nodePool, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		nc := &list.Items[i]
+		stampVersion, stampHash := decide.Restamp(nc, hash.Version)
+		if !stampVersion {
+			continue
+		}
+		base := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[wellknown.AnnotationNodePoolHashVersion] = hash.Version
+		if stampHash {
+			nc.Annotations[wellknown.AnnotationNodePoolHash] = h
+		}
+		// Guarded by the resource version: whether to keep the old hash
+		// depends on the Drifted condition as read.
+		if err := r.client.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("re-stamping the NodePool hash of NodeClaim %s: %w", nc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // count sums the capacity of the NodePool's NodeClaims that are not being

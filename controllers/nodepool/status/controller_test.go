@@ -442,6 +442,87 @@ func TestHashAnnotations(t *testing.T) {
 	}
 }
 
+// TestHashVersionRestampsNodeClaims: a NodePool whose hash version is not
+// the current one has its NodeClaims of another version re-stamped before
+// its own annotations: the version on all of them, the NodePool's new hash
+// on those that have not drifted. NodeClaims of the current version, and of
+// other NodePools, are left alone; so are all NodeClaims once the NodePool
+// carries the current version.
+func TestHashVersionRestampsNodeClaims(t *testing.T) {
+	e := newEnv(t)
+	e.nodePool("restamp", "restamp-nc", func(np *karpv1.NodePool) {
+		np.Annotations = map[string]string{
+			wellknown.AnnotationNodePoolHash:        "1",
+			wellknown.AnnotationNodePoolHashVersion: "old-version",
+		}
+	})
+	claim := func(name, pool string, annotations map[string]string, drifted bool) {
+		t.Helper()
+		nc := &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: pool}, Annotations: annotations},
+			Spec: karpv1.NodeClaimSpec{
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "restamp-nc"},
+			},
+		}
+		if err := kube.Create(e.ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+		if drifted {
+			meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+			if err := kube.Status().Update(e.ctx, nc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stamped := func(hash, version string) map[string]string {
+		return map[string]string{wellknown.AnnotationNodePoolHash: hash, wellknown.AnnotationNodePoolHashVersion: version}
+	}
+	claim("restamp-old", "restamp", stamped("1", "old-version"), false)
+	claim("restamp-drifted", "restamp", stamped("1", "old-version"), true)
+	claim("restamp-current", "restamp", stamped("2", wellknown.NodePoolHashVersion), false)
+	claim("restamp-bare", "restamp", nil, false)
+	claim("restamp-other-pool", "restamp-other", stamped("1", "old-version"), false)
+
+	np := e.reconcile("restamp")
+	h := np.Annotations[wellknown.AnnotationNodePoolHash]
+	if h == "1" || h == "" || np.Annotations[wellknown.AnnotationNodePoolHashVersion] != wellknown.NodePoolHashVersion {
+		t.Fatalf("NodePool annotations = %v, want its hash under version %s", np.Annotations, wellknown.NodePoolHashVersion)
+	}
+	check := func(name, wantHash, wantVersion string) {
+		t.Helper()
+		nc := &karpv1.NodeClaim{}
+		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			t.Fatal(err)
+		}
+		if got := nc.Annotations[wellknown.AnnotationNodePoolHash]; got != wantHash {
+			t.Errorf("%s: hash %q, want %q", name, got, wantHash)
+		}
+		if got := nc.Annotations[wellknown.AnnotationNodePoolHashVersion]; got != wantVersion {
+			t.Errorf("%s: hash version %q, want %q", name, got, wantVersion)
+		}
+	}
+	check("restamp-old", h, wellknown.NodePoolHashVersion)
+	check("restamp-drifted", "1", wellknown.NodePoolHashVersion)
+	check("restamp-current", "2", wellknown.NodePoolHashVersion)
+	check("restamp-bare", h, wellknown.NodePoolHashVersion)
+	check("restamp-other-pool", "1", "old-version")
+
+	// The NodePool is current now: a NodeClaim of another version is not
+	// compared by hash, and not re-stamped either.
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(e.ctx, client.ObjectKey{Name: "restamp-old"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Annotations = stamped("1", "old-version")
+	if err := kube.Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile("restamp")
+	check("restamp-old", "1", "old-version")
+}
+
 func TestInvalidBudgetSchedule(t *testing.T) {
 	e := newEnv(t)
 	e.nodeClass("invalid-nc", metav1.ConditionTrue, "Ready", "")
