@@ -182,6 +182,14 @@ func list(ctx context.Context, w *World, r client.Reader, st *state.Cluster) ([]
 	} else {
 		optional("DaemonSets", err)
 	}
+	var limitRanges corev1.LimitRangeList
+	if err := r.List(ctx, &limitRanges); err == nil {
+		for i := range limitRanges.Items {
+			st.UpdateLimitRange(&limitRanges.Items[i])
+		}
+	} else {
+		optional("LimitRanges", err)
+	}
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &pdbs); err == nil {
 		for i := range pdbs.Items {

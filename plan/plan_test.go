@@ -491,3 +491,78 @@ func TestGteLteBoundInstanceTypes(t *testing.T) {
 		t.Errorf("the 20-vCPU pod was not reported unschedulable: %+v", r.Unschedulable)
 	}
 }
+
+// limitRangeScenario is the DaemonSet case of Karpenter's regression suite:
+// a LimitRange whose default gives every container 2 cpu, a high-priority
+// DaemonSet that limits only memory, and a Deployment pod that requests 4
+// bytes of memory.
+const limitRangeScenario = `
+apiVersion: v1
+kind: LimitRange
+metadata: {name: limitrange, namespace: default}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: "2", memory: 1Gi}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: daemon, namespace: default}
+spec:
+  selector: {matchLabels: {app: daemon}}
+  template:
+    metadata: {labels: {app: daemon}}
+    spec:
+      priorityClassName: high-priority-daemonsets
+      containers:
+      - {name: app, image: registry.k8s.io/pause:3.10, resources: {limits: {memory: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: large-app, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: large-app}}
+  template:
+    metadata: {labels: {app: large-app}}
+    spec:
+      containers:
+      - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {memory: "4"}}}
+`
+
+// TestPlanAppliesLimitRanges: the LimitRange's default reaches the
+// DaemonSet's pod and the Deployment's, so the NodeClaim planned for the
+// Deployment's pod has room for both: 4 cpu, 1Gi and 4 bytes.
+func TestPlanAppliesLimitRanges(t *testing.T) {
+	objs := load(t, "../examples/spot-mix.yaml")
+	objs.Workloads = nil
+	if err := objs.Decode("limitrange", []byte(limitRangeScenario)); err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.Skipped) != 1 || objs.Skipped[0] != "PodDisruptionBudget/web" {
+		t.Errorf("skipped %v, want only the example's PodDisruptionBudget", objs.Skipped)
+	}
+	p := prepare(t, objs, Options{})
+	if len(p.Input.DaemonSetPods) != 1 || len(p.Input.Pods) != 1 {
+		t.Fatalf("%d DaemonSet pods and %d pods, want one of each", len(p.Input.DaemonSetPods), len(p.Input.Pods))
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{p.Input.DaemonSetPods[0], "cpu=2000m memory=1073741824 pods=1"},
+		{p.Input.Pods[0], "cpu=2000m memory=4 pods=1"},
+	} {
+		if got := resources.PodVector(tc.pod).String(); got != tc.want {
+			t.Errorf("pod %s requests %s, want %s", tc.pod.Name, got, tc.want)
+		}
+	}
+	report := NewReport(p, packer.Solve(p.Input))
+	if len(report.NodeClaims) != 1 {
+		t.Fatalf("%d NodeClaims planned, want 1: %+v", len(report.NodeClaims), report.NodeClaims)
+	}
+	got := report.NodeClaims[0].Requests
+	if cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]; cpu.String() != "4" || mem.Value() != 1<<30+4 {
+		t.Errorf("NodeClaim requests %v, want cpu 4 and memory 1Gi+4", got)
+	}
+}

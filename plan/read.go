@@ -31,7 +31,8 @@ type Objects struct {
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
 	// Workloads are Pods, Deployments, ReplicaSets, StatefulSets, Jobs and
-	// DaemonSets.
+	// DaemonSets, and the LimitRanges that give their pods defaults as the
+	// API server will when it creates them (see workloads.Expand).
 	Workloads []runtime.Object
 	// Nodes are existing nodes; pods with spec.nodeName run on them.
 	Nodes      []*corev1.Node
@@ -150,6 +151,8 @@ func (objs *Objects) add(obj map[string]interface{}) error {
 		target = &appsv1.DaemonSet{}
 	case batchv1.SchemeGroupVersion.WithKind("Job"):
 		target = &batchv1.Job{}
+	case corev1.SchemeGroupVersion.WithKind("LimitRange"):
+		target = &corev1.LimitRange{}
 	default:
 		name := ""
 		if meta, ok := obj["metadata"].(map[string]interface{}); ok {

@@ -39,6 +39,20 @@ type Cluster struct {
 	// podRequests memoizes the sum of the requests of each node's pod list
 	// in podLists, dropped with it.
 	podRequests map[string]resources.Vector
+	// daemonPods indexes the pods of each DaemonSet, by the namespace and
+	// name of the DaemonSet that controls them, and newestDaemonPod holds
+	// the newest of them (see workloads.NewestDaemonSetPod), which stands
+	// for the DaemonSet when a new node is sized. A pod change updates it
+	// at once; only the deletion of the newest pod looks at the others.
+	daemonPods      map[types.NamespacedName]map[types.NamespacedName]struct{}
+	newestDaemonPod map[types.NamespacedName]*corev1.Pod
+	// sized holds, per NodeClaim launched by this process, the DaemonSet
+	// overhead it was sized with, until the real pods have been compared
+	// with it (see RecordDaemonOverhead).
+	sized map[string]sizing
+	// limitRanges give pods made from templates (DaemonSet overhead
+	// without a live pod) the defaults the API server will give them.
+	limitRanges map[types.NamespacedName]*corev1.LimitRange
 
 	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
 	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
@@ -77,6 +91,10 @@ func NewCluster() *Cluster {
 		pending:           map[types.NamespacedName]struct{}{},
 		podLists:          map[string][]*corev1.Pod{},
 		podRequests:       map[string]resources.Vector{},
+		daemonPods:        map[types.NamespacedName]map[types.NamespacedName]struct{}{},
+		newestDaemonPod:   map[types.NamespacedName]*corev1.Pod{},
+		limitRanges:       map[types.NamespacedName]*corev1.LimitRange{},
+		sized:             map[string]sizing{},
 		daemonSets:        map[types.NamespacedName]*appsv1.DaemonSet{},
 		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nodePools:         map[string]*karpv1.NodePool{},
@@ -160,6 +178,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 		c.unjoin(old)
 	}
 	delete(c.nodeClaims, name)
+	delete(c.sized, name)
 	if _, ok := c.nodes[name]; !ok {
 		delete(c.nominations, name)
 		delete(c.markedForDeletion, name)
@@ -193,8 +212,9 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) {
 	if podRelaxes(c.pods[k], p) {
 		c.relaxations++
 	}
-	c.unindexPod(k)
+	c.unindexPod(k, p)
 	c.pods[k] = p
+	c.indexDaemonPod(k, p)
 	c.dropPodList(p.Spec.NodeName)
 	if p.Spec.NodeName == "" {
 		c.pending[k] = struct{}{}
@@ -218,16 +238,19 @@ func (c *Cluster) DeletePod(namespace, name string) {
 	if _, ok := c.pods[k]; ok {
 		c.relaxations++
 	}
-	c.unindexPod(k)
+	c.unindexPod(k, nil)
 	delete(c.pods, k)
 	delete(c.podNominations, k)
 }
 
-func (c *Cluster) unindexPod(k types.NamespacedName) {
+// unindexPod takes the pod stored under k out of the indexes; next is the
+// version about to replace it, nil when it is being deleted.
+func (c *Cluster) unindexPod(k types.NamespacedName, next *corev1.Pod) {
 	old, ok := c.pods[k]
 	if !ok {
 		return
 	}
+	c.unindexDaemonPod(k, old, next)
 	c.dropPodList(old.Spec.NodeName)
 	if old.Spec.NodeName == "" {
 		delete(c.pending, k)
@@ -249,6 +272,16 @@ func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
 // DeleteDaemonSet forgets a DaemonSet.
 func (c *Cluster) DeleteDaemonSet(namespace, name string) {
 	forget(c, c.daemonSets, key(namespace, name))
+}
+
+// UpdateLimitRange records the current version of a LimitRange.
+func (c *Cluster) UpdateLimitRange(lr *corev1.LimitRange) {
+	remember(c, c.limitRanges, key(lr.Namespace, lr.Name), lr.DeepCopy(), anyChange[*corev1.LimitRange])
+}
+
+// DeleteLimitRange forgets a LimitRange.
+func (c *Cluster) DeleteLimitRange(namespace, name string) {
+	forget(c, c.limitRanges, key(namespace, name))
 }
 
 // UpdatePodDisruptionBudget records the current version of a PDB.

@@ -12,7 +12,6 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
-	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
 )
 
 // podNomination is where the provisioner expects a pending pod to land.
@@ -143,13 +142,14 @@ func (n *StateNode) starting() bool {
 	return n.NodeClaim != nil && !n.Initialized()
 }
 
-// daemon is a DaemonSet's template pod and what decides where it runs.
+// daemon is the pod that stands for a DaemonSet (Snapshot.DaemonSetPods)
+// and what decides where it runs.
 type daemon struct {
 	pod  *corev1.Pod
 	alts []requirements.Requirements
 }
 
-// daemonsOf returns the template pods of the DaemonSets, in name order,
+// daemonsOf returns the pods that stand for the DaemonSets, in name order,
 // leaving out those whose node affinity cannot be parsed.
 func daemonsOf(dss []*corev1.Pod) []daemon {
 	out := make([]daemon, 0, len(dss))
@@ -163,7 +163,7 @@ func daemonsOf(dss []*corev1.Pod) []daemon {
 	return out
 }
 
-// expectedDaemons returns the template pods of the DaemonSets that will run
+// expectedDaemons returns the pods that stand for the DaemonSets that will run
 // on a starting node and have no pod on it yet: those that tolerate its
 // taints and admit its labels (or, in flight, its requirements, where the
 // well-known labels the instance type will define may still come). A new
@@ -194,8 +194,8 @@ func expectedDaemons(sn *StateNode, ds []daemon) []*corev1.Pod {
 	return out
 }
 
-// hasDaemonPod reports whether pods include one of the DaemonSet whose
-// template pod is tmpl.
+// hasDaemonPod reports whether pods include one of the DaemonSet that tmpl
+// stands for.
 func hasDaemonPod(pods []*corev1.Pod, tmpl *corev1.Pod) bool {
 	if len(tmpl.OwnerReferences) == 0 {
 		return false
@@ -212,15 +212,4 @@ func hasDaemonPod(pods []*corev1.Pod, tmpl *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// daemonTemplates returns one template pod per DaemonSet, in name order.
-// The caller holds the lock.
-func (c *Cluster) daemonTemplates() []*corev1.Pod {
-	dss := sortedValues(c.daemonSets, namespaced)
-	out := make([]*corev1.Pod, 0, len(dss))
-	for _, ds := range dss {
-		out = append(out, workloads.DaemonSet(ds))
-	}
-	return out
 }

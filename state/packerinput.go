@@ -10,7 +10,6 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
-	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
 )
 
 // PackerInput returns what the packer needs to place pods, from the snapshot:
@@ -19,7 +18,9 @@ import (
 //     in the snapshot's order, with the pods nominated to them.
 //   - NodePools: pools, copied; a pool whose InUse is nil gets the capacity
 //     of its nodes and in-flight NodeClaims from the snapshot (see InUse).
-//   - DaemonSetPods: one template pod per DaemonSet.
+//   - DaemonSetPods: one pod per DaemonSet, the snapshot's DaemonSetPods
+//     (its newest live pod, else its template with the LimitRanges'
+//     defaults).
 //   - NamespaceLabels: the labels of every namespace known or used by a pod.
 //   - VolumeZones: for each of pods that uses volumes, the zones they allow
 //     (see VolumeZones); a pod whose volumes cannot be resolved is left out
@@ -41,9 +42,7 @@ func (s Snapshot) PackerInput(pods []*corev1.Pod, pools []packer.NodePool, polic
 			in.NodePools[i].InUse = s.InUse(in.NodePools[i].Name)
 		}
 	}
-	for _, ds := range s.DaemonSets {
-		in.DaemonSetPods = append(in.DaemonSetPods, workloads.DaemonSet(ds))
-	}
+	in.DaemonSetPods = slices.Clone(s.DaemonSetPods)
 	in.NamespaceLabels = s.namespaceLabels(pods, in.DaemonSetPods)
 	for _, pod := range pods {
 		if !UsesVolumes(pod) {

@@ -32,9 +32,15 @@ type Snapshot struct {
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
 	DaemonSets  []*appsv1.DaemonSet
-	PDBs        []*policyv1.PodDisruptionBudget
-	Namespaces  []*corev1.Namespace
-	nodeIndex   map[string]int
+	// DaemonSetPods hold, for each of DaemonSets in its order, the pod that
+	// stands for it when a node is sized: its newest live pod, else its
+	// template with the namespace's LimitRanges applied (see
+	// workloads.DaemonSetPod).
+	DaemonSetPods []*corev1.Pod
+	LimitRanges   []*corev1.LimitRange
+	PDBs          []*policyv1.PodDisruptionBudget
+	Namespaces    []*corev1.Namespace
+	nodeIndex     map[string]int
 	// nominated are the pending pods counted on a node by their
 	// nomination (StateNode.NominatedPods).
 	nominated map[types.NamespacedName]struct{}
@@ -74,9 +80,11 @@ func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 		DaemonSets:  sortedValues(c.daemonSets, namespaced),
 		PDBs:        sortedValues(c.pdbs, namespaced),
 		Namespaces:  sortedValues(c.namespaces, clusterScoped),
+		LimitRanges: sortedValues(c.limitRanges, namespaced),
 		pvcs:        maps.Clone(c.pvcs),
 		pvs:         maps.Clone(c.pvs),
 	}
+	s.DaemonSetPods = c.daemonSetPods(s.DaemonSets, s.LimitRanges)
 	s.Nodes = c.stateNodes(nil)
 	s.nodeIndex = make(map[string]int, len(s.Nodes))
 	for i, sn := range s.Nodes {
@@ -99,7 +107,7 @@ func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 			continue
 		}
 		if !loaded {
-			daemons, loaded = daemonsOf(c.daemonTemplates()), true
+			daemons, loaded = daemonsOf(s.DaemonSetPods), true
 		}
 		sn.Daemons = expectedDaemons(sn, daemons)
 	}

@@ -31,8 +31,9 @@ type StateNode struct {
 	NominatedUntil time.Time
 	// Daemons are the DaemonSet pods that a managed node still starting (in
 	// flight, or registered and not initialized) will run but does not have
-	// yet, as template pods: one per DaemonSet that tolerates its taints and
-	// admits its labels or requirements.
+	// yet, as the pods that stand for their DaemonSets (see
+	// Snapshot.DaemonSetPods): one per DaemonSet that tolerates its taints
+	// and admits its labels or requirements.
 	Daemons []*corev1.Pod
 	// NominatedPods are the pending pods nominated to it whose nomination
 	// holds (see Cluster.NominatePod), by namespace and name; they fit

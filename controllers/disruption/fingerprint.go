@@ -14,7 +14,7 @@ import (
 
 // fingerprint sums up what a decision reads from the snapshot, cheaply: the
 // name and resource version of every node, NodeClaim, pod, NodePool, node
-// class, DaemonSet and PodDisruptionBudget, the marks and nominations only
+// class, DaemonSet, LimitRange and PodDisruptionBudget, the marks and nominations only
 // the controller knows, and the budgets still open. When it has not changed,
 // neither has the decision (but for inputs that change without an API event,
 // which FullPassInterval covers). The snapshot is sorted, so the same cluster
@@ -52,6 +52,10 @@ func fingerprint(snap state.Snapshot, remaining map[string]map[decide.Reason]int
 	}
 	for _, o := range snap.DaemonSets {
 		write("daemonset", o.Namespace, o.Name, o.ResourceVersion)
+	}
+	// LimitRanges shape the DaemonSets' overhead on a replacement.
+	for _, o := range snap.LimitRanges {
+		write("limitrange", o.Namespace, o.Name, o.ResourceVersion)
 	}
 	for _, o := range snap.PDBs {
 		write("pdb", o.Namespace, o.Name, o.ResourceVersion)

@@ -89,6 +89,10 @@ type Metrics struct {
 	// The disruption controller's collectors; see voluntary.go.
 	voluntary voluntary
 	balanced  balancedMetrics
+
+	// overheadMismatches counts DaemonSet pods larger than the room kept
+	// for them; see overhead.go.
+	overheadMismatches *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them with reg. It fails when reg
@@ -147,6 +151,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if err := m.registerLifecycle(reg); err != nil {
+		return nil, err
+	}
+	if err := m.registerOverhead(reg); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -16,7 +16,9 @@
 //     again, and get a Nominated event;
 //   - pods that fit nowhere get a FailedScheduling event with the packer's
 //     reason and its verdict for every NodePool;
-//   - NodePools left out get an event that says why.
+//   - NodePools left out get an event that says why;
+//   - a DaemonSet pod found on a new node requesting more than the NodeClaim
+//     was sized with for it is reported (see reportOverhead).
 //
 // The decision itself is the packer's, a pure function; this package only
 // gathers its inputs and acts on its result. Time comes from the injected
@@ -197,6 +199,7 @@ func (p *Provisioner) Trigger() {
 // may have happened. The request is ignored.
 func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	now := p.clock.Now()
+	p.reportOverhead(ctx, now)
 	ready, wait := p.batcher.Ready(now)
 	if !ready {
 		if wait > 0 {
@@ -303,6 +306,9 @@ func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 			continue
 		}
 		p.state.UpdateNodeClaim(nc)
+		// The DaemonSet overhead it was sized with, to be checked against
+		// the real pods (see reportOverhead).
+		p.state.RecordDaemonOverhead(nc.Name, state.DaemonsFor(nc, in.DaemonSetPods))
 		p.state.Nominate(nc.Name, nominateUntil)
 		for _, key := range claim.Pods {
 			if pod := byKey[key]; pod != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -307,13 +308,17 @@ func (e *env) sync() {
 	var ncs karpv1.NodeClaimList
 	var nodes corev1.NodeList
 	var pods corev1.PodList
+	var daemonSets appsv1.DaemonSetList
+	var limitRanges corev1.LimitRangeList
 	for _, l := range []client.ObjectList{&nps, &ncls, &ncs, &nodes} {
 		if err := kube.List(e.ctx, l); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	if err := kube.List(e.ctx, &pods, client.InNamespace(e.name)); err != nil {
-		e.t.Fatal(err)
+	for _, l := range []client.ObjectList{&pods, &daemonSets, &limitRanges} {
+		if err := kube.List(e.ctx, l, client.InNamespace(e.name)); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	for i := range nps.Items {
 		e.st.UpdateNodePool(&nps.Items[i])
@@ -329,6 +334,12 @@ func (e *env) sync() {
 	}
 	for i := range pods.Items {
 		e.st.UpdatePod(&pods.Items[i])
+	}
+	for i := range daemonSets.Items {
+		e.st.UpdateDaemonSet(&daemonSets.Items[i])
+	}
+	for i := range limitRanges.Items {
+		e.st.UpdateLimitRange(&limitRanges.Items[i])
 	}
 }
 

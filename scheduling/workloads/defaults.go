@@ -16,8 +16,16 @@ import (
 //
 // A request already set is kept. Requests of templates are not defaulted by
 // the API server, only those of pods, so the caller applies this to the pods
-// it makes from templates.
+// it makes from templates (through DefaultPod, which also applies the
+// namespace's LimitRanges).
 func DefaultRequests(pod *corev1.Pod) {
+	defaultContainerRequests(pod)
+	defaultPodLevelRequests(pod)
+}
+
+// defaultContainerRequests gives each container and init container a
+// request for every resource it limits without requesting.
+func defaultContainerRequests(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			r := &cs[i].Resources
@@ -32,7 +40,6 @@ func DefaultRequests(pod *corev1.Pod) {
 			}
 		}
 	}
-	defaultPodLevelRequests(pod)
 }
 
 // defaultPodLevelRequests defaults the pod-level requests from the

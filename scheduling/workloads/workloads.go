@@ -8,8 +8,9 @@
 // source, so the same objects always give the same pods.
 //
 // Pods carry what the scheduler and the packer look at: the template's labels
-// and spec, with requests defaulted from limits as the API server does (see
-// DefaultRequests), the namespace (defaulting to "default"), owner
+// and spec, with requests defaulted from limits and from the namespace's
+// LimitRanges as the API server does when the pods are created (see
+// DefaultPod), the namespace (defaulting to "default"), owner
 // references and the labels the workload controllers add (pod-template-hash,
 // job-name, the StatefulSet pod name). Volumes from StatefulSet
 // volumeClaimTemplates are not added: volume topology is not modelled by the
@@ -60,26 +61,35 @@ type Pods struct {
 	DaemonSetPods []*corev1.Pod
 }
 
-// Expand returns the pods that objs would create. Objects of other kinds
-// are skipped; their count is returned so that callers can say so. Objects
-// are not modified.
+// Expand returns the pods that objs would create. The LimitRanges among
+// objs give their namespace's pods their defaults, wherever they appear in
+// objs, as LimitRanges that exist before the pods are created would.
+// Objects of other kinds are skipped; their count is returned so that
+// callers can say so. Objects are not modified.
 func Expand(objs []runtime.Object) (Pods, int) {
 	var out Pods
+	var limitRanges []*corev1.LimitRange
+	for _, obj := range objs {
+		if lr, ok := obj.(*corev1.LimitRange); ok {
+			limitRanges = append(limitRanges, lr)
+		}
+	}
 	skipped := 0
 	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
-			out.Pods = append(out.Pods, Deployment(o)...)
+			out.Pods = append(out.Pods, Deployment(o, limitRanges...)...)
 		case *appsv1.ReplicaSet:
-			out.Pods = append(out.Pods, ReplicaSet(o)...)
+			out.Pods = append(out.Pods, ReplicaSet(o, limitRanges...)...)
 		case *appsv1.StatefulSet:
-			out.Pods = append(out.Pods, StatefulSet(o)...)
+			out.Pods = append(out.Pods, StatefulSet(o, limitRanges...)...)
 		case *batchv1.Job:
-			out.Pods = append(out.Pods, Job(o)...)
+			out.Pods = append(out.Pods, Job(o, limitRanges...)...)
 		case *appsv1.DaemonSet:
-			out.DaemonSetPods = append(out.DaemonSetPods, DaemonSet(o))
+			out.DaemonSetPods = append(out.DaemonSetPods, DaemonSet(o, limitRanges...))
 		case *corev1.Pod:
-			out.Pods = append(out.Pods, Pod(o))
+			out.Pods = append(out.Pods, Pod(o, limitRanges...))
+		case *corev1.LimitRange:
 		default:
 			skipped++
 		}
@@ -90,14 +100,16 @@ func Expand(objs []runtime.Object) (Pods, int) {
 // Deployment returns the pods of d's current ReplicaSet: replicas (default
 // 1) copies of the template, named <name>-<hash>-<i> where hash is the
 // pod-template-hash of the template, owned by the ReplicaSet <name>-<hash>.
-func Deployment(d *appsv1.Deployment) []*corev1.Pod {
+// limitRanges give the pods their defaults (see ApplyLimitRanges); those of
+// other namespaces are ignored, as in every function here that takes them.
+func Deployment(d *appsv1.Deployment, limitRanges ...*corev1.LimitRange) []*corev1.Pod {
 	hash := TemplateHash(&d.Spec.Template)
 	rsName := d.Name + "-" + hash
 	namespace := namespaceOf(d.Namespace)
 	owner := ownerRef("apps/v1", "ReplicaSet", rsName, uidOf("", "ReplicaSet", namespace, rsName))
 	pods := make([]*corev1.Pod, 0, replicas(d.Spec.Replicas))
 	for i := range replicas(d.Spec.Replicas) {
-		pod := fromTemplate(&d.Spec.Template, namespace, fmt.Sprintf("%s-%d", rsName, i), owner, d.CreationTimestamp)
+		pod := fromTemplate(&d.Spec.Template, namespace, fmt.Sprintf("%s-%d", rsName, i), owner, d.CreationTimestamp, limitRanges)
 		pod.Labels[LabelPodTemplateHash] = hash
 		pods = append(pods, pod)
 	}
@@ -106,13 +118,13 @@ func Deployment(d *appsv1.Deployment) []*corev1.Pod {
 
 // ReplicaSet returns replicas (default 1) copies of rs's template, named
 // <name>-<hash>-<i>, owned by rs.
-func ReplicaSet(rs *appsv1.ReplicaSet) []*corev1.Pod {
+func ReplicaSet(rs *appsv1.ReplicaSet, limitRanges ...*corev1.LimitRange) []*corev1.Pod {
 	hash := TemplateHash(&rs.Spec.Template)
 	namespace := namespaceOf(rs.Namespace)
 	owner := ownerRef("apps/v1", "ReplicaSet", rs.Name, uidOf(rs.UID, "ReplicaSet", namespace, rs.Name))
 	pods := make([]*corev1.Pod, 0, replicas(rs.Spec.Replicas))
 	for i := range replicas(rs.Spec.Replicas) {
-		pods = append(pods, fromTemplate(&rs.Spec.Template, namespace, fmt.Sprintf("%s-%s-%d", rs.Name, hash, i), owner, rs.CreationTimestamp))
+		pods = append(pods, fromTemplate(&rs.Spec.Template, namespace, fmt.Sprintf("%s-%s-%d", rs.Name, hash, i), owner, rs.CreationTimestamp, limitRanges))
 	}
 	return pods
 }
@@ -121,7 +133,7 @@ func ReplicaSet(rs *appsv1.ReplicaSet) []*corev1.Pod {
 // ordinals from spec.ordinals.start (default 0), each with the hostname and
 // subdomain the StatefulSet controller sets and its pod-name and pod-index
 // labels.
-func StatefulSet(s *appsv1.StatefulSet) []*corev1.Pod {
+func StatefulSet(s *appsv1.StatefulSet, limitRanges ...*corev1.LimitRange) []*corev1.Pod {
 	namespace := namespaceOf(s.Namespace)
 	owner := ownerRef("apps/v1", "StatefulSet", s.Name, uidOf(s.UID, "StatefulSet", namespace, s.Name))
 	start := int32(0)
@@ -132,7 +144,7 @@ func StatefulSet(s *appsv1.StatefulSet) []*corev1.Pod {
 	for i := range replicas(s.Spec.Replicas) {
 		ordinal := strconv.Itoa(int(start) + i)
 		name := s.Name + "-" + ordinal
-		pod := fromTemplate(&s.Spec.Template, namespace, name, owner, s.CreationTimestamp)
+		pod := fromTemplate(&s.Spec.Template, namespace, name, owner, s.CreationTimestamp, limitRanges)
 		pod.Labels[LabelStatefulSetPodName] = name
 		pod.Labels[LabelPodIndex] = ordinal
 		pod.Spec.Hostname = name
@@ -144,7 +156,7 @@ func StatefulSet(s *appsv1.StatefulSet) []*corev1.Pod {
 
 // Job returns the pods a Job runs at once: parallelism (default 1), bounded
 // by completions when set, named <name>-<i>. A suspended Job runs none.
-func Job(j *batchv1.Job) []*corev1.Pod {
+func Job(j *batchv1.Job, limitRanges ...*corev1.LimitRange) []*corev1.Pod {
 	n := 1
 	if j.Spec.Parallelism != nil {
 		n = int(max(*j.Spec.Parallelism, 0))
@@ -160,7 +172,7 @@ func Job(j *batchv1.Job) []*corev1.Pod {
 	owner := ownerRef("batch/v1", "Job", j.Name, uid)
 	pods := make([]*corev1.Pod, 0, n)
 	for i := range n {
-		pod := fromTemplate(&j.Spec.Template, namespace, fmt.Sprintf("%s-%d", j.Name, i), owner, j.CreationTimestamp)
+		pod := fromTemplate(&j.Spec.Template, namespace, fmt.Sprintf("%s-%d", j.Name, i), owner, j.CreationTimestamp, limitRanges)
 		pod.Labels[LabelJobName] = j.Name
 		pod.Labels[LabelLegacyJobName] = j.Name
 		pod.Labels[LabelControllerUID] = string(uid)
@@ -181,18 +193,18 @@ func Job(j *batchv1.Job) []*corev1.Pod {
 // tolerations the DaemonSet controller adds to every daemon pod. The pod has
 // no node affinity: the controller pins each copy to its node, the packer
 // decides which nodes a DaemonSet runs on.
-func DaemonSet(ds *appsv1.DaemonSet) *corev1.Pod {
+func DaemonSet(ds *appsv1.DaemonSet, limitRanges ...*corev1.LimitRange) *corev1.Pod {
 	namespace := namespaceOf(ds.Namespace)
 	owner := ownerRef("apps/v1", "DaemonSet", ds.Name, uidOf(ds.UID, "DaemonSet", namespace, ds.Name))
-	pod := fromTemplate(&ds.Spec.Template, namespace, ds.Name+"-daemon", owner, ds.CreationTimestamp)
+	pod := fromTemplate(&ds.Spec.Template, namespace, ds.Name+"-daemon", owner, ds.CreationTimestamp, limitRanges)
 	pod.Spec.Tolerations = addDaemonTolerations(pod.Spec.Tolerations, pod.Spec.HostNetwork)
 	return pod
 }
 
-// Pod returns a copy of a bare pod with the namespace and the requests
-// defaulted (see DefaultRequests) and, when missing, a UID and a creation
-// timestamp.
-func Pod(p *corev1.Pod) *corev1.Pod {
+// Pod returns a copy of a bare pod, as the API server would create it, with
+// the namespace and the requests defaulted (see DefaultPod) and, when
+// missing, a UID and a creation timestamp.
+func Pod(p *corev1.Pod, limitRanges ...*corev1.LimitRange) *corev1.Pod {
 	pod := p.DeepCopy()
 	pod.Namespace = namespaceOf(pod.Namespace)
 	if pod.UID == "" {
@@ -204,7 +216,7 @@ func Pod(p *corev1.Pod) *corev1.Pod {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	DefaultRequests(pod)
+	DefaultPod(pod, limitRanges)
 	return pod
 }
 
@@ -231,7 +243,7 @@ func safeEncode(s string) string {
 	return string(out)
 }
 
-func fromTemplate(t *corev1.PodTemplateSpec, namespace, name string, owner metav1.OwnerReference, created metav1.Time) *corev1.Pod {
+func fromTemplate(t *corev1.PodTemplateSpec, namespace, name string, owner metav1.OwnerReference, created metav1.Time, limitRanges []*corev1.LimitRange) *corev1.Pod {
 	if created.IsZero() {
 		created = metav1.NewTime(Epoch)
 	}
@@ -256,7 +268,7 @@ func fromTemplate(t *corev1.PodTemplateSpec, namespace, name string, owner metav
 			pod.Annotations[k] = v
 		}
 	}
-	DefaultRequests(pod)
+	DefaultPod(pod, limitRanges)
 	return pod
 }
 

@@ -16,7 +16,10 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
 )
 
-var priorityClassGVK = schedulingv1.SchemeGroupVersion.WithKind("PriorityClass")
+var (
+	priorityClassGVK = schedulingv1.SchemeGroupVersion.WithKind("PriorityClass")
+	limitRangeGVK    = corev1.SchemeGroupVersion.WithKind("LimitRange")
+)
 
 // Built-in priority classes, which every cluster has.
 var systemPriorities = map[string]int32{
@@ -77,7 +80,9 @@ func (s *Server) admitPod(pod *corev1.Pod) error {
 	if spec.DNSPolicy == "" {
 		spec.DNSPolicy = corev1.DNSClusterFirst
 	}
-	workloads.DefaultRequests(pod)
+	// Requests from the containers' limits, then the LimitRanger plugin's
+	// defaults from the namespace's LimitRanges, in the API server's order.
+	workloads.DefaultPod(pod, s.limitRanges(pod.Namespace))
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			for j := range cs[i].Ports {
@@ -96,6 +101,17 @@ func (s *Server) admitPod(pod *corev1.Pod) error {
 		pod.Status.Phase = corev1.PodPending
 	}
 	return nil
+}
+
+// limitRanges returns the LimitRanges of namespace, in name order.
+func (s *Server) limitRanges(namespace string) []*corev1.LimitRange {
+	var out []*corev1.LimitRange
+	for _, e := range s.store(limitRangeGVK).entries() {
+		if e.key.Namespace == namespace {
+			out = append(out, e.obj.(*corev1.LimitRange))
+		}
+	}
+	return out
 }
 
 // admitPriority sets spec.priority (and preemptionPolicy) from the pod's

@@ -21,8 +21,10 @@
 //   - the pods/eviction subresource, which enforces PodDisruptionBudgets the way
 //     the real one does (see Evict);
 //   - the admission defaults that matter to scheduling: pod priority from
-//     PriorityClasses, the not-ready and unreachable tolerations, grace periods,
-//     container port protocols, workload replica counts;
+//     PriorityClasses, resource defaults from the namespace's LimitRanges (as
+//     the LimitRanger plugin gives them), the not-ready and unreachable
+//     tolerations, grace periods, container port protocols, workload replica
+//     counts;
 //   - field selectors over registered indexes (pods by spec.nodeName, and any
 //     index added with AddIndex), label selectors and namespaces on List;
 //   - events, through Recorder.

@@ -124,6 +124,48 @@ func TestCreateAssignsMetadataAndAdmits(t *testing.T) {
 	}
 }
 
+// TestCreateAppliesLimitRanges: a pod created in a namespace with a
+// LimitRange gets its defaults, as the LimitRanger admission plugin gives
+// them, after its own limits became its requests; another namespace's
+// LimitRange does not count.
+func TestCreateAppliesLimitRanges(t *testing.T) {
+	s, _ := newServer(t)
+	q := apiresource.MustParse
+	mustCreate(t, s, &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "defaults"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			Default:        corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("1Gi")},
+			DefaultRequest: corev1.ResourceList{corev1.ResourceMemory: q("256Mi")},
+		}}},
+	})
+	mustCreate(t, s, &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "elsewhere"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: q("7")},
+		}}},
+	})
+	p := pod("defaulted", "", nil)
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q("512Mi")}
+	mustCreate(t, s, p)
+	r := p.Spec.Containers[0].Resources
+	for _, c := range []struct {
+		what string
+		list corev1.ResourceList
+		name corev1.ResourceName
+		want string
+	}{
+		{"cpu limit from default", r.Limits, corev1.ResourceCPU, "2"},
+		{"memory limit kept", r.Limits, corev1.ResourceMemory, "512Mi"},
+		{"cpu request from default through defaultRequest", r.Requests, corev1.ResourceCPU, "2"},
+		{"memory request from the container's own limit", r.Requests, corev1.ResourceMemory, "512Mi"},
+	} {
+		if got, ok := c.list[c.name]; !ok || got.String() != c.want {
+			t.Errorf("%s: %v, want %s", c.what, c.list, c.want)
+		}
+	}
+}
+
 func TestGenerateNameIsDeterministic(t *testing.T) {
 	names := func() []string {
 		s, _ := newServer(t)

@@ -919,7 +919,7 @@ func namespaceOf(o client.Object) string {
 }
 
 // applyOrder is the order kinds are applied in at the start.
-var applyOrder = []string{"Namespace", "PriorityClass", "StorageClass", "EC2NodeClass", "NodePool", "Node",
+var applyOrder = []string{"Namespace", "PriorityClass", "LimitRange", "StorageClass", "EC2NodeClass", "NodePool", "Node",
 	"PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Pod"}
 
 func order(objs []Object) []Object {

@@ -76,6 +76,7 @@ func kinds(st *state.Cluster) []kind {
 		{&corev1.Namespace{}, typed(st.UpdateNamespace), byName(st.DeleteNamespace)},
 		{&corev1.PersistentVolumeClaim{}, typed(st.UpdatePersistentVolumeClaim), byKey(st.DeletePersistentVolumeClaim)},
 		{&corev1.PersistentVolume{}, typed(st.UpdatePersistentVolume), byName(st.DeletePersistentVolume)},
+		{&corev1.LimitRange{}, typed(st.UpdateLimitRange), byKey(st.DeleteLimitRange)},
 	}
 }
 
