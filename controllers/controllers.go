@@ -44,6 +44,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/tagging"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
+	overlaystatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeoverlay/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/static"
 	nodepoolstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
@@ -108,6 +109,10 @@ type Deps struct {
 	// interruption warnings (replace and drain the node) instead of only
 	// recording an event.
 	ActOnRebalance bool
+	// NodeOverlay (the NodeOverlay feature gate) applies NodeOverlays to the
+	// instance types and reports their conditions; off by default, as in
+	// Karpenter, where it is alpha.
+	NodeOverlay bool
 	// NodeRepair turns node repair on and sets its unhealthy-node cap; off
 	// by default, and the cap defaults to 20% (see health.Options).
 	NodeRepair health.Options
@@ -199,6 +204,14 @@ func Register(mgr manager.Manager, deps Deps) error {
 	cloudFor := func(controller string) cloud.CloudProvider { return deps.Metrics.Decorate(deps.Cloud, controller) }
 	if err := informer.Register(mgr, deps.State); err != nil {
 		return fmt.Errorf("state informers: %w", err)
+	}
+	if deps.NodeOverlay {
+		if err := informer.RegisterNodeOverlays(context.Background(), mgr.GetCache(), deps.State); err != nil {
+			return fmt.Errorf("state informers: %w", err)
+		}
+		if err := overlaystatus.New(kube, deps.State, cloudFor(overlaystatus.Name), deps.Clock).Register(mgr); err != nil {
+			return fmt.Errorf("%s: %w", overlaystatus.Name, err)
+		}
 	}
 	if err := lifecycle.New(kube, cloudFor(lifecycle.Name), deps.Clock, mgr.GetEventRecorder(lifecycle.Name), deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", lifecycle.Name, err)

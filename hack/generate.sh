@@ -18,3 +18,4 @@ go tool controller-gen crd paths="./api/karpenter/...;./api/aws/..." output:crd:
 go run ./api/crds/crdfinish/cmd api/crds/*.yaml
 # The chart installs the same CRDs (hack/charttest checks they are equal).
 cp api/crds/karpenter.sh_nodepools.yaml api/crds/karpenter.sh_nodeclaims.yaml api/crds/karpenter.k8s.aws_ec2nodeclasses.yaml charts/stevedore/crds/
+cp api/crds/karpenter.sh_nodeoverlays.yaml charts/stevedore/crds/

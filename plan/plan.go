@@ -27,6 +27,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/lowerbound"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
@@ -101,6 +102,25 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 		}
 		classes[nc.Name] = nc
 	}
+	// The overlays among the manifests are evaluated over every NodePool's
+	// types at once, as the controller evaluates them.
+	var overlays *overlay.Result
+	if len(objs.NodeOverlays) > 0 {
+		var pools []overlay.Pool
+		for _, np := range objs.NodePools {
+			labels := make(map[string]string, len(np.Spec.Template.Metadata.Labels))
+			for k, v := range np.Spec.Template.Metadata.Labels {
+				labels[k] = string(v)
+			}
+			pools = append(pools, overlay.Pool{Name: np.Name, Labels: labels, InstanceTypes: instanceTypes})
+		}
+		overlays = overlay.Evaluate(objs.NodeOverlays, pools)
+		for _, v := range overlays.Verdicts {
+			if !v.Valid {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("NodeOverlay %s does not apply (%s): %s", v.Name, v.Reason, v.Message))
+			}
+		}
+	}
 	seenPools := map[string]bool{}
 	for _, np := range objs.NodePools {
 		if seenPools[np.Name] {
@@ -113,7 +133,7 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the manifests; planned as if it existed and were ready", np.Name, ref.Name))
 			}
 		}
-		pool, err := offerings.NodePool(np, nc, instanceTypes)
+		pool, err := offerings.NodePool(np, nc, overlays.Apply(np.Name, instanceTypes))
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 )
 
@@ -30,6 +31,9 @@ import (
 type Objects struct {
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
+	// NodeOverlays adjust the catalog's prices and capacity, as they do
+	// with the controller's NodeOverlay feature gate on.
+	NodeOverlays []*v1alpha1.NodeOverlay
 	// Workloads are Pods, Deployments, ReplicaSets, StatefulSets, Jobs and
 	// DaemonSets, and the LimitRanges that give their pods defaults as the
 	// API server will when it creates them (see workloads.Expand).
@@ -131,6 +135,10 @@ func (objs *Objects) add(obj map[string]interface{}) error {
 		nc := &awsv1.EC2NodeClass{}
 		target = nc
 		defer func() { objs.NodeClasses = append(objs.NodeClasses, nc) }()
+	case v1alpha1.GroupVersion.WithKind("NodeOverlay"):
+		o := &v1alpha1.NodeOverlay{}
+		target = o
+		defer func() { objs.NodeOverlays = append(objs.NodeOverlays, o) }()
 	case corev1.SchemeGroupVersion.WithKind("Node"):
 		n := &corev1.Node{}
 		target = n
@@ -174,7 +182,7 @@ func (objs *Objects) add(obj map[string]interface{}) error {
 		return fmt.Errorf("decoding %s: %w", kind, err)
 	}
 	switch target.(type) {
-	case *karpv1.NodePool, *awsv1.EC2NodeClass, *corev1.Node, *corev1.Namespace:
+	case *karpv1.NodePool, *awsv1.EC2NodeClass, *v1alpha1.NodeOverlay, *corev1.Node, *corev1.Namespace:
 	default:
 		objs.Workloads = append(objs.Workloads, target)
 	}

@@ -12,6 +12,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
@@ -58,9 +59,12 @@ type Cluster struct {
 	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
 	nodePools   map[string]*karpv1.NodePool
 	nodeClasses map[string]*awsv1.EC2NodeClass
-	namespaces  map[string]*corev1.Namespace
-	pvcs        map[types.NamespacedName]*corev1.PersistentVolumeClaim
-	pvs         map[string]*corev1.PersistentVolume
+	// nodeOverlays are held only when the NodeOverlay feature gate is on
+	// (see informer.RegisterNodeOverlays).
+	nodeOverlays map[string]*v1alpha1.NodeOverlay
+	namespaces   map[string]*corev1.Namespace
+	pvcs         map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	pvs          map[string]*corev1.PersistentVolume
 
 	// nominations and markedForDeletion are keyed by the name they were
 	// given under, a node name or a NodeClaim name; lookups try both names
@@ -99,6 +103,7 @@ func NewCluster() *Cluster {
 		pdbs:              map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nodePools:         map[string]*karpv1.NodePool{},
 		nodeClasses:       map[string]*awsv1.EC2NodeClass{},
+		nodeOverlays:      map[string]*v1alpha1.NodeOverlay{},
 		namespaces:        map[string]*corev1.Namespace{},
 		pvcs:              map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 		pvs:               map[string]*corev1.PersistentVolume{},
@@ -319,6 +324,19 @@ func (c *Cluster) UpdateEC2NodeClass(nc *awsv1.EC2NodeClass) {
 // DeleteEC2NodeClass forgets an EC2NodeClass.
 func (c *Cluster) DeleteEC2NodeClass(name string) {
 	forget(c, c.nodeClasses, name)
+}
+
+// UpdateNodeOverlay records the current version of a NodeOverlay. A new
+// spec may make a consolidation worthwhile (a price changed), so it counts
+// as a relaxation; a status update, which the overlay's own controller
+// writes, does not.
+func (c *Cluster) UpdateNodeOverlay(o *v1alpha1.NodeOverlay) {
+	remember(c, c.nodeOverlays, o.Name, o.DeepCopy(), specChanged[*v1alpha1.NodeOverlay])
+}
+
+// DeleteNodeOverlay forgets a NodeOverlay.
+func (c *Cluster) DeleteNodeOverlay(name string) {
+	forget(c, c.nodeOverlays, name)
 }
 
 // UpdateNamespace records the current version of a Namespace, for pod

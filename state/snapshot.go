@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
@@ -31,7 +32,10 @@ type Snapshot struct {
 	PendingPods []*corev1.Pod
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
-	DaemonSets  []*appsv1.DaemonSet
+	// NodeOverlays adjust the instance types' prices and capacity; none
+	// unless the NodeOverlay feature gate is on.
+	NodeOverlays []*v1alpha1.NodeOverlay
+	DaemonSets   []*appsv1.DaemonSet
 	// DaemonSetPods hold, for each of DaemonSets in its order, the pod that
 	// stands for it when a node is sized: its newest live pod, else its
 	// template with the namespace's LimitRanges applied (see
@@ -73,16 +77,17 @@ type lastSnapshot struct {
 
 func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 	s := Snapshot{
-		Time:        now,
-		PendingPods: c.sortedPods("", c.pending),
-		NodePools:   sortedValues(c.nodePools, clusterScoped),
-		NodeClasses: sortedValues(c.nodeClasses, clusterScoped),
-		DaemonSets:  sortedValues(c.daemonSets, namespaced),
-		PDBs:        sortedValues(c.pdbs, namespaced),
-		Namespaces:  sortedValues(c.namespaces, clusterScoped),
-		LimitRanges: sortedValues(c.limitRanges, namespaced),
-		pvcs:        maps.Clone(c.pvcs),
-		pvs:         maps.Clone(c.pvs),
+		Time:         now,
+		PendingPods:  c.sortedPods("", c.pending),
+		NodePools:    sortedValues(c.nodePools, clusterScoped),
+		NodeClasses:  sortedValues(c.nodeClasses, clusterScoped),
+		NodeOverlays: sortedValues(c.nodeOverlays, clusterScoped),
+		DaemonSets:   sortedValues(c.daemonSets, namespaced),
+		PDBs:         sortedValues(c.pdbs, namespaced),
+		Namespaces:   sortedValues(c.namespaces, clusterScoped),
+		LimitRanges:  sortedValues(c.limitRanges, namespaced),
+		pvcs:         maps.Clone(c.pvcs),
+		pvs:          maps.Clone(c.pvs),
 	}
 	s.DaemonSetPods = c.daemonSetPods(s.DaemonSets, s.LimitRanges)
 	s.Nodes = c.stateNodes(nil)

@@ -1,5 +1,5 @@
 // Package crds holds the CustomResourceDefinitions of the APIs that stevedore
-// serves (NodePool and NodeClaim in karpenter.sh, EC2NodeClass in
+// serves (NodePool, NodeClaim and NodeOverlay in karpenter.sh, EC2NodeClass in
 // karpenter.k8s.aws), generated from the types in the api packages by
 // hack/generate.sh and embedded in the binary, so that stevedore can install
 // or check them itself.
@@ -55,7 +55,7 @@ func YAML() []byte {
 }
 
 // All returns every CRD, decoded, in a stable order (by file name: the
-// EC2NodeClass, NodeClaim and NodePool CRDs). Each call returns new objects
+// EC2NodeClass, NodeClaim, NodeOverlay and NodePool CRDs). Each call returns new objects
 // that the caller may change.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition

@@ -96,11 +96,13 @@ type column struct {
 func TestCRDShape(t *testing.T) {
 	want := map[string]struct {
 		kind       string
+		version    string
 		shortNames []string
 		columns    []column
 	}{
 		"nodepools.karpenter.sh": {
 			kind:       "NodePool",
+			version:    "v1",
 			shortNames: []string{"np", "nps"},
 			columns: []column{
 				{"NodeClass", ".spec.template.spec.nodeClassRef.name", 0},
@@ -114,6 +116,7 @@ func TestCRDShape(t *testing.T) {
 		},
 		"nodeclaims.karpenter.sh": {
 			kind:       "NodeClaim",
+			version:    "v1",
 			shortNames: []string{"nc", "ncs"},
 			columns: []column{
 				{"Type", `.metadata.labels.node\.kubernetes\.io/instance-type`, 0},
@@ -131,11 +134,24 @@ func TestCRDShape(t *testing.T) {
 		},
 		"ec2nodeclasses.karpenter.k8s.aws": {
 			kind:       "EC2NodeClass",
+			version:    "v1",
 			shortNames: []string{"ec2nc", "ec2ncs"},
 			columns: []column{
 				{"Ready", `.status.conditions[?(@.type=="Ready")].status`, 0},
 				{"Age", ".metadata.creationTimestamp", 0},
 				{"Role", ".spec.role", 1},
+			},
+		},
+		// Karpenter's alpha NodeOverlay is served at v1alpha1 only, as
+		// upstream serves it.
+		"nodeoverlays.karpenter.sh": {
+			kind:       "NodeOverlay",
+			version:    "v1alpha1",
+			shortNames: []string{"overlays"},
+			columns: []column{
+				{"Ready", `.status.conditions[?(@.type=="Ready")].status`, 0},
+				{"Age", ".metadata.creationTimestamp", 0},
+				{"Weight", ".spec.weight", 1},
 			},
 		},
 	}
@@ -169,8 +185,8 @@ func TestCRDShape(t *testing.T) {
 			t.Fatalf("%s: %d versions, want 1", crd.Name, len(crd.Spec.Versions))
 		}
 		v := crd.Spec.Versions[0]
-		if v.Name != "v1" || !v.Served || !v.Storage {
-			t.Errorf("%s: version %s served=%v storage=%v, want v1 served and stored", crd.Name, v.Name, v.Served, v.Storage)
+		if v.Name != w.version || !v.Served || !v.Storage {
+			t.Errorf("%s: version %s served=%v storage=%v, want %s served and stored", crd.Name, v.Name, v.Served, v.Storage, w.version)
 		}
 		if v.Subresources == nil || v.Subresources.Status == nil {
 			t.Errorf("%s: no status subresource", crd.Name)

@@ -47,6 +47,7 @@ var clusterScoped = map[schema.GroupKind]bool{
 
 	{Group: GroupCore, Kind: "NodePool"}:       true,
 	{Group: GroupCore, Kind: "NodeClaim"}:      true,
+	{Group: GroupCore, Kind: "NodeOverlay"}:    true,
 	{Group: GroupAWS, Kind: "EC2NodeClass"}:    true,
 	{Group: GroupCore, Kind: "Provisioner"}:    true,
 	{Group: GroupCore, Kind: "Machine"}:        true,

@@ -16,6 +16,7 @@ func TestClusterScoped(t *testing.T) {
 		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}, true},
 		{schema.GroupKind{Group: GroupCore, Kind: "NodePool"}, true},
 		{schema.GroupKind{Group: GroupCore, Kind: "NodeClaim"}, true},
+		{schema.GroupKind{Group: GroupCore, Kind: "NodeOverlay"}, true},
 		{schema.GroupKind{Group: GroupAWS, Kind: "EC2NodeClass"}, true},
 		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, true},
 		{schema.GroupKind{Kind: "Pod"}, false},

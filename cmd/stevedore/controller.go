@@ -45,6 +45,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
@@ -625,7 +626,7 @@ func caBundle(cfg *rest.Config) (string, error) {
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -788,6 +789,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			StaticCapacity:     gates[gateStaticCapacity],
 		},
 		NodeRepair:     health.Options{Enabled: gates[gateNodeRepair], MaxUnhealthyPercent: opts.maxUnhealthy},
+		NodeOverlay:    gates[gateNodeOverlay],
 		ActOnRebalance: opts.actOnRebalance,
 		Clock:          clock.RealClock{},
 		Registerer:     reg,

@@ -25,6 +25,9 @@ const (
 	// node count is held at the replicas and their drifted nodes replaced
 	// (off by default, as in Karpenter, where it is alpha).
 	gateStaticCapacity = "StaticCapacity"
+	// gateNodeOverlay applies NodeOverlays to the instance types' prices
+	// and capacity (off by default, as in Karpenter, where it is alpha).
+	gateNodeOverlay = "NodeOverlay"
 )
 
 // defaultFeatureGates is the default value of --feature-gates: Karpenter's
@@ -32,15 +35,14 @@ const (
 const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 
 // knownGates are the gates and their defaults.
-var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false}
+var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false, gateNodeOverlay: false}
 
 // unimplementedGates are Karpenter's alpha gates that stevedore does not
 // implement. Off (their default, and what Karpenter's chart writes) they
 // are accepted, so that a copied FEATURE_GATES value starts the controller;
-// on they are refused, because a cluster that relies on NodeOverlay objects
-// or CapacityBuffers would otherwise get decisions that silently leave them
-// out.
-var unimplementedGates = map[string]bool{"NodeOverlay": true, "CapacityBuffer": true}
+// on they are refused, because a cluster that relies on CapacityBuffers
+// would otherwise get decisions that silently leave them out.
+var unimplementedGates = map[string]bool{"CapacityBuffer": true}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))

@@ -11,6 +11,7 @@ func TestParseFeatureGates(t *testing.T) {
 		repair  bool
 		spot    bool
 		noRes   bool
+		overlay bool
 		wantErr string
 	}{
 		{in: defaultFeatureGates},
@@ -21,11 +22,11 @@ func TestParseFeatureGates(t *testing.T) {
 		{in: "ReservedCapacity=false", noRes: true},
 		{in: "StaticCapacity=true"},
 		{in: "NodeOverlay=false,CapacityBuffer=false"},
-		{in: "NodeOverlay=true", wantErr: "NodeOverlay=true: stevedore does not implement Karpenter's alpha NodeOverlay feature; set NodeOverlay=false"},
+		{in: "NodeOverlay=true", overlay: true},
 		{in: "CapacityBuffer=1", wantErr: "CapacityBuffer=true: stevedore does not implement"},
 		{in: "NodeRepair", wantErr: "is not Name=true"},
 		{in: "NodeRepair=yes", wantErr: "must be true or false"},
-		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
+		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -39,7 +40,7 @@ func TestParseFeatureGates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot || g[gateReservedCapacity] == tc.noRes {
+			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot || g[gateReservedCapacity] == tc.noRes || g[gateNodeOverlay] != tc.overlay {
 				t.Fatalf("gates = %v", g)
 			}
 		})

@@ -104,7 +104,8 @@ func TestKarpenterEnvVarsInvalid(t *testing.T) {
 
 // TestKarpenterDefaultFeatureGates: Karpenter's default FEATURE_GATES, and
 // each of its gates at its default, are accepted. (Turning on a gate
-// stevedore does not implement is refused: TestParseFeatureGates.)
+// stevedore does not implement is refused, and NodeOverlay=true accepted:
+// TestParseFeatureGates.)
 func TestKarpenterDefaultFeatureGates(t *testing.T) {
 	const upstream = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 	if defaultFeatureGates != upstream {

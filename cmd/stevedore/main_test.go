@@ -58,6 +58,7 @@ func TestCRDs(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws",
 		"CustomResourceDefinition/nodeclaims.karpenter.sh",
+		"CustomResourceDefinition/nodeoverlays.karpenter.sh",
 		"CustomResourceDefinition/nodepools.karpenter.sh",
 	}
 	if strings.Join(names, ",") != strings.Join(want, ",") {

@@ -54,6 +54,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -392,7 +393,67 @@ func LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Sna
 
 // LaunchablePools is the package's LaunchablePools, reusing a pool built
 // before (see PoolMemo). A nil memo builds every pool afresh.
+//
+// The snapshot's NodeOverlays (present only with the NodeOverlay feature
+// gate) are applied to the instance types first, evaluated over every
+// launchable NodePool at once, as EvaluateOverlays does.
 func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (pools []packer.NodePool, skipped []Skip) {
+	listed, skipped := listTypes(ctx, cp, snap)
+	var overlays *overlay.Result
+	if len(snap.NodeOverlays) > 0 {
+		overlays = overlay.Evaluate(snap.NodeOverlays, overlayPools(listed))
+	}
+	for _, l := range listed {
+		pool, err := m.nodePool(l.np, l.class, overlays.Apply(l.np.Name, l.types))
+		if err != nil {
+			skipped = append(skipped, Skip{NodePool: l.np, Reason: ReasonInstanceTypesFailed, Message: err.Error()})
+			continue
+		}
+		pools = append(pools, pool)
+	}
+	// Keep the reasons in the snapshot's order, however they were found.
+	order := make(map[*karpv1.NodePool]int, len(snap.NodePools))
+	for i, np := range snap.NodePools {
+		order[np] = i
+	}
+	slices.SortStableFunc(skipped, func(a, b Skip) int { return order[a.NodePool] - order[b.NodePool] })
+	m.retain(snap.NodePools)
+	return pools, skipped
+}
+
+// EvaluateOverlays evaluates the snapshot's NodeOverlays over the instance
+// types of the NodePools that may launch, as LaunchablePools applies them:
+// the NodeOverlay status controller reports its verdicts, so that an
+// overlay reported valid is one that applies.
+func EvaluateOverlays(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) *overlay.Result {
+	listed, _ := listTypes(ctx, cp, snap)
+	return overlay.Evaluate(snap.NodeOverlays, overlayPools(listed))
+}
+
+// listed is a NodePool that may launch, with its node class and the
+// instance types the cloud provider lists for it.
+type listed struct {
+	np    *karpv1.NodePool
+	class *awsv1.EC2NodeClass
+	types []*packer.InstanceType
+}
+
+func overlayPools(ls []listed) []overlay.Pool {
+	out := make([]overlay.Pool, len(ls))
+	for i, l := range ls {
+		labels := make(map[string]string, len(l.np.Spec.Template.Metadata.Labels))
+		for k, v := range l.np.Spec.Template.Metadata.Labels {
+			labels[k] = string(v)
+		}
+		out[i] = overlay.Pool{Name: l.np.Name, Labels: labels, InstanceTypes: l.types}
+	}
+	return out
+}
+
+// listTypes lists the instance types of every NodePool that may launch, in
+// the snapshot's order, and says why each other one may not (see
+// LaunchablePools).
+func listTypes(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot) (out []listed, skipped []Skip) {
 	classes := make(map[string]*awsv1.EC2NodeClass, len(snap.NodeClasses))
 	for _, nc := range snap.NodeClasses {
 		classes[nc.Name] = nc
@@ -430,15 +491,9 @@ func (m *PoolMemo) LaunchablePools(ctx context.Context, cp cloud.CloudProvider, 
 			skip(np, ReasonInstanceTypesFailed, err, "listing instance types: %v", err)
 			continue
 		}
-		pool, err := m.nodePool(np, class, its)
-		if err != nil {
-			skip(np, ReasonInstanceTypesFailed, nil, "%v", err)
-			continue
-		}
-		pools = append(pools, pool)
+		out = append(out, listed{np: np, class: class, types: its})
 	}
-	m.retain(snap.NodePools)
-	return pools, skipped
+	return out, skipped
 }
 
 // readinessUnreported is why a node class without a Ready condition is not

@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
@@ -38,6 +39,20 @@ func RegisterInformers(ctx context.Context, informers cache.Informers, st *state
 		if _, err := inf.AddEventHandler(handler{update: k.update, remove: k.remove}); err != nil {
 			return fmt.Errorf("event handler for %T: %w", k.obj, err)
 		}
+	}
+	return nil
+}
+
+// RegisterNodeOverlays wires the informer of NodeOverlays to st. It is
+// separate from RegisterInformers because it runs only with the NodeOverlay
+// feature gate on: a cluster without the gate need not have the CRD.
+func RegisterNodeOverlays(ctx context.Context, informers cache.Informers, st *state.Cluster) error {
+	inf, err := informers.GetInformer(ctx, &v1alpha1.NodeOverlay{})
+	if err != nil {
+		return fmt.Errorf("informer for NodeOverlays: %w", err)
+	}
+	if _, err := inf.AddEventHandler(handler{update: typed(st.UpdateNodeOverlay), remove: func(o client.Object) { st.DeleteNodeOverlay(o.GetName()) }}); err != nil {
+		return fmt.Errorf("event handler for NodeOverlays: %w", err)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 )
 
 // BinDirEnv names the environment variable that points at the directory holding
@@ -191,7 +192,7 @@ func splitFlag(a string) (string, string, error) {
 // served types (NodePool, NodeClaim, EC2NodeClass).
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("building the test scheme: %v", err))
 		}
