@@ -34,6 +34,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
+	"github.com/stevedore-autoscaler/stevedore/controllers/capacitybuffer"
 	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
@@ -256,6 +257,11 @@ func Register(mgr manager.Manager, deps Deps) error {
 	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
+	}
+	if deps.Provisioning.CapacityBuffer {
+		if err := capacitybuffer.New(kube, deps.State, deps.Clock, prov.Trigger).Register(mgr); err != nil {
+			return fmt.Errorf("%s: %w", capacitybuffer.Name, err)
+		}
 	}
 	if disrOpts.StaticCapacity {
 		st := static.New(kube, deps.State, deps.Cloud, deps.Clock, deps.Metrics, disrOpts.MaxInstanceTypes)

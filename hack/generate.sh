@@ -11,11 +11,12 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-go tool controller-gen object paths="./api/karpenter/...;./api/aws/..."
-go tool controller-gen crd paths="./api/karpenter/...;./api/aws/..." output:crd:dir=api/crds
+go tool controller-gen object paths="./api/karpenter/...;./api/aws/...;./api/autoscaling/..."
+go tool controller-gen crd paths="./api/karpenter/...;./api/aws/...;./api/autoscaling/..." output:crd:dir=api/crds
 # Constraints on fields of core/v1 types (the taints), which markers cannot
 # reach; see api/crds/crdfinish.
 go run ./api/crds/crdfinish/cmd api/crds/*.yaml
 # The chart installs the same CRDs (hack/charttest checks they are equal).
 cp api/crds/karpenter.sh_nodepools.yaml api/crds/karpenter.sh_nodeclaims.yaml api/crds/karpenter.k8s.aws_ec2nodeclasses.yaml charts/stevedore/crds/
 cp api/crds/karpenter.sh_nodeoverlays.yaml charts/stevedore/crds/
+cp api/crds/autoscaling.x-k8s.io_capacitybuffers.yaml charts/stevedore/crds/

@@ -81,6 +81,9 @@ type Cluster struct {
 	// podNominations are the nodes pending pods are expected to land on
 	// (see NominatePod), until they are bound or deleted.
 	podNominations map[types.NamespacedName]podNomination
+	// bufferPods are the CapacityBuffers' placeholder pods, by buffer (see
+	// SetBufferPods).
+	bufferPods map[types.NamespacedName][]*corev1.Pod
 }
 
 // NewCluster returns an empty Cluster.

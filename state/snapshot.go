@@ -30,6 +30,10 @@ type Snapshot struct {
 	Nodes []*StateNode
 	// PendingPods are the pods not bound to a node (provisionable or not).
 	PendingPods []*corev1.Pod
+	// BufferPods are the CapacityBuffers' placeholder pods (see
+	// Cluster.SetBufferPods): pending pods that no node will ever run, for
+	// which capacity is kept.
+	BufferPods  []*corev1.Pod
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
 	// NodeOverlays adjust the instance types' prices and capacity; none
@@ -79,6 +83,7 @@ func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 	s := Snapshot{
 		Time:         now,
 		PendingPods:  c.sortedPods("", c.pending),
+		BufferPods:   c.sortedBufferPods(),
 		NodePools:    sortedValues(c.nodePools, clusterScoped),
 		NodeClasses:  sortedValues(c.nodeClasses, clusterScoped),
 		NodeOverlays: sortedValues(c.nodeOverlays, clusterScoped),

@@ -1,8 +1,8 @@
 // Package crds holds the CustomResourceDefinitions of the APIs that stevedore
 // serves (NodePool, NodeClaim and NodeOverlay in karpenter.sh, EC2NodeClass in
-// karpenter.k8s.aws), generated from the types in the api packages by
-// hack/generate.sh and embedded in the binary, so that stevedore can install
-// or check them itself.
+// karpenter.k8s.aws, CapacityBuffer in autoscaling.x-k8s.io), generated from
+// the types in the api packages by hack/generate.sh and embedded in the
+// binary, so that stevedore can install or check them itself.
 //
 // Do not edit the YAML files by hand: change the types and their markers, then
 // run hack/generate.sh. A test fails when the files are out of date.
@@ -54,8 +54,7 @@ func YAML() []byte {
 	return out.Bytes()
 }
 
-// All returns every CRD, decoded, in a stable order (by file name: the
-// EC2NodeClass, NodeClaim, NodeOverlay and NodePool CRDs). Each call returns new objects
+// All returns every CRD, decoded, in a stable order (by file name). Each call returns new objects
 // that the caller may change.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition

@@ -38,7 +38,7 @@ func TestCommittedCRDsAreCurrent(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	dir := t.TempDir()
-	cmd := exec.Command("go", "tool", "controller-gen", "crd", "paths=./api/karpenter/...;./api/aws/...", "output:crd:dir="+dir)
+	cmd := exec.Command("go", "tool", "controller-gen", "crd", "paths=./api/karpenter/...;./api/aws/...;./api/autoscaling/...", "output:crd:dir="+dir)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generating CRDs failed: %v\n%s", err, out)
@@ -96,9 +96,13 @@ type column struct {
 func TestCRDShape(t *testing.T) {
 	want := map[string]struct {
 		kind       string
-		version    string
 		shortNames []string
 		columns    []column
+		// namespaced and categories are those of the Karpenter CRDs
+		// (cluster-scoped, in the karpenter category) unless set.
+		namespaced bool
+		categories []string
+		version    string
 	}{
 		"nodepools.karpenter.sh": {
 			kind:       "NodePool",
@@ -130,6 +134,22 @@ func TestCRDShape(t *testing.T) {
 				{"NodePool", `.metadata.labels.karpenter\.sh/nodepool`, 1},
 				{"NodeClass", ".spec.nodeClassRef.name", 1},
 				{"Drifted", `.status.conditions[?(@.type=="Drifted")].status`, 1},
+			},
+		},
+		"capacitybuffers.autoscaling.x-k8s.io": {
+			kind:       "CapacityBuffer",
+			shortNames: []string{"cb"},
+			namespaced: true,
+			categories: []string{"autoscaling"},
+			version:    "v1beta1",
+			columns: []column{
+				{"Strategy", ".spec.provisioningStrategy", 0},
+				{"PodTemplate", ".status.podTemplateRef.name", 0},
+				{"Replicas", ".status.replicas", 0},
+				{"ConditionsType", ".status.conditions[*].type", 0},
+				{"ConditionsStatus", ".status.conditions[*].status", 0},
+				{"ConditionsReason", ".status.conditions[*].reason", 0},
+				{"Age", ".metadata.creationTimestamp", 0},
 			},
 		},
 		"ec2nodeclasses.karpenter.k8s.aws": {
@@ -172,21 +192,31 @@ func TestCRDShape(t *testing.T) {
 		if crd.Spec.Names.Kind != w.kind {
 			t.Errorf("%s: kind %q, want %q", crd.Name, crd.Spec.Names.Kind, w.kind)
 		}
-		if crd.Spec.Scope != apiextensionsv1.ClusterScoped {
-			t.Errorf("%s: scope %q, want Cluster", crd.Name, crd.Spec.Scope)
+		wantScope, wantCategories, wantVersion := apiextensionsv1.ClusterScoped, []string{"karpenter"}, "v1"
+		if w.namespaced {
+			wantScope = apiextensionsv1.NamespaceScoped
+		}
+		if w.categories != nil {
+			wantCategories = w.categories
+		}
+		if w.version != "" {
+			wantVersion = w.version
+		}
+		if crd.Spec.Scope != wantScope {
+			t.Errorf("%s: scope %q, want %s", crd.Name, crd.Spec.Scope, wantScope)
 		}
 		if !slices.Equal(crd.Spec.Names.ShortNames, w.shortNames) {
 			t.Errorf("%s: short names %v, want %v", crd.Name, crd.Spec.Names.ShortNames, w.shortNames)
 		}
-		if !slices.Equal(crd.Spec.Names.Categories, []string{"karpenter"}) {
-			t.Errorf("%s: categories %v, want [karpenter]", crd.Name, crd.Spec.Names.Categories)
+		if !slices.Equal(crd.Spec.Names.Categories, wantCategories) {
+			t.Errorf("%s: categories %v, want %v", crd.Name, crd.Spec.Names.Categories, wantCategories)
 		}
 		if len(crd.Spec.Versions) != 1 {
 			t.Fatalf("%s: %d versions, want 1", crd.Name, len(crd.Spec.Versions))
 		}
 		v := crd.Spec.Versions[0]
-		if v.Name != w.version || !v.Served || !v.Storage {
-			t.Errorf("%s: version %s served=%v storage=%v, want %s served and stored", crd.Name, v.Name, v.Served, v.Storage, w.version)
+		if v.Name != wantVersion || !v.Served || !v.Storage {
+			t.Errorf("%s: version %s served=%v storage=%v, want %s served and stored", crd.Name, v.Name, v.Served, v.Storage, wantVersion)
 		}
 		if v.Subresources == nil || v.Subresources.Status == nil {
 			t.Errorf("%s: no status subresource", crd.Name)

@@ -19,6 +19,10 @@ func celRule(re, fix string) celFixRule { return celFixRule{regexp.MustCompile(r
 // rules of the served CRDs say what is wrong, a colon, and what to do; the
 // part after the colon is the fix.
 var celFixes = []celFixRule{
+	// CapacityBuffer's rules, whose wording the generic rules below would
+	// turn into nonsense.
+	celRule(`^If podTemplateRef is set, replicas or limits must also be set$`, "set spec.replicas or spec.limits: a PodTemplate gives the shape of a chunk, not how many chunks to keep"),
+	celRule(`^You must define either PodTemplateRef or ScalableRef, but not both$`, "keep either podTemplateRef or scalableRef and remove the other"),
 	celRule(`^taint effect must be (.*)$`, "set effect to $1"),
 	celRule(`^(.+?) must not be (.+)$`, "change $1 so that it is not $2"),
 	celRule(`^(.+?) must be (.+)$`, "use $2 for $1"),

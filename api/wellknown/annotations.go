@@ -44,6 +44,10 @@ const (
 	// AnnotationCapacityBufferFakePod marks the placeholder pods that stand
 	// for spare capacity. Reserved; newer than v1.0.
 	AnnotationCapacityBufferFakePod = GroupCore + "/capacity-buffer-fake-pod"
+	// AnnotationCapacityBufferName and AnnotationCapacityBufferNamespace
+	// name the CapacityBuffer a placeholder pod stands for.
+	AnnotationCapacityBufferName      = GroupCore + "/capacity-buffer-name"
+	AnnotationCapacityBufferNamespace = GroupCore + "/capacity-buffer-namespace"
 	// AnnotationProviderCompatibility names the cloud provider that created an
 	// object.
 	AnnotationProviderCompatibility = GroupCompatibility + "/provider"

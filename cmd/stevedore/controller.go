@@ -43,6 +43,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
@@ -626,7 +627,7 @@ func caBundle(cfg *rest.Config) (string, error) {
 
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -781,6 +782,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			BatchMax:         opts.batchMax,
 			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
 			EqualWeightOrder: packer.EqualWeightOrder(opts.equalWeightOrder),
+			CapacityBuffer:   gates[gateCapacityBuffer],
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay:    opts.validationDelay,

@@ -28,6 +28,9 @@ const (
 	// gateNodeOverlay applies NodeOverlays to the instance types' prices
 	// and capacity (off by default, as in Karpenter, where it is alpha).
 	gateNodeOverlay = "NodeOverlay"
+	// gateCapacityBuffer serves CapacityBuffers: spare capacity kept ahead
+	// of pods (off by default, as in Karpenter, where it is alpha).
+	gateCapacityBuffer = "CapacityBuffer"
 )
 
 // defaultFeatureGates is the default value of --feature-gates: Karpenter's
@@ -35,14 +38,15 @@ const (
 const defaultFeatureGates = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
 
 // knownGates are the gates and their defaults.
-var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false, gateNodeOverlay: false}
+var knownGates = map[string]bool{gateNodeRepair: false, gateReservedCapacity: true, gateSpotToSpot: false, gateStaticCapacity: false, gateNodeOverlay: false, gateCapacityBuffer: false}
 
 // unimplementedGates are Karpenter's alpha gates that stevedore does not
 // implement. Off (their default, and what Karpenter's chart writes) they
 // are accepted, so that a copied FEATURE_GATES value starts the controller;
-// on they are refused, because a cluster that relies on CapacityBuffers
-// would otherwise get decisions that silently leave them out.
-var unimplementedGates = map[string]bool{"CapacityBuffer": true}
+// on they are refused, because a cluster that relies on them would
+// otherwise get decisions that silently leave them out. Every alpha gate of
+// Karpenter v1.14.1 is implemented today, so the list is empty.
+var unimplementedGates = map[string]bool{}
 
 func featureGateNames() []string {
 	return slices.Sorted(maps.Keys(knownGates))

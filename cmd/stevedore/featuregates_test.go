@@ -12,6 +12,7 @@ func TestParseFeatureGates(t *testing.T) {
 		spot    bool
 		noRes   bool
 		overlay bool
+		buffer  bool
 		wantErr string
 	}{
 		{in: defaultFeatureGates},
@@ -23,10 +24,11 @@ func TestParseFeatureGates(t *testing.T) {
 		{in: "StaticCapacity=true"},
 		{in: "NodeOverlay=false,CapacityBuffer=false"},
 		{in: "NodeOverlay=true", overlay: true},
-		{in: "CapacityBuffer=1", wantErr: "CapacityBuffer=true: stevedore does not implement"},
+		{in: "CapacityBuffer=1", buffer: true},
+		{in: "CapacityBuffer=true,CapacityBuffer=false"},
 		{in: "NodeRepair", wantErr: "is not Name=true"},
 		{in: "NodeRepair=yes", wantErr: "must be true or false"},
-		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
+		{in: "Drift=true", wantErr: `unknown feature gate "Drift"; known gates: CapacityBuffer, NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -40,7 +42,7 @@ func TestParseFeatureGates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot || g[gateReservedCapacity] == tc.noRes || g[gateNodeOverlay] != tc.overlay {
+			if g[gateNodeRepair] != tc.repair || g[gateSpotToSpot] != tc.spot || g[gateReservedCapacity] == tc.noRes || g[gateNodeOverlay] != tc.overlay || g[gateCapacityBuffer] != tc.buffer {
 				t.Fatalf("gates = %v", g)
 			}
 		})

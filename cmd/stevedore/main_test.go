@@ -56,6 +56,7 @@ func TestCRDs(t *testing.T) {
 		}
 	}
 	want := []string{
+		"CustomResourceDefinition/capacitybuffers.autoscaling.x-k8s.io",
 		"CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws",
 		"CustomResourceDefinition/nodeclaims.karpenter.sh",
 		"CustomResourceDefinition/nodeoverlays.karpenter.sh",

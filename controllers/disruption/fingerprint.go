@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
 
@@ -43,6 +44,12 @@ func fingerprint(snap state.Snapshot, remaining map[string]map[decide.Reason]int
 	}
 	for _, p := range snap.PendingPods {
 		pod(p)
+	}
+	// CapacityBuffers' placeholders have no resource version; their UID
+	// (the buffer's, numbered) and requests stand for what a decision
+	// reads of them.
+	for _, p := range snap.BufferPods {
+		write("buffer", p.Namespace, p.Name, string(p.UID), resources.PodVector(p).String())
 	}
 	for _, o := range snap.NodePools {
 		write("nodepool", o.Name, o.ResourceVersion)

@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
@@ -120,6 +121,9 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types listed on a NodeClaim;
 	// 0 means packer.DefaultMaxInstanceTypes.
 	MaxInstanceTypes int
+	// CapacityBuffer wakes the provisioner on CapacityBuffer changes (the
+	// CapacityBuffer feature gate; the CRD must be installed).
+	CapacityBuffer bool
 }
 
 // Provisioner is the provisioning controller. Create it with New.
@@ -173,9 +177,15 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 // also wakes once when the manager starts and then at least every Period.
 // The Provisioner should have been created with the manager's client.
 func (p *Provisioner) Register(mgr manager.Manager) error {
-	return singleton.Builder(mgr, Name).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(p.podTrigger)).
-		Complete(p)
+	b := singleton.Builder(mgr, Name).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(p.podTrigger))
+	if p.opts.CapacityBuffer {
+		b = b.Watches(&autoscalingv1beta1.CapacityBuffer{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			p.Trigger()
+			return []reconcile.Request{Request()}
+		}))
+	}
+	return b.Complete(p)
 }
 
 // podTrigger triggers the batcher for a provisionable pod and maps it to the
@@ -211,8 +221,10 @@ func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (recon
 		// no pod waiting, or one that no node was nominated for; only
 		// nominated pods need a snapshot to tell whether the nomination
 		// still holds.
+		// CapacityBuffers' placeholders are looked at every period: a real
+		// pod may have taken their room, or their NodeClaim failed.
 		unnominated, nominated := p.state.ProvisionablePending()
-		if unnominated == 0 && (nominated == 0 || len(p.state.Snapshot(now).ProvisionablePods()) == 0) {
+		if unnominated == 0 && (nominated == 0 || len(p.state.Snapshot(now).ProvisionablePods()) == 0) && !p.state.HasBufferPods() {
 			return reconcile.Result{RequeueAfter: Period}, nil
 		}
 		p.batcher.Trigger(now)
@@ -233,9 +245,15 @@ func (p *Provisioner) Reconcile(ctx context.Context, _ reconcile.Request) (recon
 }
 
 // provision runs one batch: pack the provisionable pods and carry out the
-// result.
+// result, then do the same for the CapacityBuffers' placeholders.
 func (p *Provisioner) provision(ctx context.Context, now time.Time) error {
 	p.events.Forget(now)
+	err := p.provisionPods(ctx, now)
+	return errors.Join(err, p.provisionBuffers(ctx, now))
+}
+
+// provisionPods packs the provisionable pods and carries out the result.
+func (p *Provisioner) provisionPods(ctx context.Context, now time.Time) error {
 	snap := p.state.Snapshot(now)
 	pods := snap.ProvisionablePods()
 	if len(pods) == 0 {

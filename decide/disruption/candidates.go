@@ -303,7 +303,7 @@ func offeringPrice(it *packer.InstanceType, zone, capacityType string) (float64,
 // candidates returns the nodes that disruption methods may consider, and
 // why every other node may not. Graceful blocks (do-not-disrupt pods and
 // PDBs) are recorded on the candidate, not here: drift may ignore them.
-func candidates(in *Input, pdbs pdbIndex, prices catalog) ([]*Candidate, []Blocked) {
+func candidates(in *Input, pdbs pdbIndex, prices catalog, hosts map[string][]*corev1.Pod) ([]*Candidate, []Blocked) {
 	snap := in.Snapshot
 	now := snap.Time
 	pools := make(map[string]*karpv1.NodePool, len(snap.NodePools))
@@ -342,7 +342,14 @@ func candidates(in *Input, pdbs pdbIndex, prices catalog) ([]*Candidate, []Block
 			block(n, CodeDoNotDisruptNode, fmt.Sprintf("the node carries %s=true", wellknown.AnnotationDoNotDisrupt))
 			continue
 		}
-		out = append(out, newCandidate(n, np, now, pdbs, prices))
+		c := newCandidate(n, np, now, pdbs, prices)
+		// Placeholders move with the node's pods; no PodDisruptionBudget
+		// or do-not-disrupt annotation applies to them.
+		for _, p := range hosts[n.Name()] {
+			c.Pods = append(c.Pods, &podRef{pod: p, cost: bufferCost})
+			c.RescheduleDisruptionCost += bufferCost
+		}
+		out = append(out, c)
 	}
 	return out, blocked
 }

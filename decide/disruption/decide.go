@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 )
 
@@ -33,13 +35,16 @@ type decider struct {
 	cands   []*Candidate
 	blocked []Blocked
 	w       *world
+	// hosts are the CapacityBuffers' placeholders by node (bufferHosts).
+	hosts map[string][]*corev1.Pod
 	// verdicts are single-node consolidation's rejections (Decision.Verdicts).
 	verdicts []Blocked
 }
 
 func newDecider(in *Input) *decider {
 	d := &decider{in: in}
-	d.cands, d.blocked = candidates(in, newPDBIndex(in.Snapshot.PDBs), newCatalog(in.Pools))
+	d.hosts = bufferHosts(in)
+	d.cands, d.blocked = candidates(in, newPDBIndex(in.Snapshot.PDBs), newCatalog(in.Pools), d.hosts)
 	return d
 }
 
@@ -47,7 +52,7 @@ func newDecider(in *Input) *decider {
 // needs it.
 func (d *decider) sim() *world {
 	if d.w == nil {
-		d.w = newWorld(d.in)
+		d.w = newWorld(d.in, d.hosts)
 		d.w.totals = balancedTotals(d.cands)
 	}
 	return d.w

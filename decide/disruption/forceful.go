@@ -11,7 +11,7 @@ import (
 // that fit nowhere are left to the provisioner and reported in unplaced.
 // Nodes that are not in the snapshot are ignored.
 func Replacements(in Input, nodes []string) (claims []packer.NodeClaim, unplaced []string) {
-	w := newWorld(&in)
+	w := newWorld(&in, bufferHosts(&in))
 	var cands []*Candidate
 	for _, name := range nodes {
 		n, ok := in.Snapshot.Node(name)

@@ -102,7 +102,7 @@ func TestSearchAgreesWithTheSequentialOrder(t *testing.T) {
 					t.Fatalf("%d candidates; the case means more", len(cands))
 				}
 				ref := f.input()
-				wantCmd, wantWhy := sequentialSearch(newWorld(&ref), cands)
+				wantCmd, wantWhy := sequentialSearch(newWorld(&ref, nil), cands)
 				gotCmd, gotWhy := d.sim().search(cands, cands)
 				if fmt.Sprint(gotCmd) != fmt.Sprint(wantCmd) || !reflect.DeepEqual(gotWhy, wantWhy) {
 					t.Fatalf("round %d: search %v %v, sequential %v %v", round, gotCmd, gotWhy, wantCmd, wantWhy)

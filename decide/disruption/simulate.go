@@ -34,7 +34,9 @@ type world struct {
 	totals map[string]poolTotals
 }
 
-func newWorld(in *Input) *world {
+// newWorld builds the packer's view; hosts are the nodes' placeholder pods
+// (bufferHosts), whose room is taken.
+func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	snap := in.Snapshot
 	w := &world{in: in, index: map[string]int{}, poolByNm: map[string]*packer.NodePool{}}
 	// Static NodePools launch only to keep their replica count: moved pods
@@ -64,7 +66,7 @@ func newWorld(in *Input) *world {
 		// The state memoizes the bound pods' sum per pod list; the pods
 		// still to come (PackerNode adds them) are few.
 		used := n.PodRequests()
-		for _, p := range slices.Concat(n.Daemons, n.NominatedPods) {
+		for _, p := range slices.Concat(n.Daemons, n.NominatedPods, hosts[n.Name()]) {
 			used.Add(resources.PodVector(p))
 		}
 		w.base.Nodes[i].Requested = &used

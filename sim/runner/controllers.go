@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
@@ -25,6 +27,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/zonalshift"
 	"github.com/stevedore-autoscaler/stevedore/controllers"
+	"github.com/stevedore-autoscaler/stevedore/controllers/capacitybuffer"
 	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
@@ -55,6 +58,10 @@ var (
 	nodePoolGVK         = karpv1.GroupVersion.WithKind("NodePool")
 	ec2NodeClassGVK     = awsv1.GroupVersion.WithKind("EC2NodeClass")
 	volumeAttachmentGVK = storagev1.SchemeGroupVersion.WithKind("VolumeAttachment")
+	capacityBufferGVK   = autoscalingv1beta1.GroupVersion.WithKind("CapacityBuffer")
+	podTemplateGVK      = corev1.SchemeGroupVersion.WithKind("PodTemplate")
+	deploymentGVK       = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	statefulSetGVK      = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 )
 
 // Deps are what the production controllers are built from. A controller
@@ -141,6 +148,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Provisioning: provisioning.Options{
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
 			EqualWeightOrder: run.Controller.EqualWeightOrder,
+			CapacityBuffer:   run.Controller.CapacityBuffer,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
@@ -222,18 +230,42 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		},
 	}
 	prov := provisioning.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(provisioning.Name), d.Provisioning, d.Metrics)
+	provWatches := []watch.Watch{watch.Map(podGVK, func(o client.Object) []reconcile.Request {
+		if !state.IsProvisionable(o.(*corev1.Pod)) {
+			return nil
+		}
+		prov.Trigger()
+		return []reconcile.Request{provisioning.Request()}
+	})}
+	if d.Provisioning.CapacityBuffer {
+		provWatches = append(provWatches, watch.Map(capacityBufferGVK, func(client.Object) []reconcile.Request {
+			prov.Trigger()
+			return []reconcile.Request{provisioning.Request()}
+		}))
+	}
 	out = append(out, watch.Controller{
 		Name:       provisioning.Name,
 		Reconciler: prov,
-		Watches: []watch.Watch{watch.Map(podGVK, func(o client.Object) []reconcile.Request {
-			if !state.IsProvisionable(o.(*corev1.Pod)) {
-				return nil
-			}
-			prov.Trigger()
-			return []reconcile.Request{provisioning.Request()}
-		})},
-		Start: []reconcile.Request{provisioning.Request()},
+		Watches:    provWatches,
+		Start:      []reconcile.Request{provisioning.Request()},
 	})
+	if d.Provisioning.CapacityBuffer {
+		cb := capacitybuffer.New(kube, d.State, d.Clock, prov.Trigger)
+		mapper := func(kind string) func(client.Object) []reconcile.Request {
+			fn := cb.BuffersNaming(kind)
+			return func(o client.Object) []reconcile.Request { return fn(context.Background(), o) }
+		}
+		out = append(out, watch.Controller{
+			Name:       capacitybuffer.Name,
+			Reconciler: cb,
+			Watches: []watch.Watch{
+				watch.Own(capacityBufferGVK),
+				watch.Map(podTemplateGVK, mapper(capacitybuffer.KindPodTemplate)),
+				watch.Map(deploymentGVK, mapper(autoscalingv1beta1.KindDeployment)),
+				watch.Map(statefulSetGVK, mapper(autoscalingv1beta1.KindStatefulSet)),
+			},
+		})
+	}
 	disr := disruptionctl.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(disruptionctl.Name), d.Disruption, d.Metrics)
 	ncd := nodeclaimdisruption.New(kube, d.Cloud, d.Clock, d.Recorder(nodeclaimdisruption.Name))
 	out = append(out,

@@ -153,7 +153,7 @@ func isNodePool(gvk schema.GroupVersionKind) bool {
 }
 
 // kindPreference orders the groups a bare kind name is looked up in.
-var kindPreference = []string{"", "apps", "batch", "policy", "scheduling.k8s.io", "storage.k8s.io", "karpenter.sh", "karpenter.k8s.aws"}
+var kindPreference = []string{"", "apps", "batch", "policy", "scheduling.k8s.io", "storage.k8s.io", "karpenter.sh", "karpenter.k8s.aws", "autoscaling.x-k8s.io"}
 
 // objectRef resolves the kind an event names and checks the name.
 func (l *loader) objectRef(r ObjectRef, field string) schema.GroupVersionKind {

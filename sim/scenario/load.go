@@ -139,6 +139,8 @@ type ControllerConfig struct {
 	NodeRepair     bool
 	SpotToSpot     bool
 	StaticCapacity bool
+	// CapacityBuffer makes the manifests' CapacityBuffers act.
+	CapacityBuffer bool
 	// ReservedCapacity launches into the capacity reservations node classes
 	// select (default true, as in Karpenter).
 	ReservedCapacity bool
@@ -158,7 +160,7 @@ type ControllerConfig struct {
 // Karpenter's gates that stevedore accepts and ignores (it behaves as if they
 // were on), as `stevedore controller` does.
 var (
-	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
+	featureGates = []string{"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity", "CapacityBuffer"}
 	ignoredGates = []string{}
 )
 
@@ -845,6 +847,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 			c.ReservedCapacity = on
 		case k == "StaticCapacity":
 			c.StaticCapacity = on
+		case k == "CapacityBuffer":
+			c.CapacityBuffer = on
 		default:
 			l.scenarioError(field, fmt.Sprintf("unknown feature gate %q", k), "use "+strings.Join(featureGates, " or ")+suggest(k, featureGates))
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 )
 
-// The conformance table holds manifests of the three served kinds with the
+// The conformance table holds manifests of the served kinds with the
 // verdict that Karpenter v1.14.1 (the core CRDs as the AWS provider ships them,
 // and the AWS provider's EC2NodeClass CRD) gives when they are created: accept,
 // or reject with the field path the API server names. Each row is the base
@@ -65,6 +65,17 @@ spec:
   - tags: {karpenter.sh/discovery: my-cluster}
 `
 
+const baseCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: conformance
+  namespace: default
+spec:
+  podTemplateRef: {name: chunk}
+  replicas: 2
+`
+
 type conformanceRow struct {
 	name  string
 	base  string
@@ -84,6 +95,12 @@ func nc(name, patch, field string) conformanceRow {
 
 func ec2(name, patch, field string) conformanceRow {
 	return conformanceRow{name: "EC2NodeClass/" + name, base: baseEC2NodeClass, patch: patch, field: field}
+}
+
+// cb rows are CapacityBuffers (autoscaling.x-k8s.io/v1beta1, as Karpenter
+// v1.14.1 serves it).
+func cb(name, patch, field string) conformanceRow {
+	return conformanceRow{name: "CapacityBuffer/" + name, base: baseCapacityBuffer, patch: patch, field: field}
 }
 
 const accept = ""
@@ -198,6 +215,26 @@ var conformanceRows = []conformanceRow{
 	ec2("connection tracking", `{spec: {connectionTracking: {tcpEstablishedTimeout: 300, udpStreamTimeout: 120, udpTimeout: 30}}}`, accept),
 	ec2("connection tracking UDP timeout too short", `{spec: {connectionTracking: {udpTimeout: 20}}}`, "spec.connectionTracking.udpTimeout"),
 	ec2("nested virtualization", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`, accept),
+	// CapacityBuffer: exactly the two CEL rules and the minimums and
+	// required names of the upstream CRD; neither reference, an unsupported
+	// kind or a percentage without a workload are accepted (the controller
+	// reports them in status).
+	cb("pod template with replicas", `{}`, accept),
+	cb("pod template with limits", `{spec: {replicas: null, limits: {cpu: "4"}}}`, accept),
+	cb("pod template alone", `{spec: {replicas: null}}`, "spec"),
+	cb("both references", `{spec: {scalableRef: {apiGroup: apps, kind: Deployment, name: web}}}`, "spec"),
+	cb("scalable ref with percentage", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {apiGroup: apps, kind: Deployment, name: web}, percentage: 20}}`, accept),
+	cb("scalable ref without group", `{spec: {podTemplateRef: null, scalableRef: {kind: StatefulSet, name: db}}}`, accept),
+	cb("scalable ref of another kind", `{spec: {podTemplateRef: null, scalableRef: {apiGroup: argoproj.io, kind: Rollout, name: web}}}`, accept),
+	cb("scalable ref without name", `{spec: {podTemplateRef: null, scalableRef: {kind: Deployment}}}`, "spec.scalableRef.name"),
+	cb("scalable ref empty kind", `{spec: {podTemplateRef: null, scalableRef: {kind: "", name: web}}}`, "spec.scalableRef.kind"),
+	cb("neither reference", `{spec: {podTemplateRef: null}}`, accept),
+	cb("empty pod template name", `{spec: {podTemplateRef: {name: ""}}}`, "spec.podTemplateRef.name"),
+	cb("negative replicas", `{spec: {replicas: -1}}`, "spec.replicas"),
+	cb("negative percentage", `{spec: {percentage: -5}}`, "spec.percentage"),
+	cb("zero replicas", `{spec: {replicas: 0}}`, accept),
+	cb("other strategy", `{spec: {provisioningStrategy: example.com/passive}}`, accept),
+	cb("limit not a quantity", `{spec: {limits: {cpu: lots}}}`, "spec.limits.cpu"),
 }
 
 // conformanceObject builds a row's object: its base with the patch merged in.

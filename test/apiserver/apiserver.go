@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -189,10 +190,10 @@ func splitFlag(a string) (string, string, error) {
 }
 
 // Scheme returns a scheme with client-go's built-in types and stevedore's
-// served types (NodePool, NodeClaim, EC2NodeClass).
+// served types (NodePool, NodeClaim, NodeOverlay, EC2NodeClass, CapacityBuffer).
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("building the test scheme: %v", err))
 		}
