@@ -356,6 +356,10 @@ func gitCommit(root string) string {
 	return c
 }
 
+// featureGates is FEATURE_GATES for the controller: Karpenter's defaults,
+// with the gates its suite runs turned on.
+const featureGates = "NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=true,CapacityBuffer=true"
+
 // environment is the local cluster and the controller the specs run against.
 type environment struct {
 	o          options
@@ -412,7 +416,9 @@ func freePort() (int, error) {
 
 // startController runs `stevedore controller` with the simulated account, as
 // a user of the local cluster would (docs/development.md), with the
-// controller's default timings.
+// controller's default timings and the feature gates Karpenter's own runs of
+// the suite turn on (its Makefile's HELM_OPTS: nodeRepair, capacityBuffer,
+// staticCapacity), so that their specs test something.
 func (e *environment) startController() error {
 	metrics, err := freePort()
 	if err != nil {
@@ -435,6 +441,7 @@ func (e *environment) startController() error {
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics),
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
 	)
+	cmd.Env = append(os.Environ(), "FEATURE_GATES="+featureGates)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
