@@ -48,6 +48,7 @@ func main() {
 	flag.StringVar(&o.focus, "focus", "", "run only the specs whose full text matches this regular expression")
 	flag.DurationVar(&o.specTimeout, "spec-timeout", 16*time.Minute, "time limit of one spec, its set-up and clean-up included")
 	flag.BoolVar(&o.list, "list", false, "list the specs and exit")
+	flag.BoolVar(&o.skipPassed, "skip-passed", false, "skip the specs whose last recorded run passed (to finish a run that was cut short)")
 	flag.BoolVar(&o.failOnFailure, "fail", false, "exit 1 when a spec run here failed")
 	flag.BoolVar(&o.record, "record", true, "merge the results into the results file and rewrite the compatibility page")
 	flag.Parse()
@@ -72,6 +73,7 @@ type options struct {
 	suite, stevedore, root, out, focus string
 	specTimeout                        time.Duration
 	list, failOnFailure, record        bool
+	skipPassed                         bool
 }
 
 // The files of this module the runner reads and writes, relative to ROOT.
@@ -145,6 +147,9 @@ func run(o options) (int, error) {
 			results.Specs[s.Name] = result{Name: s.Name, Where: where, State: "not applicable", Reason: why, Commit: commit, Date: day}
 			continue
 		}
+		if o.skipPassed && results.Specs[s.Name].State == "passed" {
+			continue
+		}
 		fmt.Printf("[%d/%d] %s\n", i+1, len(specs), s.Name)
 		r := env.runSpec(i, s)
 		r.Commit, r.Date = commit, day
@@ -171,7 +176,7 @@ func run(o options) (int, error) {
 	if !o.record {
 		return failed, nil
 	}
-	if focus == nil {
+	if focus == nil && !o.skipPassed {
 		results.FullRun = &fullRun{Commit: commit, Date: day, Seconds: int(wall.Seconds())}
 	}
 	if err := writeResults(filepath.Join(o.root, resultsFile), results); err != nil {
