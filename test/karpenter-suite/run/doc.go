@@ -67,7 +67,7 @@ cluster can run it.
 		r, ok := rs.Specs[s.Name]
 		state, secs, commit, why := "not run", "", "", ""
 		if ok {
-			state, commit, why = r.State, "`"+r.Commit+"`", r.Reason
+			state, commit, why = r.State, "`"+r.Commit+"`", strings.TrimSpace(r.Note+" "+r.Reason)
 			if r.Seconds > 0 {
 				secs = (time.Duration(r.Seconds) * time.Second).String()
 			}

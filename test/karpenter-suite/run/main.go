@@ -83,6 +83,7 @@ const (
 	notApplicableFile = suiteDir + "/not-applicable.yaml"
 	docFile           = "docs/compatibility.md"
 	accountDir        = suiteDir + "/cluster"
+	nodePoolsFile     = accountDir + "/nodepools.yaml"
 )
 
 // spec is one It of the suite, as its dry run lists it.
@@ -98,6 +99,7 @@ type result struct {
 	Where   string `json:"where"`             // file:line in the suite
 	State   string `json:"state"`             // passed, failed, not applicable
 	Reason  string `json:"reason,omitempty"`  // the failure, or why not applicable
+	Note    string `json:"note,omitempty"`    // the NodePool it ran with, when not the default
 	Seconds int    `json:"seconds,omitempty"` // the spec's run time
 	Commit  string `json:"commit,omitempty"`  // stevedore's commit it ran against
 	Date    string `json:"date,omitempty"`    // when (UTC day)
@@ -121,6 +123,10 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	pools, err := readNodePools(filepath.Join(o.root, nodePoolsFile))
+	if err != nil {
+		return 0, err
+	}
 	var focus *regexp.Regexp
 	if o.focus != "" {
 		if focus, err = regexp.Compile(o.focus); err != nil {
@@ -134,7 +140,7 @@ func run(o options) (int, error) {
 	commit := gitCommit(o.root)
 	day := time.Now().UTC().Format("2006-01-02")
 
-	env := &environment{o: o}
+	env := &environment{o: o, pools: pools}
 	defer env.stop()
 	start := time.Now()
 	ran, failed := 0, 0
@@ -320,6 +326,54 @@ func readNotApplicable(path string) (notApplicable, error) {
 	return na, nil
 }
 
+// nodePools gives some specs a default NodePool other than nodepool.yaml:
+// the EC2 form of what a spec does to the NodePool only when the suite runs
+// with Karpenter's KWOK provider (env.IsDefaultNodeClassKWOK), on which the
+// spec's expectations rest.
+type nodePools []struct {
+	Spec     string `json:"spec"`     // a regular expression over the full spec text
+	NodePool string `json:"nodePool"` // a file beside nodepool.yaml
+	Why      string `json:"why"`
+	re       *regexp.Regexp
+}
+
+func readNodePools(path string) (nodePools, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ps nodePools
+	if err := yaml.UnmarshalStrict(data, &ps); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range ps {
+		if ps[i].NodePool == "" || ps[i].Why == "" {
+			return nil, fmt.Errorf("%s: entry %d (%q) needs nodePool and why", path, i, ps[i].Spec)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(path), ps[i].NodePool)); err != nil {
+			return nil, fmt.Errorf("%s: entry %d: %w", path, i, err)
+		}
+		re, err := regexp.Compile(ps[i].Spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: entry %d: %w", path, i, err)
+		}
+		ps[i].re = re
+	}
+	return ps, nil
+}
+
+func (ps nodePools) forSpec(name string) (file, why string, ok bool) {
+	for _, p := range ps {
+		if p.re.MatchString(name) {
+			return p.NodePool, p.Why, true
+		}
+	}
+	return "", "", false
+}
+
 func (na notApplicable) reason(name string) (string, bool) {
 	for _, e := range na {
 		if e.re.MatchString(name) {
@@ -394,6 +448,7 @@ const featureGates = "NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidat
 // environment is the local cluster and the controller the specs run against.
 type environment struct {
 	o          options
+	pools      nodePools
 	clusterUp  bool
 	controller *exec.Cmd
 	exited     chan error
@@ -537,6 +592,11 @@ func (e *environment) runSpec(i int, s spec) result {
 		e.stop()
 		return r
 	}
+	nodePool := "nodepool.yaml"
+	if p, why, ok := e.pools.forSpec(s.Name); ok {
+		nodePool = p
+		r.Note = fmt.Sprintf("with %s: %s", p, why)
+	}
 	base := strings.TrimSuffix(specLog(e.o.out, i), ".log")
 	report := base + ".json"
 	_ = os.Remove(report)
@@ -559,7 +619,7 @@ func (e *environment) runSpec(i int, s spec) result {
 		"--ginkgo.v",
 		"--ginkgo.json-report="+report,
 		"--default-nodeclass="+filepath.Join(e.o.root, accountDir, "ec2nodeclass.yaml"),
-		"--default-nodepool="+filepath.Join(e.o.root, accountDir, "nodepool.yaml"),
+		"--default-nodepool="+filepath.Join(e.o.root, accountDir, nodePool),
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
