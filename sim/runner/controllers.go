@@ -140,12 +140,12 @@ func (r *Runner) newDeps() (*Deps, error) {
 		NodeClass: nodeclassstatus.Options{KubernetesVersion: run.KubernetesVersion, CABundle: info.CABundle},
 		Provisioning: provisioning.Options{
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
-			EqualWeightOrder: run.Controller.EqualWeightOrder,
+			EqualWeightOrder: run.Controller.EqualWeightOrder, MinValuesPolicy: run.Controller.MinValuesPolicy,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
 			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
-			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates,
+			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates, MinValuesPolicy: run.Controller.MinValuesPolicy,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		ActOnRebalance: run.Controller.ActOnRebalance,
