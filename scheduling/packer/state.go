@@ -493,7 +493,7 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 		// only the pod that opens a claim relaxes them; later pods must
 		// keep what it settled on.
 		if b.pool.minv != nil {
-			if short := s.minValuesShort(out.cand, b.used, sh, b.mvMin); short != nil {
+			if short := s.minValuesShort(out.cand, b.used, sh, b.minValues()); short != nil {
 				if !s.relaxMin || len(b.pods) > 0 {
 					out.code, out.short = failMinValues, short
 					return
@@ -509,6 +509,16 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 			return
 		}
 	}
+}
+
+// minValues are the minValues a pod joining claim b must keep: the ones its
+// first pod settled on, or the pool's while it is empty (a claim emptied by
+// moving its pods away starts over).
+func (b *bin) minValues() []int {
+	if len(b.pods) == 0 {
+		return nil
+	}
+	return b.mvMin
 }
 
 func (o *outcome) pinned(k int) bool {
@@ -603,7 +613,7 @@ func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 		}
 		isShort := false
 		if b.pool.minv != nil {
-			if sh := s.minValuesShort(c, b.used, v.sh, b.mvMin); sh != nil {
+			if sh := s.minValuesShort(c, b.used, v.sh, b.minValues()); sh != nil {
 				if !relax {
 					short = sh
 					continue
