@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -1338,5 +1339,52 @@ func TestDiverseCostRatio(t *testing.T) {
 				t.Logf("cost %.2f / lower bound %.2f = %.4f", cost(r), lb, got)
 			}
 		})
+	}
+}
+
+// TestMinValuesBestEffortWorkload packs a varied workload under a
+// minValues that its larger pods cannot meet: under BestEffort no pod is
+// refused for minValues, every claim meets the minValues it records, and the
+// result does not depend on the order of the pods.
+func TestMinValuesBestEffortWorkload(t *testing.T) {
+	pods := karpenterbench.DiversePods(300)
+	// Types have 1 to 400 vCPU: fewer than 50 fit a pod of more than 350.
+	for i := range 20 {
+		pods = append(pods, pod(fmt.Sprintf("big-%d", i), strconv.Itoa(352+2*i), "1Gi"))
+	}
+	input := func(pods []*corev1.Pod, policy packer.MinValuesPolicy) packer.Input {
+		in := karpenterbench.Input(pods, packer.PreferenceScore)
+		in.MinValuesPolicy = policy
+		in.MaxInstanceTypes = 60
+		in.NodePools[0].Requirements = in.NodePools[0].Requirements.Add(req(wellknown.LabelInstanceType, corev1.NodeSelectorOpExists).WithMinValues(50))
+		return in
+	}
+	strict := checkConsistent(t, input(pods, packer.MinValuesStrict))
+	in := input(pods, packer.MinValuesBestEffort)
+	res := checkConsistent(t, in)
+	checkRecordedMinValues(t, in, res)
+	for _, u := range res.Unschedulable {
+		for _, v := range u.NodePools {
+			if v.Code == packer.CodeMinValuesUnsatisfiable {
+				t.Errorf("%s refused for minValues under BestEffort: %s", u.Pod, v.Message)
+			}
+		}
+	}
+	relaxed := 0
+	for _, nc := range res.NodeClaims {
+		if nc.MinValuesRelaxed {
+			relaxed++
+		}
+	}
+	if relaxed == 0 || len(strict.Unschedulable) <= len(res.Unschedulable) {
+		t.Errorf("%d claims relaxed, %d pods unschedulable under Strict and %d under BestEffort: the workload does not exercise the policy",
+			relaxed, len(strict.Unschedulable), len(res.Unschedulable))
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	shuffled := slices.Clone(pods)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	got := packer.Solve(input(shuffled, packer.MinValuesBestEffort))
+	if !reflect.DeepEqual(claimSummary(got), claimSummary(res)) {
+		t.Error("result depends on the order of the input pods")
 	}
 }
