@@ -254,6 +254,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if disrOpts.MaxInstanceTypes == 0 {
 		disrOpts.MaxInstanceTypes = deps.Provisioning.MaxInstanceTypes
 	}
+	if disrOpts.MinValuesPolicy == "" {
+		disrOpts.MinValuesPolicy = deps.Provisioning.MinValuesPolicy
+	}
 	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)

@@ -56,6 +56,7 @@ func checkPendingPods(_ context.Context, w *World) []Result {
 	}
 	in := snap.PackerInput(pods, w.Pools, w.Explain.PreferencePolicy)
 	in.MaxInstanceTypes = w.Explain.MaxInstanceTypes
+	in.MinValuesPolicy = w.Explain.MinValuesPolicy
 	res := packer.Solve(in)
 	byKey := map[types.NamespacedName]*corev1.Pod{}
 	for _, p := range pods {

@@ -78,6 +78,26 @@ func TestPendingPods(t *testing.T) {
 		e.pod("web-2", "", "3", "1Gi")
 		expect(t, e.run("pending-pods"), Pass, "1 pending pod(s) can be placed", "1 new NodeClaim")
 	})
+	// Three families asked for, two (m6i and c6i) offered: the check
+	// follows the controller's MIN_VALUES_POLICY.
+	threeFamilies := func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements[0] = karpv1.NodeSelectorRequirementWithMinValues{Key: wellknown.LabelInstanceFamily,
+			Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i", "c6i", "r6i"}, MinValues: ptr.To(3)}
+	}
+	t.Run("minValues unmet under Strict", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodePool("default", threeFamilies)
+		e.pod("web-2", "", "3", "1Gi")
+		expect(t, e.run("pending-pods"), Fail, "default/web-2", "MinValuesUnsatisfiable")
+	})
+	t.Run("minValues relaxed under BestEffort", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodePool("default", threeFamilies)
+		ctrl := e.get(&corev1.Pod{}, "stevedore-7d9f8-abcde").(*corev1.Pod)
+		ctrl.Spec.Containers[0].Env = append(ctrl.Spec.Containers[0].Env, corev1.EnvVar{Name: "MIN_VALUES_POLICY", Value: "BestEffort"})
+		e.pod("web-2", "", "3", "1Gi")
+		expect(t, e.run("pending-pods"), Pass, "1 pending pod(s) can be placed", "1 new NodeClaim")
+	})
 }
 
 func TestNodePoolReady(t *testing.T) {

@@ -275,6 +275,9 @@ func (w *World) findController(ctx context.Context, src Source, pods []*corev1.P
 	if v := env["PREFERENCE_POLICY"]; v != "" {
 		w.Explain.PreferencePolicy = packer.PreferencePolicy(v)
 	}
+	if v := env["MIN_VALUES_POLICY"]; v != "" {
+		w.Explain.MinValuesPolicy = packer.MinValuesPolicy(v)
+	}
 	for _, gate := range strings.Split(env["FEATURE_GATES"], ",") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(gate), "="); ok && k == "SpotToSpotConsolidation" {
 			w.Explain.SpotToSpot = v == "true"

@@ -45,6 +45,8 @@ type Skip struct {
 type Options struct {
 	PreferencePolicy packer.PreferencePolicy
 	MaxInstanceTypes int
+	// MinValuesPolicy is the controller's --min-values-policy.
+	MinValuesPolicy packer.MinValuesPolicy
 	// SpotToSpot is the SpotToSpotConsolidation feature gate.
 	SpotToSpot bool
 }

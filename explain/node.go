@@ -146,6 +146,7 @@ func Node(in Input, name string) (*Explanation, error) {
 				SpotToSpot:       in.Options.SpotToSpot,
 				PreferencePolicy: in.Options.PreferencePolicy,
 				MaxInstanceTypes: in.Options.MaxInstanceTypes,
+				MinValuesPolicy:  in.Options.MinValuesPolicy,
 			},
 		})
 		e.Reasons = e.Reasons[:0]

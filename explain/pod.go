@@ -149,6 +149,7 @@ func Pod(in Input, namespace, name string) (*Explanation, error) {
 func packInput(in Input, pods []*corev1.Pod) packer.Input {
 	pi := in.Snapshot.PackerInput(pods, in.Pools, in.Options.PreferencePolicy)
 	pi.MaxInstanceTypes = in.Options.MaxInstanceTypes
+	pi.MinValuesPolicy = in.Options.MinValuesPolicy
 	return pi
 }
 

@@ -37,6 +37,9 @@ import (
 type Options struct {
 	// PreferencePolicy for preferred scheduling terms; default Score.
 	PreferencePolicy packer.PreferencePolicy
+	// MinValuesPolicy, as the controller's --min-values-policy; default
+	// Strict.
+	MinValuesPolicy packer.MinValuesPolicy
 	// Offerings says where and at what prices the catalog's types are
 	// offered.
 	Offerings offerings.Options
@@ -50,6 +53,16 @@ func ParsePreferencePolicy(s string) (packer.PreferencePolicy, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("preference policy %q: use Score, Respect or Ignore", s)
+}
+
+// ParseMinValuesPolicy returns the minValues policy named s (Strict or
+// BestEffort).
+func ParseMinValuesPolicy(s string) (packer.MinValuesPolicy, error) {
+	switch p := packer.MinValuesPolicy(s); p {
+	case packer.MinValuesStrict, packer.MinValuesBestEffort:
+		return p, nil
+	}
+	return "", fmt.Errorf("minValues policy %q: use Strict or BestEffort", s)
 }
 
 // Prepared is the packer's input for a set of objects, with what the report
@@ -80,6 +93,12 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	if _, err := ParsePreferencePolicy(string(opts.PreferencePolicy)); err != nil {
 		return nil, err
 	}
+	if opts.MinValuesPolicy == "" {
+		opts.MinValuesPolicy = packer.MinValuesStrict
+	}
+	if _, err := ParseMinValuesPolicy(string(opts.MinValuesPolicy)); err != nil {
+		return nil, err
+	}
 	if opts.Offerings.Region == "" {
 		opts.Offerings.Region = offerings.DefaultRegion
 	}
@@ -95,6 +114,7 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	}
 	p := &Prepared{Options: opts, Skipped: slices.Clone(objs.Skipped)}
 	p.Input.PreferencePolicy = opts.PreferencePolicy
+	p.Input.MinValuesPolicy = opts.MinValuesPolicy
 
 	classes := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range objs.NodeClasses {

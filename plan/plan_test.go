@@ -294,6 +294,12 @@ func TestPrepareMissingNodeClass(t *testing.T) {
 	if _, err := Prepare(objs, Options{PreferencePolicy: "Sometimes"}); err == nil {
 		t.Error("unknown preference policy accepted")
 	}
+	if _, err := Prepare(objs, Options{MinValuesPolicy: "Loose"}); err == nil {
+		t.Error("unknown minValues policy accepted")
+	}
+	if p.Options.MinValuesPolicy != packer.MinValuesStrict || p.Input.MinValuesPolicy != packer.MinValuesStrict {
+		t.Errorf("minValues policy %q, packer's %q: want Strict by default", p.Options.MinValuesPolicy, p.Input.MinValuesPolicy)
+	}
 }
 
 // fakeResult places pods on NodeClaims of the first pool, n per claim, at

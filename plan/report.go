@@ -55,6 +55,10 @@ type NodeClaim struct {
 	Requests corev1.ResourceList `json:"requests"`
 	// Pods as namespace/name.
 	Pods []string `json:"pods"`
+	// MinValuesRelaxed is true when the BestEffort minValues policy lowered
+	// a minValues of the NodePool for this NodeClaim (the controller
+	// annotates it karpenter.sh/nodeclaim-min-values-relaxed).
+	MinValuesRelaxed bool `json:"minValuesRelaxed,omitempty"`
 }
 
 // Placement is a pod put on an existing node.
@@ -107,6 +111,7 @@ type Assumptions struct {
 	Zones             []string `json:"zones"`
 	SpotPriceFraction float64  `json:"spotPriceFraction"`
 	PreferencePolicy  string   `json:"preferencePolicy"`
+	MinValuesPolicy   string   `json:"minValuesPolicy"`
 	// Prices says where prices come from.
 	Prices string `json:"prices"`
 	// NodePools with the number of instance types each may launch.
@@ -140,6 +145,7 @@ func NewReport(p *Prepared, res packer.Result) *Report {
 			Zones:             append([]string{}, p.Options.Offerings.Zones...),
 			SpotPriceFraction: p.Options.Offerings.SpotPriceFraction,
 			PreferencePolicy:  string(p.Options.PreferencePolicy),
+			MinValuesPolicy:   string(p.Options.MinValuesPolicy),
 			Prices:            "embedded catalog, " + p.Options.Offerings.Region + " on-demand; spot at spotPriceFraction of on-demand",
 			NodePools:         []PoolTypes{},
 			Pods:              len(p.Input.Pods),
@@ -154,13 +160,14 @@ func NewReport(p *Prepared, res packer.Result) *Report {
 	}
 	for _, nc := range res.NodeClaims {
 		out := NodeClaim{
-			NodePool:      nc.NodePool,
-			InstanceTypes: append([]string{}, nc.InstanceTypes...),
-			CapacityTypes: append([]string{}, nc.CapacityTypes...),
-			Zones:         append([]string{}, nc.Zones...),
-			PricePerHour:  nc.PricePerHour,
-			Requests:      nc.Requests.ResourceList(),
-			Pods:          podNames(nc.Pods),
+			NodePool:         nc.NodePool,
+			InstanceTypes:    append([]string{}, nc.InstanceTypes...),
+			CapacityTypes:    append([]string{}, nc.CapacityTypes...),
+			Zones:            append([]string{}, nc.Zones...),
+			PricePerHour:     nc.PricePerHour,
+			Requests:         nc.Requests.ResourceList(),
+			Pods:             podNames(nc.Pods),
+			MinValuesRelaxed: nc.MinValuesRelaxed,
 		}
 		r.NodeClaims = append(r.NodeClaims, out)
 		r.PricePerHour += nc.PricePerHour
@@ -232,6 +239,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		pods += len(nc.Pods)
 	}
 	fmt.Fprintf(b, "%s for %s: $%s/hour\n", count(len(r.NodeClaims), "NodeClaim"), count(pods, "pod"), money(r.PricePerHour))
+	relaxed := 0
+	for _, nc := range r.NodeClaims {
+		if nc.MinValuesRelaxed {
+			relaxed++
+		}
+	}
+	if relaxed > 0 {
+		fmt.Fprintf(b, "%s with minValues relaxed (too few instance types fit for a NodePool's minValues)\n", count(relaxed, "NodeClaim"))
+	}
 	if r.LowerBound.PricePerHour > 0 {
 		fmt.Fprintf(b, "lower bound: $%s/hour, ratio %.2f", money(r.LowerBound.PricePerHour), r.LowerBound.Ratio)
 		if r.LowerBound.SeparatedBy != "" {
@@ -251,8 +267,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	a := r.Assumptions
-	fmt.Fprintf(b, "\nassuming catalog prices for %s, spot at %s of on-demand, zones %s, preference policy %s, %d existing nodes\n",
-		a.Region, strconv.FormatFloat(a.SpotPriceFraction, 'f', -1, 64), strings.Join(a.Zones, ","), a.PreferencePolicy, a.ExistingNodes)
+	fmt.Fprintf(b, "\nassuming catalog prices for %s, spot at %s of on-demand, zones %s, preference policy %s, minValues policy %s, %d existing nodes\n",
+		a.Region, strconv.FormatFloat(a.SpotPriceFraction, 'f', -1, 64), strings.Join(a.Zones, ","), a.PreferencePolicy, a.MinValuesPolicy, a.ExistingNodes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

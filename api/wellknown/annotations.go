@@ -30,7 +30,9 @@ const (
 	// pods: deletion time plus the terminationGracePeriod.
 	AnnotationNodeClaimTerminationTimestamp = GroupCore + "/nodeclaim-termination-timestamp"
 	// AnnotationNodeClaimMinValuesRelaxed is "true" on a NodeClaim whose
-	// requirements' minValues were lowered to what the catalog could offer.
+	// requirements' minValues were lowered to what the catalog could offer
+	// (the BestEffort minValues policy), "false" on other NodeClaims the
+	// provisioner or disruption launches.
 	AnnotationNodeClaimMinValuesRelaxed = GroupCore + "/nodeclaim-min-values-relaxed"
 	// AnnotationRequestedDRADrivers lists the dynamic resource allocation
 	// drivers that the pods behind a NodeClaim need. Reserved; newer than v1.0.

@@ -47,6 +47,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
@@ -108,12 +109,6 @@ const (
 	flagWebhookPort                      = "webhook-port"
 	flagWebhookMetricsPort               = "webhook-metrics-port"
 	flagAWSFeatureGates                  = "aws-feature-gates"
-)
-
-// The values of --min-values-policy, as Karpenter names them.
-const (
-	minValuesStrict     = "Strict"
-	minValuesBestEffort = "BestEffort"
 )
 
 // softMemoryShare is the part of the container's memory limit
@@ -219,8 +214,10 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"a batch of pending pods closes this long after it opened"+env(flagBatchMaxDuration))
 	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceRespect),
 		"how preferred scheduling terms shape new nodes: Respect (as Karpenter), Score or Ignore"+env(flagPreferencePolicy))
-	fs.StringVar(&o.minValuesPolicy, flagMinValuesPolicy, minValuesStrict,
-		"how NodePool minValues are held: Strict; BestEffort is accepted and treated as Strict"+env(flagMinValuesPolicy))
+	fs.StringVar(&o.minValuesPolicy, flagMinValuesPolicy, string(packer.MinValuesStrict),
+		"what happens when too few instance types fit a new node's pods for a NodePool's minValues: Strict leaves the pods pending; "+
+			"BestEffort launches the node with those minValues lowered to what the types offer and annotates its NodeClaim "+
+			wellknown.AnnotationNodeClaimMinValuesRelaxed+"=true"+env(flagMinValuesPolicy))
 	fs.StringVar(&o.equalWeightOrder, flagEqualWeightOrder, string(packer.EqualWeightName),
 		"which of several NodePools of the same weight launches a new node: Name (Karpenter's order: the first that can, by name descending) or Price (the cheapest)"+env(flagEqualWeightOrder))
 	fs.StringVar(&o.logLevel, flagLogLevel, "info", "log level: debug, info or error"+env(flagLogLevel))
@@ -334,10 +331,10 @@ func (o *controllerOptions) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--%s %q: use Score, Respect or Ignore", flagPreferencePolicy, o.preferencePolicy))
 	}
-	switch o.minValuesPolicy {
-	case minValuesStrict, minValuesBestEffort:
+	switch packer.MinValuesPolicy(o.minValuesPolicy) {
+	case packer.MinValuesStrict, packer.MinValuesBestEffort:
 	default:
-		errs = append(errs, fmt.Errorf("--%s %q: use %s (or %s, which stevedore treats as %s)", flagMinValuesPolicy, o.minValuesPolicy, minValuesStrict, minValuesBestEffort, minValuesStrict))
+		errs = append(errs, fmt.Errorf("--%s %q: use %s or %s", flagMinValuesPolicy, o.minValuesPolicy, packer.MinValuesStrict, packer.MinValuesBestEffort))
 	}
 	switch packer.EqualWeightOrder(o.equalWeightOrder) {
 	case packer.EqualWeightName, packer.EqualWeightPrice:
@@ -648,8 +645,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	klog.SetLogger(logger.WithName("client-go"))
 	ctx = ctrllog.IntoContext(ctx, logger)
 
-	if opts.minValuesPolicy == minValuesBestEffort {
-		logger.Info("--" + flagMinValuesPolicy + "=" + minValuesBestEffort + " is treated as " + minValuesStrict + ": stevedore does not relax minValues")
+	// Relaxed minValues change which instance types nodes may launch from:
+	// say so once, where an operator looking at such a node would look.
+	if packer.MinValuesPolicy(opts.minValuesPolicy) == packer.MinValuesBestEffort {
+		logger.Info("--" + flagMinValuesPolicy + "=" + string(packer.MinValuesBestEffort) + ": NodeClaims whose pods leave too few instance types for a NodePool's minValues launch with them relaxed and annotated " +
+			wellknown.AnnotationNodeClaimMinValuesRelaxed)
 	}
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
@@ -783,6 +783,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			PreferencePolicy: packer.PreferencePolicy(opts.preferencePolicy),
 			EqualWeightOrder: packer.EqualWeightOrder(opts.equalWeightOrder),
 			CapacityBuffer:   gates[gateCapacityBuffer],
+			// Replacements follow it too (see controllers.Register).
+			MinValuesPolicy: packer.MinValuesPolicy(opts.minValuesPolicy),
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay:    opts.validationDelay,

@@ -169,7 +169,7 @@ func loadScenarioWorld(ctx context.Context, o *sourceOptions) (*diagnose.World, 
 	if o.interruptionQueue != "" {
 		st.InterruptionQueue = o.interruptionQueue
 	}
-	opts := explain.Options{PreferencePolicy: run.Controller.PreferencePolicy, SpotToSpot: run.Controller.SpotToSpot}
+	opts := explain.Options{PreferencePolicy: run.Controller.PreferencePolicy, MinValuesPolicy: run.Controller.MinValuesPolicy, SpotToSpot: run.Controller.SpotToSpot}
 	w, err := diagnose.Load(ctx, diagnose.Source{Reader: r.API(), AWS: r.AWS().Clients(), Settings: st, Region: r.AWS().Region(),
 		Now: r.Clock().Now(), Explain: &opts})
 	if err != nil {

@@ -15,12 +15,13 @@ import (
 
 func newPlanCommand() *cobra.Command {
 	var (
-		files      []string
-		podFiles   []string
-		output     string
-		preference string
-		spot       float64
-		zones      []string
+		files           []string
+		podFiles        []string
+		output          string
+		preference      string
+		minValuesPolicy string
+		spot            float64
+		zones           []string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR|- ... [--pods PODS.json]",
@@ -53,8 +54,13 @@ from -f.`,
 			if err != nil {
 				return fmt.Errorf("--preference-policy: %w", err)
 			}
+			minValues, err := plan.ParseMinValuesPolicy(minValuesPolicy)
+			if err != nil {
+				return fmt.Errorf("--min-values-policy: %w", err)
+			}
 			opts := plan.Options{
 				PreferencePolicy: policy,
+				MinValuesPolicy:  minValues,
 				Offerings:        offerings.Options{Zones: zones, SpotPriceFraction: spot},
 			}
 			if err := opts.Offerings.Validate(); err != nil {
@@ -111,6 +117,8 @@ from -f.`,
 	cmd.Flags().StringArrayVar(&podFiles, "pods", nil, "JSON file of pods to pack as pending (an array of Pods, or a List or PodList), or - for standard input; repeatable")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&preference, "preference-policy", "Score", "how preferred affinity and ScheduleAnyway spread shape new nodes: Score, Respect or Ignore")
+	cmd.Flags().StringVar(&minValuesPolicy, "min-values-policy", "Strict",
+		"as the controller's: when too few instance types fit for a NodePool's minValues, Strict leaves the pods unschedulable and BestEffort launches with the minValues relaxed")
 	cmd.Flags().Float64Var(&spot, "spot-price-fraction", offerings.DefaultSpotPriceFraction, "spot price as a fraction of the on-demand price")
 	cmd.Flags().StringSliceVar(&zones, "zones", offerings.DefaultZones(), "zones every instance type is offered in, comma-separated")
 	return cmd

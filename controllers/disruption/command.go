@@ -220,6 +220,7 @@ func (c *Controller) launch(ctx context.Context, snap state.Snapshot, pools []pa
 		nc := provisioning.NewNodeClaim(np, claim, types)
 		provisioning.MarkOverlays(nc, byName[np.Name], types)
 		nc.Annotations[AnnotationReplacementFor] = id
+		provisioning.MarkMinValuesRelaxed(nc, claim)
 		if err := c.kube.Create(ctx, nc); err != nil {
 			return names, "", fmt.Errorf("creating a replacement NodeClaim in NodePool %s: %w", np.Name, err)
 		}
@@ -229,7 +230,7 @@ func (c *Controller) launch(ctx context.Context, snap state.Snapshot, pools []pa
 		c.state.RecordDaemonOverhead(nc.Name, state.DaemonsFor(nc, snap.DaemonSetPods))
 		added[np.Name] = resources.Add(added[np.Name], largest)
 		names = append(names, nc.Name)
-		c.metrics.NodeClaimCreated(reasonLabel, np.Name, false)
+		c.metrics.NodeClaimCreated(reasonLabel, np.Name, claim.MinValuesRelaxed)
 		log.FromContext(ctx).Info("created nodeclaim", "NodePool", np.Name, "NodeClaim", nc.Name,
 			"reason", reasonLabel, "command", id, "instanceTypes", len(types))
 	}

@@ -196,6 +196,9 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types listed on a replacement;
 	// 0 means the packer's default.
 	MaxInstanceTypes int
+	// MinValuesPolicy applies to replacements as to the NodeClaims the
+	// provisioner launches, as in Karpenter; default Strict.
+	MinValuesPolicy packer.MinValuesPolicy
 	// MaxConsolidationCandidates caps the candidates multi-node
 	// consolidation considers (decide/disruption Options.MaxCandidates);
 	// 0, the default, means no cap. Only the simulator's consolidation
@@ -518,6 +521,7 @@ func (c *Controller) decisionOptions(snap state.Snapshot) decide.Options {
 		StaticCapacity:   c.opts.StaticCapacity,
 		PreferencePolicy: c.opts.PreferencePolicy,
 		MaxInstanceTypes: c.opts.MaxInstanceTypes,
+		MinValuesPolicy:  c.opts.MinValuesPolicy,
 		MaxCandidates:    c.opts.MaxConsolidationCandidates,
 		Cache:            c.packingCache(snap),
 	}

@@ -126,6 +126,7 @@ func (c *Controller) forcefulReplacements(ctx context.Context, name, id string, 
 		SpotToSpot:       c.opts.SpotToSpot,
 		PreferencePolicy: c.opts.PreferencePolicy,
 		MaxInstanceTypes: c.opts.MaxInstanceTypes,
+		MinValuesPolicy:  c.opts.MinValuesPolicy,
 	}}
 	claims, unplaced := decide.Replacements(in, []string{name})
 	logger := log.FromContext(ctx)

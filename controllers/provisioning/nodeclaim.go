@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,11 +54,12 @@ func (p *Provisioner) launch(ctx context.Context, claim packer.NodeClaim, pool *
 
 	nc = NewNodeClaim(np, claim, names)
 	MarkOverlays(nc, pool, names)
+	MarkMinValuesRelaxed(nc, claim)
 	if err := p.client.Create(ctx, nc); err != nil {
 		return nil, "", fmt.Errorf("creating NodeClaim for NodePool %s: %w", np.Name, err)
 	}
 	added[np.Name] = resources.Add(added[np.Name], largest)
-	p.metrics.NodeClaimCreated(ReasonProvisioning, np.Name, false)
+	p.metrics.NodeClaimCreated(ReasonProvisioning, np.Name, claim.MinValuesRelaxed)
 	log.FromContext(ctx).Info("created nodeclaim",
 		"nodepool", np.Name,
 		"nodeclaim", nc.Name,
@@ -218,6 +220,18 @@ func NewNodeClaim(np *karpv1.NodePool, claim packer.NodeClaim, names []string) *
 		},
 	}
 	return nc
+}
+
+// MarkMinValuesRelaxed records on nc whether the packer relaxed the
+// NodePool's minValues for claim. Like Karpenter, which writes it on every
+// NodeClaim its scheduler launches, it writes "false" as well as "true", so
+// that a NodeClaim without the annotation is one no packing decision made
+// (a static NodePool's).
+func MarkMinValuesRelaxed(nc *karpv1.NodeClaim, claim packer.NodeClaim) {
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[wellknown.AnnotationNodeClaimMinValuesRelaxed] = strconv.FormatBool(claim.MinValuesRelaxed)
 }
 
 // nodeClaimRequirements writes reqs in the API's form, in key order, with

@@ -124,6 +124,10 @@ type Options struct {
 	// CapacityBuffer wakes the provisioner on CapacityBuffer changes (the
 	// CapacityBuffer feature gate; the CRD must be installed).
 	CapacityBuffer bool
+	// MinValuesPolicy says whether a NodeClaim whose pods leave too few
+	// instance types for a NodePool's minValues launches with them relaxed
+	// (BestEffort) or not at all (Strict, the default).
+	MinValuesPolicy packer.MinValuesPolicy
 }
 
 // Provisioner is the provisioning controller. Create it with New.
@@ -263,6 +267,7 @@ func (p *Provisioner) provisionPods(ctx context.Context, now time.Time) error {
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
 	in.EqualWeightOrder = p.opts.EqualWeightOrder
+	in.MinValuesPolicy = p.opts.MinValuesPolicy
 	keys := make([]types.NamespacedName, 0, len(pods))
 	for _, pod := range pods {
 		keys = append(keys, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})

@@ -43,6 +43,7 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	// may land on their nodes but never on a new node of theirs.
 	w.base = snap.PackerInput(nil, dynamicPools(snap, in.Pools), in.Options.PreferencePolicy)
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
+	w.base.MinValuesPolicy = in.Options.MinValuesPolicy
 	// Every simulation of this decision packs onto the same pools: their
 	// instance-type tables are built once.
 	w.base.Cache = in.Options.Cache

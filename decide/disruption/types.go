@@ -234,6 +234,12 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types of a replacement; 0 is the
 	// packer's default.
 	MaxInstanceTypes int
+	// MinValuesPolicy is passed to the packer: under BestEffort a
+	// replacement may launch with relaxed minValues, as a new NodeClaim
+	// may. Consolidation's price filter then holds the replacement to the
+	// instance-type minValues it records, relaxed or not, as Karpenter holds
+	// it to its recorded ones.
+	MinValuesPolicy packer.MinValuesPolicy
 	// SkipConsolidation leaves consolidation's packings (single- and
 	// multi-node) out of the decision, for a caller that knows they would
 	// find nothing: the disruption controller, after a decision in which

@@ -22,6 +22,7 @@ type minValue struct {
 
 // mvShort says which minValues a set of instance types falls short of.
 type mvShort struct {
+	k    int // index in the pool's minv
 	key  string
 	min  int
 	have int
@@ -70,8 +71,9 @@ func (p *poolIdx) indexMinValues() {
 // first, in order, each type that brings a value some key still lacks; then
 // the rest in order until maxTypes. The chosen types are returned in list's
 // order, appended to buf. When the types cannot cover them, short says
-// which key falls short and chosen is nil.
-func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []int, short *mvShort) {
+// which key falls short and chosen is nil. mins, when not nil, replaces the
+// pool's minValues key by key (a claim whose minValues were relaxed).
+func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int, mins []int) (chosen []int, short *mvShort) {
 	if len(p.minv) == 0 {
 		if len(list) > maxTypes {
 			list = list[:maxTypes]
@@ -80,6 +82,12 @@ func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []
 	}
 	for len(p.mvSeen) < len(p.minv) {
 		p.mvSeen = append(p.mvSeen, nil)
+	}
+	need := func(k int) int {
+		if mins != nil {
+			return mins[k]
+		}
+		return p.minv[k].min
 	}
 	count := make([]int, len(p.minv))
 	reset := func() {
@@ -110,8 +118,8 @@ func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []
 		take(i)
 	}
 	for k, m := range p.minv {
-		if count[k] < m.min {
-			return nil, &mvShort{key: m.key, min: m.min, have: count[k]}
+		if count[k] < need(k) {
+			return nil, &mvShort{k: k, key: m.key, min: need(k), have: count[k]}
 		}
 	}
 	if len(list) <= maxTypes {
@@ -125,7 +133,7 @@ func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []
 	for j, i := range list {
 		lacking := -1
 		for k, m := range p.minv {
-			if count[k] >= m.min {
+			if count[k] >= need(k) {
 				continue
 			}
 			for _, v := range m.of[i] {
@@ -139,7 +147,7 @@ func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []
 		}
 		if npicked == maxTypes {
 			m := p.minv[lacking]
-			return nil, &mvShort{key: m.key, min: m.min, have: count[lacking], cap: maxTypes}
+			return nil, &mvShort{k: lacking, key: m.key, min: need(lacking), have: count[lacking], cap: maxTypes}
 		}
 		take(i)
 		picked[j] = true
@@ -162,23 +170,35 @@ func (p *poolIdx) coverMinValues(list []int, maxTypes int, buf []int) (chosen []
 
 // minValuesShort reports whether the instance types of c that would fit
 // used plus sh's requests, as the NodeClaim would list them, fall short of
-// a minValues of the pool; nil when they do not (or the pool has none).
-func (s *state) minValuesShort(c *candSet, used resources.Vector, sh *shape) *mvShort {
+// a minValues of the pool (or of mins, when the claim's were relaxed); nil
+// when they do not (or the pool has none).
+func (s *state) minValuesShort(c *candSet, used resources.Vector, sh *shape, mins []int) *mvShort {
 	p := c.pool
 	if p.minv == nil {
 		return nil
 	}
 	total := used.Clone()
 	total.Add(sh.req)
-	return s.minValuesShortAt(c, total)
+	return s.minValuesShortAt(c, total, mins)
 }
 
 // minValuesShortAt is minValuesShort for a node requesting total.
-func (s *state) minValuesShortAt(c *candSet, total resources.Vector) *mvShort {
+func (s *state) minValuesShortAt(c *candSet, total resources.Vector, mins []int) *mvShort {
 	p := c.pool
 	if p.minv == nil {
 		return nil
 	}
+	list := s.fittingTypes(c, total)
+	chosen, short := p.coverMinValues(list, s.maxTypes, p.mvBuf[:0], mins)
+	p.mvBuf = chosen
+	return short
+}
+
+// fittingTypes lists the types of c that fit total and have an offering,
+// in the order a NodeClaim lists them once there are more than it may
+// list. The slice is the pool's scratch, valid until the next call.
+func (s *state) fittingTypes(c *candSet, total resources.Vector) []int {
+	p := c.pool
 	list := p.mvList[:0]
 	for i := c.first; i < len(p.types); i++ {
 		if !c.has(i) || !total.Fits(p.eff[i]) || math.IsInf(c.priceOf(i), 1) {
@@ -190,9 +210,40 @@ func (s *state) minValuesShortAt(c *candSet, total resources.Vector) *mvShort {
 	if len(list) > s.maxTypes {
 		sortByOffer(p, c, list)
 	}
-	chosen, short := p.coverMinValues(list, s.maxTypes, p.mvBuf[:0])
-	p.mvBuf = chosen
-	return short
+	return list
+}
+
+// relaxMinValues is the BestEffort policy: the minValues a new claim of
+// c's pool, requesting total, can have. Like Karpenter, each key that the
+// fitting types fall short on is lowered to the number of distinct values
+// they carry, and only those keys; the others keep the pool's. Where the
+// values exist but not within the maxTypes types a NodeClaim may list, the
+// key is lowered to what the types chosen within that cap carry, so that
+// the NodeClaim's types always meet the minValues it records. It returns
+// nil when nothing needs relaxing, otherwise the minValues per key of the
+// pool's minv (0 for a key none of the types defines).
+func (s *state) relaxMinValues(c *candSet, total resources.Vector) []int {
+	p := c.pool
+	if p.minv == nil {
+		return nil
+	}
+	list := s.fittingTypes(c, total)
+	var mins []int
+	for {
+		chosen, short := p.coverMinValues(list, s.maxTypes, p.mvBuf[:0], mins)
+		p.mvBuf = chosen
+		if short == nil {
+			return mins
+		}
+		if mins == nil {
+			mins = make([]int, len(p.minv))
+			for k, m := range p.minv {
+				mins[k] = m.min
+			}
+		}
+		// have < the minValues it fell short of, so this ends.
+		mins[short.k] = short.have
+	}
 }
 
 // sortByOffer orders type indices as a NodeClaim lists them: cheapest
@@ -207,8 +258,8 @@ func sortByOffer(p *poolIdx, c *candSet, list []int) {
 }
 
 // short reports whether the types marked in f.fit, capped at maxTypes, fall
-// short of a minValues of the pool.
-func (f *finalizer) short(p *poolIdx, c *candSet, maxTypes int) bool {
+// short of a minValues of the pool (or of mins, when relaxed).
+func (f *finalizer) short(p *poolIdx, c *candSet, maxTypes int, mins []int) bool {
 	list := p.mvList[:0]
 	for i := c.first; i < len(p.types); i++ {
 		if f.fit[i>>6]&(1<<(uint(i)&63)) != 0 && !math.IsInf(c.priceOf(i), 1) {
@@ -219,7 +270,7 @@ func (f *finalizer) short(p *poolIdx, c *candSet, maxTypes int) bool {
 	if len(list) > maxTypes {
 		sortByOffer(p, c, list)
 	}
-	chosen, short := p.coverMinValues(list, maxTypes, p.mvBuf[:0])
+	chosen, short := p.coverMinValues(list, maxTypes, p.mvBuf[:0], mins)
 	p.mvBuf = chosen
 	return short != nil
 }

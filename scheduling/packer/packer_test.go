@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -996,6 +997,164 @@ func TestMinValues(t *testing.T) {
 	}
 }
 
+// checkRecordedMinValues checks that every claim lists, for every
+// requirement of its own with minValues, that many distinct values among
+// its instance types: a relaxed claim must meet what it records.
+func checkRecordedMinValues(t *testing.T, in packer.Input, r packer.Result) {
+	t.Helper()
+	types := map[string]*packer.InstanceType{}
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			types[it.Name] = it
+		}
+	}
+	for ci, nc := range r.NodeClaims {
+		for rq := range nc.Requirements.All() {
+			n, ok := rq.MinValues()
+			if !ok {
+				continue
+			}
+			vals := map[string]bool{}
+			for _, name := range nc.InstanceTypes {
+				if tr, ok := types[name].Requirements.Get(rq.Key()); ok {
+					for v := range tr.Values() {
+						vals[v] = true
+					}
+				}
+			}
+			if len(vals) < n {
+				t.Errorf("claim %d lists %v: %d values of %s, records minValues %d", ci, nc.InstanceTypes, len(vals), rq.Key(), n)
+			}
+		}
+	}
+}
+
+// recordedMinValues is the minValues claim nc records for key; -1 when none.
+func recordedMinValues(nc packer.NodeClaim, key string) int {
+	rq, ok := nc.Requirements.Get(key)
+	if !ok {
+		return -1
+	}
+	if n, ok := rq.MinValues(); ok {
+		return n
+	}
+	return -1
+}
+
+// TestMinValuesPolicy packs the same pods under Strict and BestEffort.
+// Where a pod's fitting types carry too few values, Strict leaves it
+// unschedulable and BestEffort launches it, lowering only the minValues
+// that fall short to the values its types carry and marking the claim.
+// A pod joining a claim that another opened never relaxes it.
+func TestMinValuesPolicy(t *testing.T) {
+	// Types 0-7 are family m, types 8 and 9 (9 and 10 vCPU) family c.
+	fams := []string{"m", "m", "m", "m", "m", "m", "m", "m", "c", "c"}
+	type want struct {
+		nodes, unschedulable int
+		relaxed              []bool         // per claim, in order
+		mins                 map[string]int // recorded minValues of the first claim, by key
+		types                []string       // of the first claim
+	}
+	cases := []struct {
+		name       string
+		in         packer.Input
+		strict     want
+		bestEffort want
+	}{
+		{
+			// Only type 9 (10 vCPU) fits.
+			name: "one type where three are required",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "9500m", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withMinValues(wellknown.LabelInstanceType, 3))}},
+			strict: want{unschedulable: 1},
+			bestEffort: want{nodes: 1, relaxed: []bool{true},
+				mins: map[string]int{wellknown.LabelInstanceType: 1}, types: []string{"fake-it-9"}},
+		},
+		{
+			// Types 8 and 9 fit: two instance types but one family. Only
+			// the family's minValues is lowered.
+			name: "only the requirement that falls short is relaxed",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "8500m", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...),
+					withMinValues(wellknown.LabelInstanceType, 2), withMinValues(labelFamily, 2))}},
+			strict: want{unschedulable: 1},
+			bestEffort: want{nodes: 1, relaxed: []bool{true},
+				mins:  map[string]int{wellknown.LabelInstanceType: 2, labelFamily: 1},
+				types: []string{"fake-it-8", "fake-it-9"}},
+		},
+		{
+			// Each pod alone fits both families; together only family c.
+			// The second pod may not relax the claim the first opened, so
+			// it opens its own, which needs no relaxing either.
+			name: "a pod joining a claim does not relax it",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "4500m", "1Gi"), pod("b", "4500m", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...), withMinValues(labelFamily, 2))}},
+			strict:     want{nodes: 2, relaxed: []bool{false, false}, mins: map[string]int{labelFamily: 2}},
+			bestEffort: want{nodes: 2, relaxed: []bool{false, false}, mins: map[string]int{labelFamily: 2}},
+		},
+		{
+			name: "minValues that can be met are kept",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "1", "1Gi")},
+				NodePools: []packer.NodePool{pool("p", 10, withMinValues(wellknown.LabelInstanceType, 3))}},
+			strict:     want{nodes: 1, relaxed: []bool{false}, mins: map[string]int{wellknown.LabelInstanceType: 3}},
+			bestEffort: want{nodes: 1, relaxed: []bool{false}, mins: map[string]int{wellknown.LabelInstanceType: 3}},
+		},
+		{
+			// The values exist but not within the one type a claim may
+			// list: the claim records what that type carries.
+			name: "the cap on listed types",
+			in: packer.Input{Pods: []*corev1.Pod{pod("a", "100m", "100Mi")}, MaxInstanceTypes: 1,
+				NodePools: []packer.NodePool{pool("p", 10, withFamilies(fams...), withMinValues(labelFamily, 2))}},
+			strict: want{unschedulable: 1},
+			bestEffort: want{nodes: 1, relaxed: []bool{true},
+				mins: map[string]int{labelFamily: 1}, types: []string{"fake-it-0"}},
+		},
+	}
+	for _, tc := range cases {
+		for _, policy := range []packer.MinValuesPolicy{"", packer.MinValuesStrict, packer.MinValuesBestEffort} {
+			t.Run(tc.name+"/"+string(policy), func(t *testing.T) {
+				in := tc.in
+				in.MinValuesPolicy = policy
+				w := tc.strict
+				if policy == packer.MinValuesBestEffort {
+					w = tc.bestEffort
+				}
+				r := checkConsistent(t, in)
+				checkRecordedMinValues(t, in, r)
+				if policy != packer.MinValuesBestEffort {
+					checkMinValues(t, in, r)
+				}
+				if len(r.NodeClaims) != w.nodes || len(r.Unschedulable) != w.unschedulable {
+					t.Fatalf("%d claims and %d unschedulable, want %d and %d: %v %+v",
+						len(r.NodeClaims), len(r.Unschedulable), w.nodes, w.unschedulable, claimSummary(r), r.Unschedulable)
+				}
+				for _, u := range r.Unschedulable {
+					if v := u.NodePools[0]; v.Code != packer.CodeMinValuesUnsatisfiable {
+						t.Errorf("%s: code %s, want %s: %s", u.Pod, v.Code, packer.CodeMinValuesUnsatisfiable, v.Message)
+					}
+				}
+				for i, nc := range r.NodeClaims {
+					if nc.MinValuesRelaxed != w.relaxed[i] {
+						t.Errorf("claim %d: MinValuesRelaxed %v, want %v (%s)", i, nc.MinValuesRelaxed, w.relaxed[i], nc.Requirements)
+					}
+				}
+				if len(r.NodeClaims) == 0 {
+					return
+				}
+				nc := r.NodeClaims[0]
+				for key, n := range w.mins {
+					if got := recordedMinValues(nc, key); got != n {
+						t.Errorf("claim records minValues %d for %s, want %d (%s)", got, key, n, nc.Requirements)
+					}
+				}
+				if w.types != nil && !slices.Equal(nc.InstanceTypes, w.types) {
+					t.Errorf("types %v, want %v", nc.InstanceTypes, w.types)
+				}
+			})
+		}
+	}
+}
+
 // TestDiverseNodeCount checks that the benchmark workload takes no more
 // nodes than its hostname anti-affinity group forces (n/5). From about 30,000
 // pods on, there are more generic pods of the largest size than the largest
@@ -1180,5 +1339,52 @@ func TestDiverseCostRatio(t *testing.T) {
 				t.Logf("cost %.2f / lower bound %.2f = %.4f", cost(r), lb, got)
 			}
 		})
+	}
+}
+
+// TestMinValuesBestEffortWorkload packs a varied workload under a
+// minValues that its larger pods cannot meet: under BestEffort no pod is
+// refused for minValues, every claim meets the minValues it records, and the
+// result does not depend on the order of the pods.
+func TestMinValuesBestEffortWorkload(t *testing.T) {
+	pods := karpenterbench.DiversePods(300)
+	// Types have 1 to 400 vCPU: fewer than 50 fit a pod of more than 350.
+	for i := range 20 {
+		pods = append(pods, pod(fmt.Sprintf("big-%d", i), strconv.Itoa(352+2*i), "1Gi"))
+	}
+	input := func(pods []*corev1.Pod, policy packer.MinValuesPolicy) packer.Input {
+		in := karpenterbench.Input(pods, packer.PreferenceScore)
+		in.MinValuesPolicy = policy
+		in.MaxInstanceTypes = 60
+		in.NodePools[0].Requirements = in.NodePools[0].Requirements.Add(req(wellknown.LabelInstanceType, corev1.NodeSelectorOpExists).WithMinValues(50))
+		return in
+	}
+	strict := checkConsistent(t, input(pods, packer.MinValuesStrict))
+	in := input(pods, packer.MinValuesBestEffort)
+	res := checkConsistent(t, in)
+	checkRecordedMinValues(t, in, res)
+	for _, u := range res.Unschedulable {
+		for _, v := range u.NodePools {
+			if v.Code == packer.CodeMinValuesUnsatisfiable {
+				t.Errorf("%s refused for minValues under BestEffort: %s", u.Pod, v.Message)
+			}
+		}
+	}
+	relaxed := 0
+	for _, nc := range res.NodeClaims {
+		if nc.MinValuesRelaxed {
+			relaxed++
+		}
+	}
+	if relaxed == 0 || len(strict.Unschedulable) <= len(res.Unschedulable) {
+		t.Errorf("%d claims relaxed, %d pods unschedulable under Strict and %d under BestEffort: the workload does not exercise the policy",
+			relaxed, len(strict.Unschedulable), len(res.Unschedulable))
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	shuffled := slices.Clone(pods)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	got := packer.Solve(input(shuffled, packer.MinValuesBestEffort))
+	if !reflect.DeepEqual(claimSummary(got), claimSummary(res)) {
+		t.Error("result depends on the order of the input pods")
 	}
 }

@@ -27,7 +27,7 @@ func (sv *solver) rightSize() {
 			continue
 		}
 		p := b.pool
-		if p.minv != nil && !sv.coversMinValues(b.cand, keep, move) {
+		if p.minv != nil && !sv.coversMinValues(b.cand, b.mvMin, keep, move) {
 			continue
 		}
 		delta := p.cap[typeKeep].Clone()
@@ -45,6 +45,7 @@ func (sv *solver) rightSize() {
 			}
 		}
 		sv.claims = append(sv.claims, nb.id)
+		nb.mvMin = b.mvMin
 		b.cheap, nb.cheap = typeKeep, typeMove
 		b.pods, nb.pods = keep, move
 		b.used, b.ports, b.npods = sv.usage(keep)
@@ -126,10 +127,11 @@ func (sv *solver) bestSplit(b *bin) (keep, move []int32, typeKeep, typeMove int,
 // still list enough instance types for the pool's minValues. Fewer pods fit
 // at least the types that all of them did, so this holds whenever the
 // claim did; it is checked all the same, as the split must never break it.
-func (sv *solver) coversMinValues(c *candSet, groups ...[]int32) bool {
+// A relaxed claim's halves keep its minValues, mins.
+func (sv *solver) coversMinValues(c *candSet, mins []int, groups ...[]int32) bool {
 	for _, g := range groups {
 		used, _, _ := sv.usage(g)
-		if sv.s.minValuesShortAt(c, used) != nil {
+		if sv.s.minValuesShortAt(c, used, mins) != nil {
 			return false
 		}
 	}

@@ -235,6 +235,7 @@ func solve(in Input) (Result, []step) {
 	}
 	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
+	s.relaxMin = in.MinValuesPolicy == MinValuesBestEffort
 	if s.maxTypes <= 0 {
 		s.maxTypes = DefaultMaxInstanceTypes
 	}
@@ -816,7 +817,7 @@ func (f *finalizer) claim(b *bin, maxTypes int) NodeClaim {
 		}
 		f.fit[i>>6] |= 1 << (uint(i) & 63)
 	}
-	if p.minv != nil && len(p.limited) > 0 && f.short(p, c, maxTypes) {
+	if p.minv != nil && len(p.limited) > 0 && f.short(p, c, maxTypes, b.mvMin) {
 		// Leaving out the types the limits would not let the claim grow
 		// into breaks minValues: list every type that fits, as packing
 		// checked. The pool is charged for the cheapest one either way.
@@ -830,9 +831,13 @@ func (f *finalizer) claim(b *bin, maxTypes int) NodeClaim {
 	for _, w := range f.fit {
 		f.key = binary.LittleEndian.AppendUint64(f.key, w)
 	}
+	// Claims relaxed differently list different types and requirements.
+	for _, n := range b.mvMin {
+		f.key = binary.LittleEndian.AppendUint64(f.key, uint64(n))
+	}
 	t, ok := f.tmpl[string(f.key)]
 	if !ok {
-		t = template(p, c, f.fit, maxTypes)
+		t = template(p, c, f.fit, maxTypes, b.mvMin)
 		f.tmpl[string(f.key)] = t
 	}
 	nc := t.nc
@@ -843,7 +848,7 @@ func (f *finalizer) claim(b *bin, maxTypes int) NodeClaim {
 	return nc
 }
 
-func template(p *poolIdx, c *candSet, fit []uint64, maxTypes int) *claimTmpl {
+func template(p *poolIdx, c *candSet, fit []uint64, maxTypes int, mins []int) *claimTmpl {
 	type tp struct {
 		i     int
 		price float64
@@ -877,7 +882,7 @@ func template(p *poolIdx, c *candSet, fit []uint64, maxTypes int) *claimTmpl {
 				idx[j] = e.i
 				at[e.i] = e
 			}
-			chosen, short := p.coverMinValues(idx, maxTypes, nil)
+			chosen, short := p.coverMinValues(idx, maxTypes, nil, mins)
 			if short != nil {
 				// Packing checked the claim; keep the cheapest as before.
 				chosen = idx[:maxTypes]
@@ -911,6 +916,19 @@ func template(p *poolIdx, c *candSet, fit []uint64, maxTypes int) *claimTmpl {
 		t.over = list[0].i
 	}
 	r := c.reqs
+	// A claim relaxed under BestEffort records the minValues it was
+	// launched with, as Karpenter does, so that it lists types that meet
+	// them; the API takes no minValues below 1.
+	for k, n := range mins {
+		m := p.minv[k]
+		if n >= m.min {
+			continue
+		}
+		if q, ok := r.Get(m.key); ok {
+			r = r.Replace(q.WithMinValues(max(n, 1)))
+		}
+		t.nc.MinValuesRelaxed = true
+	}
 	add := func(label string, vals []string) {
 		if len(vals) == 0 {
 			return

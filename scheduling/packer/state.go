@@ -38,6 +38,10 @@ type bin struct {
 	cand  *candSet
 	cheap int
 	pods  []int32
+	// mvMin are the claim's minValues, per key of pool.minv, once the
+	// BestEffort policy relaxed them for its first pod; nil while they are
+	// the pool's.
+	mvMin []int
 }
 
 // state is the packer's world: bins, topology keys and domains, and the
@@ -65,6 +69,9 @@ type state struct {
 	altIDs map[string]int
 
 	maxTypes int // instance types a new NodeClaim may list
+	// relaxMin is the BestEffort minValues policy: a new claim whose types
+	// fall short of a minValues opens with it lowered instead of failing.
+	relaxMin bool
 
 	// cache, when set, memoizes per-node facts across Solves.
 	cache *Cache
@@ -394,12 +401,13 @@ type outcome struct {
 	taint *corev1.Taint
 	pins  []pinKey
 	short *mvShort // why failMinValues
+	mvMin []int    // minValues relaxed for an empty claim (see bin.mvMin)
 }
 
 // check reports whether the variant's pod may go on bin b now.
 func (s *state) check(v *variant, b *bin, out *outcome) {
 	sh := v.sh
-	out.code, out.perm, out.pins = okCode, true, out.pins[:0]
+	out.code, out.perm, out.pins, out.mvMin = okCode, true, out.pins[:0], nil
 	if b.unsched {
 		if s.packer || !taints.Tolerates(sh.tols, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 			out.code = failUnschedulable
@@ -481,11 +489,18 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 		}
 		// The types left must still cover the pool's minValues. Pods only
 		// add requests and narrow the candidates, so once short, the claim
-		// stays short for this variant.
+		// stays short for this variant. Under BestEffort, as in Karpenter,
+		// only the pod that opens a claim relaxes them; later pods must
+		// keep what it settled on.
 		if b.pool.minv != nil {
-			if short := s.minValuesShort(out.cand, b.used, sh); short != nil {
-				out.code, out.short = failMinValues, short
-				return
+			if short := s.minValuesShort(out.cand, b.used, sh, b.minValues()); short != nil {
+				if !s.relaxMin || len(b.pods) > 0 {
+					out.code, out.short = failMinValues, short
+					return
+				}
+				total := b.used.Clone()
+				total.Add(sh.req)
+				out.mvMin = s.relaxMinValues(out.cand, total)
 			}
 		}
 		out.cheap = cheap
@@ -494,6 +509,16 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 			return
 		}
 	}
+}
+
+// minValues are the minValues a pod joining claim b must keep: the ones its
+// first pod settled on, or the pool's while it is empty (a claim emptied by
+// moving its pods away starts over).
+func (b *bin) minValues() []int {
+	if len(b.pods) == 0 {
+		return nil
+	}
+	return b.mvMin
 }
 
 func (o *outcome) pinned(k int) bool {
@@ -547,10 +572,15 @@ func (s *state) topoAt(v *variant, b *bin, k int, d int32) (failCode, bool) {
 // pickPin chooses the value an unpinned claim takes for key k: one that
 // every constraint of v allows, the least counted by v's spread constraints
 // (and the spread groups that count the pod), with instance types left.
+// Values whose types cover the pool's minValues come first; under
+// BestEffort an empty claim falls back on the others, whose minValues check
+// relaxes once every key is pinned.
 func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 	best, bestScore := "", int64(-1)
 	var bestCand *candSet
 	var short *mvShort
+	bestShort := false
+	relax := s.relaxMin && len(b.pods) == 0
 	kr, hasKR := out.cand.reqs.Get(s.keys[k])
 	for _, val := range s.domainsFor(b.pool, k) {
 		if hasKR && !kr.Allows(val) {
@@ -574,20 +604,29 @@ func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 				score += int64(g.count(d))
 			}
 		}
-		if bestScore >= 0 && score >= bestScore {
+		if bestScore >= 0 && score >= bestScore && !bestShort {
 			continue
 		}
 		c := out.cand.withPin(s, k, val)
 		if c.n == 0 || !quickFits(b.used, v.sh, c.max) {
 			continue
 		}
+		isShort := false
 		if b.pool.minv != nil {
-			if sh := s.minValuesShort(c, b.used, v.sh); sh != nil {
-				short = sh
-				continue
+			if sh := s.minValuesShort(c, b.used, v.sh, b.minValues()); sh != nil {
+				if !relax {
+					short = sh
+					continue
+				}
+				isShort = true
 			}
 		}
-		best, bestScore, bestCand = val, score, c
+		// Here the best so far is short or scores higher; a short value
+		// replaces only a short one that scores higher.
+		if isShort && bestScore >= 0 && (!bestShort || score >= bestScore) {
+			continue
+		}
+		best, bestScore, bestCand, bestShort = val, score, c, isShort
 	}
 	if bestScore < 0 {
 		out.code, out.perm = failNoPin, false
@@ -610,6 +649,9 @@ func (s *state) commit(v *variant, b *bin, out *outcome, pi int32) {
 			s.onPin(b, p.key)
 		}
 		b.cand = out.cand
+		if len(b.pods) == 0 {
+			b.mvMin = out.mvMin
+		}
 		if out.cheap != b.cheap {
 			delta := b.pool.cap[out.cheap].Clone()
 			delta.Sub(b.pool.cap[b.cheap])

@@ -161,6 +161,23 @@ const (
 	PreferenceIgnore PreferencePolicy = "Ignore"
 )
 
+// MinValuesPolicy says what happens when the instance types that fit the pods
+// of a new NodeClaim carry fewer distinct values of a NodePool requirement's
+// key than its minValues. The values are Karpenter's MIN_VALUES_POLICY.
+type MinValuesPolicy string
+
+const (
+	// MinValuesStrict leaves such pods unschedulable on the NodePool
+	// (MinValuesUnsatisfiable). The default.
+	MinValuesStrict MinValuesPolicy = "Strict"
+	// MinValuesBestEffort launches the NodeClaim anyway, with the minValues
+	// of each key that falls short lowered to the number of distinct values
+	// its types carry (NodeClaim.MinValuesRelaxed). Only the pod that opens
+	// a NodeClaim relaxes them; pods packed onto it later must keep the
+	// minValues it opened with, as in Karpenter.
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
+
 // Input is everything one packing decision depends on.
 type Input struct {
 	// Pods to place. Their order does not matter: the packer orders them.
@@ -182,6 +199,8 @@ type Input struct {
 	// EqualWeightOrder says which of several NodePools of the same weight
 	// launches a new NodeClaim; it defaults to EqualWeightName.
 	EqualWeightOrder EqualWeightOrder
+	// MinValuesPolicy defaults to MinValuesStrict.
+	MinValuesPolicy MinValuesPolicy
 	// MaxInstanceTypes caps the instance types listed on a new NodeClaim
 	// (cheapest first); 0 means 600.
 	MaxInstanceTypes int
@@ -228,6 +247,11 @@ type NodeClaim struct {
 	PricePerHour float64
 	// Requests of the pods placed on it plus DaemonSet overhead.
 	Requests resources.Vector
+	// MinValuesRelaxed is true when MinValuesBestEffort lowered a minValues
+	// of the NodePool for this NodeClaim; Requirements carry the lowered
+	// ones. Karpenter marks such NodeClaims with the annotation
+	// karpenter.sh/nodeclaim-min-values-relaxed.
+	MinValuesRelaxed bool
 	// Pods placed on it.
 	Pods []types.NamespacedName
 }
@@ -250,7 +274,7 @@ type NodePoolVerdict struct {
 	// TopologyUnsatisfiable, AffinityUnsatisfiable, HostPortConflict,
 	// NoAvailableOffering, MinValuesUnsatisfiable (the instance types that
 	// fit the pod carry fewer distinct values of a requirement's key than its
-	// minValues).
+	// minValues; never under MinValuesBestEffort, which relaxes them).
 	Code string
 	// Message explains it with the numbers behind it, for example which
 	// taint, which requirement key and values, or which limit and by how

@@ -206,6 +206,21 @@ func (r Requirements) Get(key string) (Requirement, bool) {
 	return r.reqs[i], true
 }
 
+// Replace returns r with the requirement on q's key set to q, added when r
+// does not constrain the key. Unlike Add it does not intersect, so it can
+// lower a minValues, which an intersection never does (it keeps the larger).
+func (r Requirements) Replace(q Requirement) Requirements {
+	i, found := search(r.reqs, q.key)
+	out := make([]Requirement, 0, len(r.reqs)+1)
+	out = append(out, r.reqs[:i]...)
+	out = append(out, q)
+	if found {
+		i++
+	}
+	out = append(out, r.reqs[i:]...)
+	return Requirements{reqs: out}
+}
+
 // Len returns the number of keys that r constrains.
 func (r Requirements) Len() int { return len(r.reqs) }
 

@@ -445,3 +445,25 @@ func TestFromPod(t *testing.T) {
 		})
 	}
 }
+
+// Replace lowers a minValues, which Add cannot (an intersection keeps the
+// larger), and leaves the other keys and the original untouched.
+func TestReplace(t *testing.T) {
+	base := reqs(t, zone, in("a", "b", "c"), arch, in("amd64"))
+	zr, _ := base.Get(zone)
+	three := base.Replace(zr.WithMinValues(3))
+	one := three.Replace(zr.WithMinValues(1))
+	if got, want := one.String(), "kubernetes.io/arch In [amd64], topology.kubernetes.io/zone In [a b c] minValues 1"; got != want {
+		t.Errorf("Replace lowered to %q, want %q", got, want)
+	}
+	if got := three.Add(zr.WithMinValues(1)); !got.Equal(three) {
+		t.Errorf("Add lowered minValues: %q", got)
+	}
+	if got, want := three.String(), "kubernetes.io/arch In [amd64], topology.kubernetes.io/zone In [a b c] minValues 3"; got != want {
+		t.Errorf("Replace changed its receiver: %q, want %q", got, want)
+	}
+	added := base.Replace(in("x").on(t, team))
+	if got, want := added.String(), "example.com/team In [x], kubernetes.io/arch In [amd64], topology.kubernetes.io/zone In [a b c]"; got != want {
+		t.Errorf("Replace on a new key gave %q, want %q", got, want)
+	}
+}

@@ -155,11 +155,12 @@ func (r *Runner) newDeps() (*Deps, error) {
 			BatchIdle: run.Controller.BatchIdle, BatchMax: run.Controller.BatchMax, PreferencePolicy: run.Controller.PreferencePolicy,
 			EqualWeightOrder: run.Controller.EqualWeightOrder,
 			CapacityBuffer:   run.Controller.CapacityBuffer,
+			MinValuesPolicy:  run.Controller.MinValuesPolicy,
 		},
 		Disruption: disruptionctl.Options{
 			ValidationDelay: run.Controller.ValidationDelay, ReplacementTimeout: run.Controller.ReplacementTimeout,
 			SpotToSpot: run.Controller.SpotToSpot, StaticCapacity: run.Controller.StaticCapacity, PreferencePolicy: run.Controller.PreferencePolicy,
-			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates,
+			MaxConsolidationCandidates: run.Controller.MaxConsolidationCandidates, MinValuesPolicy: run.Controller.MinValuesPolicy,
 		},
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		NodeOverlay:    run.Controller.NodeOverlay,

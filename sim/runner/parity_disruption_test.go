@@ -222,3 +222,25 @@ func TestParityDaemonSetPodsBlock(t *testing.T) {
 		})
 	}
 }
+
+// TestParityMinValuesBestEffort: with MIN_VALUES_POLICY=BestEffort, pods
+// whose instance types fall short of the NodePool's minValues launch with
+// it relaxed; stevedore once treated BestEffort as Strict and left them
+// pending. Each pod opens its own node, since a pod joining a node may not
+// relax it further.
+func TestParityMinValuesBestEffort(t *testing.T) {
+	doc := story(t, "testdata/parity/min-values-best-effort")
+	launched := eventsOf(doc, report.KindNodeClaimLaunched)
+	if len(launched) != 3 || len(doc.Final.Nodes) != 3 {
+		t.Fatalf("launches %+v and final nodes %+v, want three", launched, doc.Final.Nodes)
+	}
+	for _, n := range doc.Final.Nodes {
+		if n.InstanceType != "m6i.large" || n.Pods != 1 {
+			t.Errorf("final node %+v, want a m6i.large with one pod", n)
+		}
+	}
+	for _, e := range eventsOf(doc, report.KindDisruptionStarted) {
+		t.Errorf("%s disruption of %s at %s, want none", e.Reason, e.NodeClaim, since(doc, e.Time))
+	}
+	allRunning(t, doc, 3)
+}

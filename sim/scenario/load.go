@@ -134,6 +134,9 @@ type ControllerConfig struct {
 	// says which of several NodePools of the same weight launches a new
 	// node; default packer.EqualWeightName, Karpenter's order.
 	EqualWeightOrder packer.EqualWeightOrder
+	// MinValuesPolicy (controller setting min-values-policy) is Strict
+	// (the default) or BestEffort, as for the controller.
+	MinValuesPolicy packer.MinValuesPolicy
 	// Feature gates (controller setting feature-gates, as Karpenter's
 	// --feature-gates: "NodeRepair=true,SpotToSpotConsolidation=true").
 	NodeRepair     bool
@@ -796,6 +799,8 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	fs.StringVar(&policy, "preference-policy", policy, "")
 	order := string(packer.EqualWeightName)
 	fs.StringVar(&order, "nodepool-equal-weight-order", order, "")
+	minValues := string(packer.MinValuesStrict)
+	fs.StringVar(&minValues, "min-values-policy", minValues, "")
 	gates := ""
 	fs.StringVar(&gates, "feature-gates", "", "")
 	fs.DurationVar(&c.ValidationDelay, "disruption-validation-delay", disruptionctl.DefaultValidationDelay, "")
@@ -831,6 +836,7 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	c.Settings.InterruptionQueue = run.AWS.InterruptionQueue
 	c.PreferencePolicy = packer.PreferencePolicy(policy)
 	c.EqualWeightOrder = packer.EqualWeightOrder(order)
+	c.MinValuesPolicy = packer.MinValuesPolicy(minValues)
 	for _, kv := range strings.Split(gates, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
@@ -867,6 +873,11 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	case packer.EqualWeightName, packer.EqualWeightPrice:
 	default:
 		l.scenarioError("spec.controller.nodepool-equal-weight-order", fmt.Sprintf("%q is not an order", order), "use Name (Karpenter's order) or Price")
+	}
+	switch c.MinValuesPolicy {
+	case packer.MinValuesStrict, packer.MinValuesBestEffort:
+	default:
+		l.scenarioError("spec.controller.min-values-policy", fmt.Sprintf("%q is not a policy", minValues), "use Strict or BestEffort")
 	}
 	if c.ValidationDelay <= 0 || c.ReplacementTimeout <= 0 {
 		l.scenarioError("spec.controller", "disruption-validation-delay and disruption-replacement-timeout must be positive",

@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/sim/clock"
 )
 
@@ -80,7 +81,7 @@ func TestDefaultsWithoutAScenario(t *testing.T) {
 		t.Fatalf("%v %v", err, problems)
 	}
 	if run.Seed != DefaultSeed || run.Duration != DefaultDuration || run.SampleEvery != DefaultSampleEvery || !run.Start.Equal(clock.DefaultStart) ||
-		run.KubeAPIQPS != DefaultKubeAPIQPS || run.KubeAPIBurst != DefaultKubeAPIBurst {
+		run.KubeAPIQPS != DefaultKubeAPIQPS || run.KubeAPIBurst != DefaultKubeAPIBurst || run.Controller.MinValuesPolicy != packer.MinValuesStrict {
 		t.Errorf("defaults: %+v", run)
 	}
 	if run.ClusterName != "demo" {
@@ -121,7 +122,7 @@ spec:
     interruptionQueue: shop
     accessEntries: []
     bootTime: 1m
-  controller: {batch-idle-duration: 2s, feature-gates: "NodeRepair=true"}
+  controller: {batch-idle-duration: 2s, feature-gates: "NodeRepair=true", min-values-policy: BestEffort}
   events:
     - {at: 1h, restartController: {}}
     - {at: 5m, scale: {kind: Deployment, namespace: shop, name: web, replicas: 10}}
@@ -142,7 +143,8 @@ spec:
 		run.KubeAPIQPS != 20 || run.KubeAPIBurst != 30 {
 		t.Errorf("run %+v", run)
 	}
-	if run.Controller.BatchIdle != 2*time.Second || !run.Controller.NodeRepair || run.Controller.Settings.InterruptionQueue != "shop" || run.Controller.Settings.ClusterName != "shop" {
+	if run.Controller.BatchIdle != 2*time.Second || !run.Controller.NodeRepair || run.Controller.Settings.InterruptionQueue != "shop" || run.Controller.Settings.ClusterName != "shop" ||
+		run.Controller.MinValuesPolicy != packer.MinValuesBestEffort {
 		t.Errorf("controller %+v", run.Controller)
 	}
 	var order []string
@@ -184,6 +186,7 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"setting that belongs elsewhere", "  controller: {cluster-name: x}\n", "spec.controller.cluster-name", "spec.cluster.name"},
 		{"bad setting value", "  controller: {batch-idle-duration: fast}\n", "spec.controller.batch-idle-duration", "fast"},
 		{"unknown feature gate", "  controller: {feature-gates: \"NodeRepiar=true\"}\n", "spec.controller.feature-gates", "did you mean NodeRepair"},
+		{"unknown minValues policy", "  controller: {min-values-policy: Loose}\n", "spec.controller.min-values-policy", "Strict or BestEffort"},
 		{"unknown kind", "  events: [{at: 1m, delete: {kind: Deploymint, name: web}}]\n", "spec.events[0].delete.kind", "unknown kind"},
 		{"scale a DaemonSet", "  events: [{at: 1m, scale: {kind: DaemonSet, name: x, replicas: 2}}]\n", "spec.events[0].scale.kind", "cannot be scaled"},
 		{"scale without replicas", "  events: [{at: 1m, scale: {kind: Deployment, name: x}}]\n", "spec.events[0].scale.replicas", "missing"},
