@@ -83,7 +83,7 @@ const (
 	notApplicableFile = suiteDir + "/not-applicable.yaml"
 	docFile           = "docs/compatibility.md"
 	accountDir        = suiteDir + "/cluster"
-	nodePoolsFile     = accountDir + "/nodepools.yaml"
+	nodePoolsFile     = suiteDir + "/nodepools.yaml" // outside accountDir: the account reads every file there
 )
 
 // spec is one It of the suite, as its dry run lists it.
@@ -158,6 +158,11 @@ func run(o options) (int, error) {
 		}
 		fmt.Printf("[%d/%d] %s\n", i+1, len(specs), s.Name)
 		r := env.runSpec(i, s)
+		if strings.HasPrefix(r.Reason, environmentFailure) {
+			// Not the spec's doing: stop rather than record every spec
+			// after it as failed for the same reason.
+			return failed, fmt.Errorf("%s: %s", s.Name, r.Reason)
+		}
 		r.Commit, r.Date = commit, day
 		results.Specs[s.Name] = r
 		ran++
@@ -353,7 +358,7 @@ func readNodePools(path string) (nodePools, error) {
 		if ps[i].NodePool == "" || ps[i].Why == "" {
 			return nil, fmt.Errorf("%s: entry %d (%q) needs nodePool and why", path, i, ps[i].Spec)
 		}
-		if _, err := os.Stat(filepath.Join(filepath.Dir(path), ps[i].NodePool)); err != nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(path), "cluster", ps[i].NodePool)); err != nil {
 			return nil, fmt.Errorf("%s: entry %d: %w", path, i, err)
 		}
 		re, err := regexp.Compile(ps[i].Spec)
@@ -584,11 +589,15 @@ func (e *environment) stopController() {
 	e.controller = nil
 }
 
+// environmentFailure starts the reason of a spec that could not run because
+// the cluster or the controller would not start.
+const environmentFailure = "environment: "
+
 // runSpec runs one spec in a process of its own and reads its report.
 func (e *environment) runSpec(i int, s spec) result {
 	r := result{Name: s.Name, Where: fmt.Sprintf("%s:%d", s.File, s.Line)}
 	if err := e.ensure(); err != nil {
-		r.State, r.Reason = "failed", "environment: "+err.Error()
+		r.State, r.Reason = "failed", environmentFailure+err.Error()
 		e.stop()
 		return r
 	}
