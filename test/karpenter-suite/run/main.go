@@ -48,11 +48,12 @@ func main() {
 	flag.StringVar(&o.focus, "focus", "", "run only the specs whose full text matches this regular expression")
 	flag.DurationVar(&o.specTimeout, "spec-timeout", 16*time.Minute, "time limit of one spec, its set-up and clean-up included")
 	flag.BoolVar(&o.list, "list", false, "list the specs and exit")
+	flag.BoolVar(&o.docOnly, "doc-only", false, "rewrite the compatibility page from the results file, and run nothing")
 	flag.BoolVar(&o.skipPassed, "skip-passed", false, "skip the specs whose last recorded run passed (to finish a run that was cut short)")
 	flag.BoolVar(&o.failOnFailure, "fail", false, "exit 1 when a spec run here failed")
 	flag.BoolVar(&o.record, "record", true, "merge the results into the results file and rewrite the compatibility page")
 	flag.Parse()
-	if o.suite == "" || (o.stevedore == "" && !o.list) {
+	if o.suite == "" || (o.stevedore == "" && !o.list && !o.docOnly) {
 		fmt.Fprintln(os.Stderr, "usage: run -suite BIN -stevedore BIN [-root REPO] [-focus REGEX] [-spec-timeout D] [-list] [-fail]")
 		os.Exit(2)
 	}
@@ -73,7 +74,7 @@ type options struct {
 	suite, stevedore, root, out, focus string
 	specTimeout                        time.Duration
 	list, failOnFailure, record        bool
-	skipPassed                         bool
+	skipPassed, docOnly                bool
 }
 
 // The files of this module the runner reads and writes, relative to ROOT.
@@ -137,6 +138,9 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if o.docOnly {
+		return 0, writeDoc(filepath.Join(o.root, docFile), specs, results)
+	}
 	commit := gitCommit(o.root)
 	day := time.Now().UTC().Format("2006-01-02")
 
@@ -179,6 +183,10 @@ func run(o options) (int, error) {
 			continue
 		}
 		if err := writeResults(filepath.Join(o.root, resultsFile), results); err != nil {
+			return failed, err
+		}
+		// The page too, so that a run cut short leaves it up to date.
+		if err := writeDoc(filepath.Join(o.root, docFile), specs, results); err != nil {
 			return failed, err
 		}
 	}
