@@ -1,7 +1,9 @@
 package kubelet
 
 import (
+	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +44,10 @@ func InCluster(info fake.InstanceInfo, clusterName string) bool {
 // NodeFor returns the Node a kubelet on the instance registers: the name,
 // provider ID, labels, capacity and allocatable a kubelet on that instance
 // reports, the karpenter.sh/unregistered taint its boot configuration adds,
-// and a NotReady condition stamped with the instance's launch time.
+// and a NotReady condition stamped with the instance's launch time. Its
+// labels include those its user data gives the kubelet (--node-labels, or
+// Bottlerocket's node-labels table), as a real kubelet registers with them:
+// an admission policy on Node labels then sees what it would see on EKS.
 func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 	it, ok := catalog.Lookup(info.InstanceType)
 	if !ok {
@@ -56,12 +61,16 @@ func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 	if os == "" {
 		os = wellknown.OSLinux
 	}
-	labels := map[string]string{
+	labels := UserDataLabels(info.UserData)
+	for k, v := range map[string]string{
 		wellknown.LabelInstanceType: info.InstanceType,
 		wellknown.LabelTopologyZone: info.Zone,
 		wellknown.LabelArch:         it.Arch(),
 		wellknown.LabelOS:           os,
 		wellknown.LabelHostname:     name,
+	} {
+		// What the kubelet finds out itself wins over its flags.
+		labels[k] = v
 	}
 	now := metav1.NewTime(info.LaunchTime)
 	node := &corev1.Node{
@@ -87,4 +96,64 @@ func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 		},
 	}
 	return node, nil
+}
+
+// UserDataLabels returns the node labels that an instance's user data (base64,
+// as EC2 holds it) hands its kubelet: the --node-labels flag of AL2023's
+// NodeConfig and AL2's bootstrap arguments, or Bottlerocket's
+// [settings.kubernetes.node-labels] table. Anything it cannot read gives no
+// labels: a kubelet with unreadable flags would not start at all, and the
+// simulated one registers without them instead.
+func UserDataLabels(userData string) map[string]string {
+	out := map[string]string{}
+	raw, err := base64.StdEncoding.DecodeString(userData)
+	if err != nil {
+		return out
+	}
+	text := string(raw)
+	const flag = "--node-labels="
+	for rest := text; ; {
+		i := strings.Index(rest, flag)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(flag):]
+		value := rest
+		if strings.HasPrefix(value, `"`) {
+			value = value[1:]
+			if j := strings.IndexByte(value, '"'); j >= 0 {
+				value = value[:j]
+			}
+		} else if j := strings.IndexAny(value, " \t\r\n'\""); j >= 0 {
+			value = value[:j]
+		}
+		for _, kv := range strings.Split(value, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+				out[k] = v
+			}
+		}
+	}
+	const table = "[settings.kubernetes.node-labels]"
+	if i := strings.Index(text, table); i >= 0 {
+		for _, line := range strings.Split(text[i+len(table):], "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "[") {
+				break
+			}
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				continue
+			}
+			// TOML keys may be bare (team) or quoted ("karpenter.sh/nodepool").
+			key := strings.TrimSpace(k)
+			if unquoted, err := strconv.Unquote(key); err == nil {
+				key = unquoted
+			}
+			val, err := strconv.Unquote(strings.TrimSpace(v))
+			if err == nil && key != "" {
+				out[key] = val
+			}
+		}
+	}
+	return out
 }
