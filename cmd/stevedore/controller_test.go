@@ -140,13 +140,10 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestControllerRunsAgainstAPIServer starts the command's manager against a
-// real API server and the in-memory AWS: it must take the leader Lease,
-// answer its probes, and stop when cancelled.
-func TestControllerRunsAgainstAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real API server")
-	}
+// startAPIServer starts a real kube-apiserver with stevedore's CRDs for the
+// test, and returns it with the path of an admin kubeconfig for it.
+func startAPIServer(t *testing.T) (*apiserver.Server, string) {
+	t.Helper()
 	all, err := crds.All()
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +161,17 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return srv, kubeconfig
+}
+
+// TestControllerRunsAgainstAPIServer starts the command's manager against a
+// real API server and the in-memory AWS: it must take the leader Lease,
+// answer its probes, and stop when cancelled.
+func TestControllerRunsAgainstAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real API server")
+	}
+	srv, kubeconfig := startAPIServer(t)
 
 	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
 	world, err := f.StandardCluster("cmd-test", "1.33")

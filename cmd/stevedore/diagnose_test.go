@@ -17,14 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
-	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
 	"github.com/stevedore-autoscaler/stevedore/diagnose"
 	"github.com/stevedore-autoscaler/stevedore/explain"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 )
 
 func TestExplainAndDiagnoseFlags(t *testing.T) {
@@ -154,26 +152,7 @@ func TestExplainAndDiagnoseAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real API server")
 	}
-	all, err := crds.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.Start(apiserver.Options{CRDs: all})
-	if errors.Is(err, apiserver.ErrNoBinaries) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	kc, err := srv.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	srv, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
 	scheme, err := newScheme()
 	if err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,34 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
-	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 )
 
 // TestLeaderElectionOnlyLeaderActs runs two controllers against one API
 // server and one AWS account: only the Lease holder launches, and when it
 // stops the other takes over and carries on.
 func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
-	all, err := crds.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.Start(apiserver.Options{CRDs: all})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	kc, err := srv.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	srv, kubeconfig := startAPIServer(t)
 	f := fake.New(fake.Options{Seed: 11, InstanceTypes: []string{"c6i.large", "m6i.large"}})
 	world, err := f.StandardCluster("leader-test", "1.33")
 	if err != nil {

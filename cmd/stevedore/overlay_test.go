@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,10 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stevedore-autoscaler/stevedore/api/crds"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 )
 
 // TestControllerWithNodeOverlayGate starts the command with
@@ -29,23 +25,7 @@ func TestControllerWithNodeOverlayGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real API server")
 	}
-	all, err := crds.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.Start(apiserver.Options{CRDs: all})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	kc, err := srv.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	srv, kubeconfig := startAPIServer(t)
 	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
 	if _, err := f.StandardCluster("overlay-test", "1.33"); err != nil {
 		t.Fatal(err)
