@@ -396,12 +396,18 @@ func (na notApplicable) reason(name string) (string, bool) {
 	return "", false
 }
 
-// results is the results file: the last run of each spec, and the last
-// run of the whole suite.
+// results are the last run of each spec, by name, and the last run of the
+// whole suite.
 type results struct {
-	FullRun *fullRun          `json:"fullRun,omitempty"`
-	Specs   map[string]result `json:"-"`
-	List    []result          `json:"specs"`
+	FullRun *fullRun
+	Specs   map[string]result
+}
+
+// resultsFileFormat is how results are stored: the specs as a list in name order,
+// so that the file diffs well.
+type resultsFileFormat struct {
+	FullRun *fullRun `json:"fullRun,omitempty"`
+	Specs   []result `json:"specs"`
 }
 
 // fullRun records the last run of every spec in one go.
@@ -420,22 +426,24 @@ func readResults(path string) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	var f resultsFileFormat
+	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, r := range out.List {
+	out.FullRun = f.FullRun
+	for _, r := range f.Specs {
 		out.Specs[r.Name] = r
 	}
 	return out, nil
 }
 
 func writeResults(path string, rs *results) error {
-	rs.List = rs.List[:0]
+	f := resultsFileFormat{FullRun: rs.FullRun, Specs: make([]result, 0, len(rs.Specs))}
 	for _, r := range rs.Specs {
-		rs.List = append(rs.List, r)
+		f.Specs = append(f.Specs, r)
 	}
-	sort.Slice(rs.List, func(i, j int) bool { return rs.List[i].Name < rs.List[j].Name })
-	data, err := json.MarshalIndent(rs, "", "  ")
+	sort.Slice(f.Specs, func(i, j int) bool { return f.Specs[i].Name < f.Specs[j].Name })
+	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
