@@ -500,6 +500,44 @@ func TestDrift(t *testing.T) {
 			t.Errorf("log line %q", c.String())
 		}
 	})
+	// A replacement that registered but never initialized (a bad startup
+	// taint, say) outlives the command it was launched for. The next pass
+	// must not launch yet another: the moved pods would land on the
+	// uninitialized node, so the drifted node waits (Karpenter's rule).
+	t.Run("pods that would land on an uninitialized node block the drift", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, []string{wellknown.CapacityTypeOnDemand})
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+		f.node(nodeSpec{pool: "p", itype: xlarge, notInitialized: true})
+		f.pod("a1", a, "1", "1Gi")
+		f.budget("p", ReasonUnderutilized, 0)
+		d := Decide(f.input())
+		if d.Command != nil {
+			t.Fatalf("command = %v, want none while the replacement is uninitialized", d.Command)
+		}
+		var msg string
+		for _, b := range d.Blocked {
+			if b.Node == a && b.Code == CodePodsDoNotFit {
+				msg = b.Message
+			}
+		}
+		if !strings.Contains(msg, "has not initialized") {
+			t.Errorf("blocked = %v, want %s blocked because its pod would move to an uninitialized node", d.Blocked, a)
+		}
+	})
+	t.Run("pods that fit nowhere but a new node still get a replacement", func(t *testing.T) {
+		f := newFixture(t)
+		f.pool("p", []string{xlarge}, []string{wellknown.CapacityTypeOnDemand})
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+		b := f.node(nodeSpec{pool: "p", itype: xlarge, notInitialized: true})
+		f.pod("a1", a, "3", "1Gi")
+		f.pod("b1", b, "3", "1Gi")
+		f.budget("p", ReasonUnderutilized, 0)
+		d := Decide(f.input())
+		if c := d.Command; c == nil || c.Method != MethodReplace || !slices.Equal(candidateNames(c), []string{a}) {
+			t.Fatalf("command = %v (%v), want %s replaced", d.Command, d.Blocked, a)
+		}
+	})
 	t.Run("empty drifted nodes first", func(t *testing.T) {
 		f := newFixture(t)
 		f.pool("p", []string{xlarge}, nil)

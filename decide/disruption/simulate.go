@@ -22,12 +22,15 @@ import (
 // narrowed per simulation: which nodes exist, which may take pods in a
 // consolidation simulation, and which in a drift simulation.
 type world struct {
-	in       *Input
-	base     packer.Input
-	index    map[string]int // node name -> index in base.Nodes
-	pending  []*corev1.Pod  // provisionable pods, which keep their claim on capacity
-	cooling  []bool         // may not take pods moved by consolidation
-	drifted  []bool         // about to be replaced: may not take pods moved by drift
+	in      *Input
+	base    packer.Input
+	index   map[string]int // node name -> index in base.Nodes
+	pending []*corev1.Pod  // provisionable pods, which keep their claim on capacity
+	cooling []bool         // may not take pods moved by consolidation
+	drifted []bool         // about to be replaced: may not take pods moved by drift
+	// notReady nodes (uninitialized or in flight) are packed onto like any
+	// other, but a moved pod that lands on one fails the simulation.
+	notReady []bool
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
 	// totals are the Balanced NodePools' cost and disruption (see Score).
@@ -53,6 +56,7 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	w.pending = snap.ProvisionablePods()
 	w.cooling = make([]bool, len(w.base.Nodes))
 	w.drifted = make([]bool, len(w.base.Nodes))
+	w.notReady = make([]bool, len(w.base.Nodes))
 	pools := map[string]*karpv1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
@@ -71,11 +75,16 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 			used.Add(resources.PodVector(p))
 		}
 		w.base.Nodes[i].Requested = &used
-		// Pods must not be moved onto nodes that are not ready for them:
-		// a pod landing on an uninitialized or in-flight node would have
-		// to wait, so the simulation treats those as full.
+		// Pods must not be moved onto nodes that are not ready for them: a
+		// pod landing on an uninitialized or in-flight node would have to
+		// wait, and that node may never come up. Such a node still takes
+		// part in the packing, as Karpenter's simulation has it: were it
+		// left out, the moved pods would ask for yet another node, and a
+		// replacement that never initializes would be followed by another
+		// on every pass. A moved pod that lands on it fails the candidate
+		// instead (pack), which waits until the node is up or gone.
 		if !n.Initialized() || n.InFlight() {
-			w.base.Nodes[i].Unschedulable = true
+			w.notReady[i] = true
 			continue
 		}
 		if n.NodeClaim == nil {
@@ -150,13 +159,17 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 		}
 	}
 	in := w.base
+	notReady := map[string]bool{}
 	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
 	for i, n := range w.base.Nodes {
 		if gone[i] {
 			continue
 		}
-		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) {
+		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
 			n.Unschedulable = true
+		}
+		if w.notReady[i] && !n.Unschedulable {
+			notReady[n.Name] = true
 		}
 		in.Nodes = append(in.Nodes, n)
 	}
@@ -186,6 +199,12 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 				return out
 			}
 			out.unplaced = append(out.unplaced, u.Pod.String())
+		}
+	}
+	for _, pl := range res.Placements {
+		if movedKeys[pl.Pod] && notReady[pl.Node] {
+			out.failed = fmt.Sprintf("pod %s would move to node %s, which has not initialized", pl.Pod, pl.Node)
+			return out
 		}
 	}
 	for _, c := range res.NodeClaims {
@@ -243,7 +262,7 @@ func (w *world) room() *roomIndex {
 	}
 	r := &roomIndex{}
 	for i, n := range w.base.Nodes {
-		if n.Unschedulable || w.cooling[i] {
+		if n.Unschedulable || w.cooling[i] || w.notReady[i] {
 			continue
 		}
 		f := n.Allocatable.Clone()
