@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+	"time"
+
+	"github.com/itchyny/gojq"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -93,7 +96,58 @@ type stage struct {
 			} `json:"patch"`
 			Delete bool `json:"delete"`
 		} `json:"steps"`
+		Delay struct {
+			DurationMilliseconds *int64 `json:"durationMilliseconds"`
+			DurationFrom         *struct {
+				JQ struct {
+					Expression string `json:"expression"`
+				} `json:"jq"`
+			} `json:"durationFrom"`
+		} `json:"delay"`
 	} `json:"spec"`
+}
+
+// delay evaluates a stage's delay against obj as kwok does: the jq
+// expression's first result, when it is a Go duration string, or else the
+// fixed milliseconds.
+func delay(t *testing.T, s stage, obj any) time.Duration {
+	t.Helper()
+	d := s.Spec.Delay
+	fallback := time.Duration(0)
+	if d.DurationMilliseconds != nil {
+		fallback = time.Duration(*d.DurationMilliseconds) * time.Millisecond
+	}
+	if d.DurationFrom == nil {
+		return fallback
+	}
+	q, err := gojq.Parse(d.DurationFrom.JQ.Expression)
+	if err != nil {
+		t.Fatalf("stage %s: delay expression: %v", s.Metadata.Name, err)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in any
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := q.Run(in).Next()
+	if !ok {
+		return fallback
+	}
+	if err, isErr := v.(error); isErr {
+		t.Fatalf("stage %s: delay expression: %v", s.Metadata.Name, err)
+	}
+	str, isString := v.(string)
+	if !isString {
+		return fallback
+	}
+	out, err := time.ParseDuration(str)
+	if err != nil {
+		return fallback
+	}
+	return out
 }
 
 func readStages(t *testing.T, file string) map[string]stage {
@@ -324,6 +378,51 @@ func TestKWOKConfiguration(t *testing.T) {
 	for _, k := range []string{"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism", "podsOnNodeSyncParallelism"} {
 		if n, _ := cfg.Options[k].(float64); n < 1 {
 			t.Errorf("options.%s = %v, want at least 1", k, cfg.Options[k])
+		}
+	}
+}
+
+// A pod being deleted stops after a second; one whose container has a
+// preStop sleep hook stops after the sleep, cut short by the deletion's grace
+// period, as the kubelet runs it (Karpenter's drain-order and grace-period
+// specs count on it); the stop-delay annotation overrides both.
+func TestPodStopDelay(t *testing.T) {
+	stages := readStages(t, "pod-stages.yaml")
+	sleep := func(seconds int64) *corev1.Lifecycle {
+		return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: seconds}}}
+	}
+	tests := []struct {
+		name        string
+		containers  []corev1.Container
+		tgp         *int64
+		deleteGrace *int64
+		annotation  string
+		want        time.Duration
+	}{
+		{"no hook", []corev1.Container{{Name: "a"}}, new(int64(30)), new(int64(30)), "", time.Second},
+		{"sleep shorter than the grace period", []corev1.Container{{Name: "a", Lifecycle: sleep(20)}}, new(int64(60)), new(int64(60)), "", 20 * time.Second},
+		{"sleep cut short by the grace period", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(30)), new(int64(30)), "", 30 * time.Second},
+		{"the deletion's own grace period", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(30)), new(int64(5)), "", 5 * time.Second},
+		{"the pod's grace period before the deletion sets one", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(45)), nil, "", 45 * time.Second},
+		{"the longest hook of several containers", []corev1.Container{{Name: "a", Lifecycle: sleep(10)}, {Name: "b", Lifecycle: sleep(40)}, {Name: "c"}}, new(int64(60)), new(int64(60)), "", 40 * time.Second},
+		{"zero grace", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(0)), new(int64(0)), "", time.Second},
+		{"annotation wins", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(30)), new(int64(30)), "500ms", 500 * time.Millisecond},
+	}
+	for _, name := range []string{"pod-terminating", "pod-deleted"} {
+		for _, tc := range tests {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				now := metav1.Now()
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", DeletionTimestamp: &now, DeletionGracePeriodSeconds: tc.deleteGrace},
+					Spec:       corev1.PodSpec{Containers: tc.containers, TerminationGracePeriodSeconds: tc.tgp},
+				}
+				if tc.annotation != "" {
+					pod.Annotations = map[string]string{"kwok.stevedore.io/stop-delay": tc.annotation}
+				}
+				if got := delay(t, stages[name], pod); got != tc.want {
+					t.Errorf("delay = %s, want %s", got, tc.want)
+				}
+			})
 		}
 	}
 }
