@@ -257,6 +257,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if disrOpts.MinValuesPolicy == "" {
 		disrOpts.MinValuesPolicy = deps.Provisioning.MinValuesPolicy
 	}
+	if disrOpts.LiveReader == nil {
+		disrOpts.LiveReader = mgr.GetAPIReader()
+	}
 	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)

@@ -262,6 +262,11 @@ func (c *Controller) step(ctx context.Context, cm *command, now time.Time) (time
 	for _, name := range cm.replacements {
 		nc := &karpv1.NodeClaim{}
 		err := c.kube.Get(ctx, nodeClaimKey(name), nc)
+		if apierrors.IsNotFound(err) && c.opts.LiveReader != nil {
+			// The cache learns of a NodeClaim a moment after this controller
+			// created it: ask the API server before calling it deleted.
+			err = c.opts.LiveReader.Get(ctx, nodeClaimKey(name), nc)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			return 0, c.rollback(ctx, cm, fmt.Sprintf("replacement %s was deleted before it initialized", name), now)

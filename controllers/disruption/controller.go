@@ -205,6 +205,11 @@ type Options struct {
 	// benchmark sets it, to compare with a search capped at 100 candidates
 	// as Karpenter's is.
 	MaxConsolidationCandidates int
+	// LiveReader reads from the API server itself (the manager's API
+	// reader) where the cache may lag behind: a replacement the cache does
+	// not show yet is looked up there before the command is rolled back as
+	// if it had been deleted. Nil means the client's reads are current.
+	LiveReader client.Reader
 }
 
 // Controller is the disruption controller. Create it with New. Reconcile is

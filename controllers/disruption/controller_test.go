@@ -4,16 +4,20 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -301,6 +305,91 @@ func TestFailedReplacementRollsBack(t *testing.T) {
 	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, rep) {
 		t.Errorf("DisruptionFailed events %+v, want one naming %s", evs, rep)
 	}
+}
+
+// laggingCache makes the controller's client behave like the manager's cache
+// just after the controller created a NodeClaim: Get does not find it until
+// caughtUp is called.
+type laggingCache struct {
+	mu      sync.Mutex
+	created map[string]bool
+}
+
+func (l *laggingCache) client(t *testing.T) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(kubeCfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if _, ok := obj.(*karpv1.NodeClaim); ok {
+				l.mu.Lock()
+				l.created[obj.GetName()] = true
+				l.mu.Unlock()
+			}
+			return nil
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			l.mu.Lock()
+			hidden := l.created[key.Name]
+			l.mu.Unlock()
+			if _, ok := obj.(*karpv1.NodeClaim); ok && hidden {
+				return apierrors.NewNotFound(schema.GroupResource{Group: karpv1.GroupVersion.Group, Resource: "nodeclaims"}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+}
+
+func (l *laggingCache) caughtUp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.created)
+}
+
+// TestReplacementNotCachedYet: a replacement the cache does not show right
+// after its creation is looked up on the API server, not taken for one
+// deleted; the command waits for it. One deleted on the API server too ends
+// the command at once.
+func TestReplacementNotCachedYet(t *testing.T) {
+	t.Run("the cache catches up", func(t *testing.T) {
+		e, old, node := driftedNode(t, "lag", 311)
+		lag := &laggingCache{created: map[string]bool{}}
+		e.opts.LiveReader = kube
+		e.c = New(lag.client(t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+		_, rep := e.startDrift(old.Name)
+		e.clk.Step(WaitPoll)
+		e.pass()
+		if !e.tainted(node) || len(e.rec.about(old.Name, ReasonDisruptionFailed)) != 0 {
+			t.Fatalf("the command was rolled back while the cache had not seen its replacement: events %+v", e.rec.about(old.Name, ReasonDisruptionFailed))
+		}
+		lag.caughtUp()
+		e.bringUp(rep)
+		e.clk.Step(WaitPoll)
+		e.pass()
+		if !e.deleting(old.Name) {
+			t.Fatal("candidate not deleted once its replacement is initialized")
+		}
+	})
+	t.Run("deleted before the cache saw it", func(t *testing.T) {
+		e, old, node := driftedNode(t, "lag", 312)
+		lag := &laggingCache{created: map[string]bool{}}
+		e.opts.LiveReader = kube
+		e.c = New(lag.client(t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+		_, rep := e.startDrift(old.Name)
+		if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+			t.Fatal(err)
+		}
+		e.pass()
+		e.wantRolledBack(old.Name, node)
+		if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, rep+" was deleted") {
+			t.Errorf("DisruptionFailed events %+v, want one saying %s was deleted", evs, rep)
+		}
+	})
 }
 
 // wantRolledBack checks that nothing of a command is left on its candidate.
