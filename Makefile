@@ -73,10 +73,12 @@ e2e: kube-binaries
 ## karpenter-suite: Karpenter's own regression suite (sigs.k8s.io/karpenter
 ## v1.14.1, built unchanged in test/karpenter-suite) against stevedore on the
 ## local cluster, one spec per process; writes docs/compatibility.md. Every
-## spec unless KSUITE_FOCUS (a regular expression over the spec's text) says.
+## spec unless KSUITE_FOCUS (a regular expression over the spec's text) says;
+## KSUITE_PARALLEL specs at once, each with a local cluster of its own.
 KSUITE_FOCUS ?=
+KSUITE_PARALLEL ?= 1
 karpenter-suite: kube-binaries
-	hack/karpenter-suite.sh $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
+	hack/karpenter-suite.sh -parallel $(KSUITE_PARALLEL) $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
 
 ## karpenter-suite-ci: the part of Karpenter's regression suite that fits in
 ## make test: every NodePool validation spec, the DaemonSet and CRD hash specs,

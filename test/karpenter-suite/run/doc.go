@@ -36,6 +36,7 @@ KWOK, as ` + "`hack/local-cluster.sh`" + ` runs them) with a simulated AWS accou
 ` + "```sh" + `
 make karpenter-suite                                   # every spec
 make karpenter-suite KSUITE_FOCUS='Validation'         # the specs whose text matches
+make karpenter-suite KSUITE_PARALLEL=2                 # two specs at once, two clusters
 ` + "```" + `
 
 ` + "`hack/karpenter-suite.sh`" + ` builds the suite from the Go module proxy in a module of its

@@ -8,13 +8,15 @@
 // focused on that spec's file and line with a time limit, and reads the
 // spec's Ginkgo JSON report. A spec that did not pass may leave objects behind
 // that the next spec's clean-cluster check would trip on, so after one the
-// controller is stopped and the cluster is started anew.
+// controller is stopped and the cluster is started anew. With -parallel N,
+// N workers each keep a cluster and a controller of their own (cluster-2/,
+// controller-2.log, ...) and take the specs longest first.
 //
 // Results are merged into a results file (one entry per spec, the last run
 // of each), from which the compatibility table is written. Specs listed in the
 // not-applicable file are not run; each names why no local cluster can run it.
 //
-//	go run ./run -suite BIN -stevedore BIN -root REPO [-focus REGEX] [-spec-timeout 16m]
+//	go run ./run -suite BIN -stevedore BIN -root REPO [-focus REGEX] [-spec-timeout 16m] [-parallel N]
 package main
 
 import (
@@ -33,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,6 +55,7 @@ func main() {
 	flag.BoolVar(&o.skipPassed, "skip-passed", false, "skip the specs whose last recorded run passed (to finish a run that was cut short)")
 	flag.BoolVar(&o.failOnFailure, "fail", false, "exit 1 when a spec run here failed")
 	flag.BoolVar(&o.record, "record", true, "merge the results into the results file and rewrite the compatibility page")
+	flag.IntVar(&o.parallel, "parallel", 1, "run this many specs at once, each against a local cluster and a controller of its own")
 	flag.Parse()
 	if o.suite == "" || (o.stevedore == "" && !o.list && !o.docOnly) {
 		fmt.Fprintln(os.Stderr, "usage: run -suite BIN -stevedore BIN [-root REPO] [-focus REGEX] [-spec-timeout D] [-list] [-fail]")
@@ -73,6 +77,7 @@ func main() {
 type options struct {
 	suite, stevedore, root, out, focus string
 	specTimeout                        time.Duration
+	parallel                           int
 	list, failOnFailure, record        bool
 	skipPassed, docOnly                bool
 }
@@ -144,51 +149,99 @@ func run(o options) (int, error) {
 	commit := gitCommit(o.root)
 	day := time.Now().UTC().Format("2006-01-02")
 
-	env := &environment{o: o, pools: pools}
-	defer env.stop()
-	start := time.Now()
-	ran, failed := 0, 0
+	var todo []int
 	for i, s := range specs {
 		if focus != nil && !focus.MatchString(s.Name) {
 			continue
 		}
-		where := fmt.Sprintf("%s:%d", s.File, s.Line)
 		if why, ok := na.reason(s.Name); ok {
-			results.Specs[s.Name] = result{Name: s.Name, Where: where, State: "not applicable", Reason: why, Commit: commit, Date: day}
+			results.Specs[s.Name] = result{Name: s.Name, Where: fmt.Sprintf("%s:%d", s.File, s.Line), State: "not applicable", Reason: why, Commit: commit, Date: day}
 			continue
 		}
 		if o.skipPassed && results.Specs[s.Name].State == "passed" {
 			continue
 		}
-		fmt.Printf("[%d/%d] %s\n", i+1, len(specs), s.Name)
-		r := env.runSpec(i, s)
-		if strings.HasPrefix(r.Reason, environmentFailure) {
-			// Not the spec's doing: stop rather than record every spec
-			// after it as failed for the same reason.
-			return failed, fmt.Errorf("%s: %s", s.Name, r.Reason)
+		todo = append(todo, i)
+	}
+	if o.parallel > 1 {
+		// Longest first, by the last recorded run: the slow specs (those
+		// that wait out a 10- or 15-minute timer) then overlap with many
+		// quick ones instead of ending the run alone.
+		sort.SliceStable(todo, func(a, b int) bool {
+			return results.Specs[specs[todo[a]].Name].Seconds > results.Specs[specs[todo[b]].Name].Seconds
+		})
+	}
+
+	start := time.Now()
+	ran, failed := 0, 0
+	var mu sync.Mutex // guards results, ran, failed, stopErr and the output
+	var stopErr error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(o.parallel, 1); w++ {
+		env := &environment{o: o, pools: pools, worker: w}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer env.stop()
+			for i := range next {
+				mu.Lock()
+				stopped := stopErr != nil
+				mu.Unlock()
+				if stopped {
+					continue
+				}
+				s := specs[i]
+				r := env.runSpec(i, s)
+				mu.Lock()
+				if strings.HasPrefix(r.Reason, environmentFailure) {
+					// Not the spec's doing: stop rather than record every
+					// spec after it as failed for the same reason.
+					if stopErr == nil {
+						stopErr = fmt.Errorf("%s: %s", s.Name, r.Reason)
+					}
+					mu.Unlock()
+					continue
+				}
+				r.Commit, r.Date = commit, day
+				results.Specs[s.Name] = r
+				ran++
+				if r.State != "passed" {
+					failed++
+				}
+				fmt.Printf("[%d/%d] %s\n        %s in %ds%s\n", i+1, len(specs), s.Name, r.State, r.Seconds, firstLine(r.Reason))
+				if r.State != "passed" && o.failOnFailure {
+					// Where the run is a gate (make test), its output is all
+					// a reader may get: show the end of the spec's log.
+					printTail(specLog(o.out, i), 80)
+				}
+				if o.record && stopErr == nil {
+					// The page too, so that a run cut short leaves it up to date.
+					err := writeResults(filepath.Join(o.root, resultsFile), results)
+					if err == nil {
+						err = writeDoc(filepath.Join(o.root, docFile), specs, results)
+					}
+					if err != nil {
+						stopErr = err
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range todo {
+		mu.Lock()
+		stopped := stopErr != nil
+		mu.Unlock()
+		if stopped {
+			break
 		}
-		r.Commit, r.Date = commit, day
-		results.Specs[s.Name] = r
-		ran++
-		if r.State != "passed" {
-			failed++
-		}
-		fmt.Printf("        %s in %ds%s\n", r.State, r.Seconds, firstLine(r.Reason))
-		if r.State != "passed" && o.failOnFailure {
-			// Where the run is a gate (make test), its output is all a
-			// reader may get: show the end of the spec's log.
-			printTail(specLog(o.out, i), 80)
-		}
-		if !o.record {
-			continue
-		}
-		if err := writeResults(filepath.Join(o.root, resultsFile), results); err != nil {
-			return failed, err
-		}
-		// The page too, so that a run cut short leaves it up to date.
-		if err := writeDoc(filepath.Join(o.root, docFile), specs, results); err != nil {
-			return failed, err
-		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if stopErr != nil {
+		return failed, stopErr
 	}
 	wall := time.Since(start).Round(time.Second)
 	fmt.Printf("ran %d specs in %s: %d did not pass; logs in %s\n", ran, wall, failed, o.out)
@@ -470,13 +523,23 @@ const featureGates = "NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidat
 type environment struct {
 	o          options
 	pools      nodePools
+	worker     int // which of the parallel workers; each has its own cluster and log
 	clusterUp  bool
 	controller *exec.Cmd
 	exited     chan error
 	kubeconfig string
 }
 
-func (e *environment) clusterDir() string { return filepath.Join(e.o.out, "cluster") }
+func (e *environment) clusterDir() string { return filepath.Join(e.o.out, e.suffixed("cluster")) }
+
+// suffixed names a worker's own copy of a file or directory: the first
+// worker's is the plain name, the others' carry their number.
+func (e *environment) suffixed(name string) string {
+	if e.worker == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, e.worker+1)
+}
 
 func (e *environment) script(arg string) error {
 	cmd := exec.Command(filepath.Join(e.o.root, "hack/local-cluster.sh"), arg)
@@ -535,7 +598,7 @@ func (e *environment) startController() error {
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(e.o.out, "controller.log")
+	logPath := filepath.Join(e.o.out, e.suffixed("controller")+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
