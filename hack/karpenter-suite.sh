@@ -8,7 +8,11 @@
 # and stevedore's dependencies are untouched); the Go build cache keeps it.
 #
 # Usage: hack/karpenter-suite.sh [-focus REGEX] [-spec-timeout 16m] [-parallel N] [-fail]
-#   KSUITE_OUT   logs, reports and the local cluster (default .karpenter-suite/)
+#   KSUITE_OUT    logs, reports and the local cluster (default .karpenter-suite/)
+#   KSUITE_SUITE  regression (default), or performance: Karpenter's
+#                 test/suites/performance of the same release, whose figures
+#                 go to the log only (docs/performance.md quotes them); its
+#                 logs are under KSUITE_OUT/performance/
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,11 +21,17 @@ mkdir -p "$out/bin"
 out=$(cd "$out" && pwd)
 
 "$root/hack/kube-binaries.sh" >/dev/null
-echo "building stevedore and the suite (sigs.k8s.io/karpenter v1.14.1) ..." >&2
+echo "building stevedore and the ${KSUITE_SUITE:-regression} suite (sigs.k8s.io/karpenter v1.14.1) ..." >&2
 (cd "$root" && go build -o "$out/bin/stevedore" ./cmd/stevedore)
+suite=${KSUITE_SUITE:-regression}
+case "$suite" in
+  regression) logs=$out; extra=() ;;
+  performance) logs=$out/performance; extra=(-record=false) ;;
+  *) echo "KSUITE_SUITE=$suite: want regression or performance" >&2; exit 2 ;;
+esac
 (cd "$root/test/karpenter-suite" &&
-  go test -c -o "$out/bin/regression.test" sigs.k8s.io/karpenter/test/suites/regression &&
+  go test -c -o "$out/bin/$suite.test" "sigs.k8s.io/karpenter/test/suites/$suite" &&
   go build -o "$out/bin/run" ./run)
 
-exec "$out/bin/run" -root "$root" -out "$out" \
-  -suite "$out/bin/regression.test" -stevedore "$out/bin/stevedore" "$@"
+exec "$out/bin/run" -root "$root" -out "$logs" "${extra[@]}" \
+  -suite "$out/bin/$suite.test" -stevedore "$out/bin/stevedore" "$@"

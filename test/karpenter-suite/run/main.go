@@ -107,8 +107,12 @@ type result struct {
 	Reason  string `json:"reason,omitempty"`  // the failure, or why not applicable
 	Note    string `json:"note,omitempty"`    // the NodePool it ran with, when not the default
 	Seconds int    `json:"seconds,omitempty"` // the spec's run time
-	Commit  string `json:"commit,omitempty"`  // stevedore's commit it ran against
-	Date    string `json:"date,omitempty"`    // when (UTC day)
+	// Usage is the controller's memory and CPU while the spec ran, sampled
+	// from /proc (the suite's own figures come from the Metrics API, which
+	// the local cluster does not serve for a controller outside it).
+	Usage  *usage `json:"controllerUsage,omitempty"`
+	Commit string `json:"commit,omitempty"` // stevedore's commit it ran against
+	Date   string `json:"date,omitempty"`   // when (UTC day)
 }
 
 func run(o options) (int, error) {
@@ -209,7 +213,7 @@ func run(o options) (int, error) {
 				if r.State != "passed" {
 					failed++
 				}
-				fmt.Printf("[%d/%d] %s\n        %s in %ds%s\n", i+1, len(specs), s.Name, r.State, r.Seconds, firstLine(r.Reason))
+				fmt.Printf("[%d/%d] %s\n        %s in %ds%s%s\n", i+1, len(specs), s.Name, r.State, r.Seconds, r.Usage, firstLine(r.Reason))
 				if r.State != "passed" && o.failOnFailure {
 					// Where the run is a gate (make test), its output is all
 					// a reader may get: show the end of the spec's log.
@@ -713,8 +717,10 @@ func (e *environment) runSpec(i int, s spec) result {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
+	sampler := sampleUsage(e.controller.Process.Pid, time.Second)
 	runErr := cmd.Run()
 	r.Seconds = int(time.Since(started).Seconds())
+	r.Usage = sampler.stop()
 
 	rep, err := readReport(report)
 	switch {
