@@ -7,7 +7,7 @@
 # test/karpenter-suite (so no third-party code is copied into this repository
 # and stevedore's dependencies are untouched); the Go build cache keeps it.
 #
-# Usage: hack/karpenter-suite.sh [-focus REGEX] [-spec-timeout 16m] [-parallel N] [-fail]
+# Usage: hack/karpenter-suite.sh [-focus REGEX] [-spec-timeout 20m] [-parallel N] [-fail]
 #   KSUITE_OUT    logs, reports and the local cluster (default .karpenter-suite/)
 #   KSUITE_SUITE  regression (default), or performance: Karpenter's
 #                 test/suites/performance of the same release, whose figures

@@ -44,7 +44,7 @@ own (` + "`test/karpenter-suite/go.mod`" + `), so no third-party code is copied 
 stevedore's dependencies are untouched. It gives the suite the EC2NodeClass and
 NodePool of ` + "`test/karpenter-suite/cluster/`" + ` (` + "`--default-nodeclass`" + `,
 ` + "`--default-nodepool`" + `), and runs each spec in a process of its own with a time
-limit (16 minutes by default: the suite's own waits last up to 15). After a spec
+limit (20 minutes by default: the suite's own waits last up to 17). After a spec
 that did not pass, the controller and the cluster are started anew, so that what
 it left behind cannot fail the next one. Logs and Ginkgo reports are kept in
 ` + "`.karpenter-suite/`" + `. This page is written by the run, from

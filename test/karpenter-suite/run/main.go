@@ -16,7 +16,7 @@
 // of each), from which the compatibility table is written. Specs listed in the
 // not-applicable file are not run; each names why no local cluster can run it.
 //
-//	go run ./run -suite BIN -stevedore BIN -root REPO [-focus REGEX] [-spec-timeout 16m] [-parallel N]
+//	go run ./run -suite BIN -stevedore BIN -root REPO [-focus REGEX] [-spec-timeout 20m] [-parallel N]
 package main
 
 import (
@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.root, "root", ".", "stevedore's repository")
 	flag.StringVar(&o.out, "out", "", "directory for logs and reports (default ROOT/.karpenter-suite)")
 	flag.StringVar(&o.focus, "focus", "", "run only the specs whose full text matches this regular expression")
-	flag.DurationVar(&o.specTimeout, "spec-timeout", 16*time.Minute, "time limit of one spec, its set-up and clean-up included")
+	flag.DurationVar(&o.specTimeout, "spec-timeout", 20*time.Minute, "time limit of one spec, its set-up and clean-up included")
 	flag.BoolVar(&o.list, "list", false, "list the specs and exit")
 	flag.BoolVar(&o.docOnly, "doc-only", false, "rewrite the compatibility page from the results file, and run nothing")
 	flag.BoolVar(&o.skipPassed, "skip-passed", false, "skip the specs whose last recorded run passed (to finish a run that was cut short)")
