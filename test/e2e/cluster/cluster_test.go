@@ -382,10 +382,10 @@ func TestKWOKConfiguration(t *testing.T) {
 	}
 }
 
-// A pod being deleted stops after a second; one whose container has a
-// preStop sleep hook stops after the sleep, cut short by the deletion's grace
-// period, as the kubelet runs it (Karpenter's drain-order and grace-period
-// specs count on it); the stop-delay annotation overrides both.
+// A pod being deleted stops after a second; one with a preStop hook (a sleep
+// action, or KWOK's delay annotation) stops after the hook, cut short by the
+// deletion's grace period, as the kubelet runs it (Karpenter's drain-order and
+// grace-period specs count on it); the stop-delay annotation overrides both.
 func TestPodStopDelay(t *testing.T) {
 	stages := readStages(t, "pod-stages.yaml")
 	sleep := func(seconds int64) *corev1.Lifecycle {
@@ -408,6 +408,20 @@ func TestPodStopDelay(t *testing.T) {
 		{"zero grace", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(0)), new(int64(0)), "", time.Second},
 		{"annotation wins", []corev1.Container{{Name: "a", Lifecycle: sleep(300)}}, new(int64(30)), new(int64(30)), "500ms", 500 * time.Millisecond},
 	}
+	// KWOK's own delay annotation, as Karpenter's test pods with an exec
+	// preStop hook carry it.
+	kwokDelay := []struct {
+		value string
+		grace int64
+		want  time.Duration
+	}{
+		{"300s", 30, 30 * time.Second},
+		{"20s", 60, 20 * time.Second},
+		{"1m", 90, time.Minute},
+		{"1500ms", 30, 1500 * time.Millisecond},
+		{"1h", 45, 45 * time.Second},
+		{"soon", 30, time.Second},
+	}
 	for _, name := range []string{"pod-terminating", "pod-deleted"} {
 		for _, tc := range tests {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
@@ -418,6 +432,19 @@ func TestPodStopDelay(t *testing.T) {
 				}
 				if tc.annotation != "" {
 					pod.Annotations = map[string]string{"kwok.stevedore.io/stop-delay": tc.annotation}
+				}
+				if got := delay(t, stages[name], pod); got != tc.want {
+					t.Errorf("delay = %s, want %s", got, tc.want)
+				}
+			})
+		}
+		for _, tc := range kwokDelay {
+			t.Run(name+"/KWOK delay "+tc.value, func(t *testing.T) {
+				now := metav1.Now()
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", DeletionTimestamp: &now, DeletionGracePeriodSeconds: &tc.grace,
+						Annotations: map[string]string{"pod-delete.stage.kwok.x-k8s.io/delay": tc.value}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}, TerminationGracePeriodSeconds: &tc.grace},
 				}
 				if got := delay(t, stages[name], pod); got != tc.want {
 					t.Errorf("delay = %s, want %s", got, tc.want)
