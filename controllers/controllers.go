@@ -140,6 +140,11 @@ type Deps struct {
 	// QueueWaitTime is the interruption queue's long-poll time; zero takes
 	// the queue package's default.
 	QueueWaitTime time.Duration
+	// Account and Region are the controller's AWS account and region; the
+	// interruption queue drops (and counts) messages of another. Empty
+	// skips that check.
+	Account string
+	Region  string
 }
 
 func (d *Deps) defaults() error {
@@ -312,6 +317,8 @@ func Register(mgr manager.Manager, deps Deps) error {
 		Registerer:   deps.Registerer,
 		Clock:        deps.Clock,
 		WaitTime:     deps.QueueWaitTime,
+		Account:      deps.Account,
+		Region:       deps.Region,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", NameInterruption, err)

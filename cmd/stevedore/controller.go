@@ -17,6 +17,7 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -668,6 +669,9 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		}
 	}
 	var eksVersion string
+	// The account, from the cluster's ARN when the cluster is described:
+	// the interruption queue then drops other accounts' messages.
+	var account string
 	if clients.EKS != nil && (cluster.Endpoint == "" || st.EKSControlPlane) {
 		out, err := clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &st.ClusterName})
 		if err != nil {
@@ -682,6 +686,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 			}
 			if c.Version != nil {
 				eksVersion = *c.Version
+			}
+			if c.Arn != nil {
+				if a, err := arn.Parse(*c.Arn); err == nil {
+					account = a.AccountID
+				}
 			}
 		}
 	}
@@ -764,6 +773,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		reg = ctrlmetrics.Registry
 	}
 	err = controllers.Register(mgr, controllers.Deps{
+		Account:  account,
+		Region:   region,
 		Cloud:    provider,
 		Clients:  clients,
 		Settings: st,

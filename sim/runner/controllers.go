@@ -93,6 +93,9 @@ type Deps struct {
 	// ActOnRebalance treats rebalance recommendations like interruption
 	// warnings.
 	ActOnRebalance bool
+	// Account and Region are the simulated account's: the interruption
+	// queue drops other accounts' and regions' messages, as in production.
+	Account, Region string
 }
 
 // Recorder returns the event recorder of the named controller.
@@ -165,6 +168,8 @@ func (r *Runner) newDeps() (*Deps, error) {
 		NodeRepair:     health.Options{Enabled: run.Controller.NodeRepair, MaxUnhealthyPercent: run.Controller.MaxUnhealthyPercent},
 		NodeOverlay:    run.Controller.NodeOverlay,
 		ActOnRebalance: run.Controller.ActOnRebalance,
+		Account:        r.world.aws.AccountID(),
+		Region:         r.world.aws.Region(),
 	}, nil
 }
 
@@ -402,6 +407,8 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			NodeClaimFor: nodeClaimFor,
 			Handle:       handle,
 			Clock:        d.Clock,
+			Account:      d.Account,
+			Region:       d.Region,
 		})
 		if err != nil {
 			return nil, err

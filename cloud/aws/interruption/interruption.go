@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -224,8 +223,11 @@ func parseHealth(ev Event, env envelope) (Event, error) {
 	if d.EventTypeCategory != "scheduledChange" {
 		return Event{}, fmt.Errorf("%w: AWS Health event %s has category %q, not scheduledChange", ErrIgnored, env.ID, d.EventTypeCategory)
 	}
+	// A set, not a search of the list: an event may name thousands.
+	seen := make(map[string]bool, len(d.AffectedEntities))
 	for _, e := range d.AffectedEntities {
-		if instanceIDPattern.MatchString(e.EntityValue) && !slices.Contains(ev.InstanceIDs, e.EntityValue) {
+		if !seen[e.EntityValue] && instanceIDPattern.MatchString(e.EntityValue) {
+			seen[e.EntityValue] = true
 			ev.InstanceIDs = append(ev.InstanceIDs, e.EntityValue)
 		}
 	}

@@ -2,7 +2,10 @@ package interruption
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -147,4 +150,45 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("event without kind or instances: %+v", ev)
 		}
 	})
+}
+
+// healthEventNaming returns an AWS Health scheduled change naming n distinct
+// instances, each twice.
+func healthEventNaming(n int) (string, []string) {
+	var entities []string
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("i-%017x", i+1)
+		ids = append(ids, id)
+		entities = append(entities, fmt.Sprintf(`{"entityValue":%q}`, id))
+	}
+	entities = append(entities, entities...)
+	body := `{"version":"0","id":"big","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2019-01-10T08:00:00Z","region":"us-east-1",` +
+		`"detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[` + strings.Join(entities, ",") + `]}}`
+	return body, ids
+}
+
+// An event naming ten thousand instances, each twice, lists each once, in
+// message order.
+func TestParseManyInstances(t *testing.T) {
+	body, want := healthEventNaming(10000)
+	ev, err := Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ev.InstanceIDs, want) {
+		t.Errorf("got %d instance IDs, want the %d distinct ones in order", len(ev.InstanceIDs), len(want))
+	}
+}
+
+// BenchmarkParseHealth10000 measures a Health event naming 10,000 instances
+// (each twice): de-duplication is linear in their number.
+func BenchmarkParseHealth10000(b *testing.B) {
+	body, _ := healthEventNaming(10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -13,7 +13,8 @@
 // visibility timeout, so handlers must be idempotent.
 //
 // Messages about instances the cluster does not own are consumed and counted:
-// the queue is meant to serve one cluster.
+// the queue is meant to serve one cluster. So are messages of another account
+// or region than the controller's, whatever instances they name.
 //
 // StatusPoller covers what EventBridge does not deliver: instances whose EC2
 // instance or system status check fails, found with DescribeInstanceStatus
@@ -61,6 +62,10 @@ const (
 	MessageTypeMalformed = "malformed"
 	MessageTypeUnknown   = "unknown"
 	MessageTypeIgnored   = "ignored"
+	// MessageTypeForeign is an event of another account or region than the
+	// controller's (Config.Account, Config.Region): an EventBridge rule
+	// that forwards another's events, or a queue shared by mistake.
+	MessageTypeForeign = "foreign"
 )
 
 // Action is one interrupted NodeClaim.
@@ -91,6 +96,12 @@ type Config struct {
 	// Clock measures how long messages waited in the queue. Default: the
 	// real clock.
 	Clock clock.PassiveClock
+	// Account and Region are the controller's AWS account and region. A
+	// message whose envelope names another is deleted without action and
+	// counted as MessageTypeForeign: its instances cannot be this
+	// controller's, whatever their IDs. Empty skips that check.
+	Account string
+	Region  string
 	// WaitTime and VisibilityTimeout of ReceiveMessage; zero takes the
 	// defaults above.
 	WaitTime          time.Duration
@@ -264,6 +275,10 @@ func (c *Consumer) process(ctx context.Context, m sqstypes.Message) error {
 		}
 		return nil
 	}
+	if otherThan(c.cfg.Account, ev.Account) || otherThan(c.cfg.Region, ev.Region) {
+		c.received.WithLabelValues(MessageTypeForeign).Inc()
+		return nil
+	}
 	c.received.WithLabelValues(string(ev.Kind)).Inc()
 	var actions []Action
 	for _, id := range ev.InstanceIDs {
@@ -283,6 +298,12 @@ func (c *Consumer) process(ctx context.Context, m sqstypes.Message) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// otherThan reports whether a message's account or region differs from the
+// controller's; an empty value on either side is not checked.
+func otherThan(ours, theirs string) bool {
+	return ours != "" && theirs != "" && ours != theirs
 }
 
 // handle calls the handler, turning a panic into an error so that one bad

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,8 @@ func newHarness(t *testing.T) *harness {
 		},
 		Registerer: h.reg,
 		Clock:      clk,
+		Account:    h.aws.AccountID(),
+		Region:     h.aws.Region(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +96,12 @@ func (h *harness) metric(t *testing.T, name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// spotBody is a spot interruption warning of the given account and region.
+func spotBody(account, region, instanceID string) string {
+	return fmt.Sprintf(`{"version":"0","id":"s-1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":%q,"time":"2025-03-01T12:00:00Z","region":%q,"resources":[],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
+		account, region, instanceID)
 }
 
 func TestPollEvents(t *testing.T) {
@@ -158,6 +167,26 @@ func TestPollEvents(t *testing.T) {
 				return f.SendMessageBody(queueName, `{"version":"0","id":"x","detail-type":"Object Created","source":"aws.s3","account":"123456789012","time":"2025-03-01T12:00:00Z","region":"us-east-1","resources":[],"detail":{}}`)
 			},
 			messageType: MessageTypeUnknown,
+		},
+		{
+			name: "spot interruption of our instance ID, from another account",
+			send: func(f *fake.AWS) error {
+				return f.SendMessageBody(queueName, spotBody("999999999999", "us-east-1", ours))
+			},
+			messageType: MessageTypeForeign,
+		},
+		{
+			name: "spot interruption of our instance ID, from another region",
+			send: func(f *fake.AWS) error {
+				return f.SendMessageBody(queueName, spotBody("123456789012", "eu-west-1", ours))
+			},
+			messageType: MessageTypeForeign,
+		},
+		{
+			name:     "spot interruption whose envelope names no account or region",
+			send:     func(f *fake.AWS) error { return f.SendMessageBody(queueName, spotBody("", "", ours)) },
+			wantKind: interruption.KindSpotInterrupted, wantClaims: []string{"default-abcde"},
+			messageType: string(interruption.KindSpotInterrupted),
 		},
 		{
 			name:        "spot interruption of an instance this cluster does not own",
