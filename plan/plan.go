@@ -35,7 +35,8 @@ import (
 
 // Options shape a plan.
 type Options struct {
-	// PreferencePolicy for preferred scheduling terms; default Score.
+	// PreferencePolicy for preferred scheduling terms; default Respect, as
+	// the controller.
 	PreferencePolicy packer.PreferencePolicy
 	// MinValuesPolicy, as the controller's --min-values-policy; default
 	// Strict.
@@ -88,7 +89,8 @@ type Prepared struct {
 // objs, as the API server would give them (see workloads.Expand).
 func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	if opts.PreferencePolicy == "" {
-		opts.PreferencePolicy = packer.PreferenceScore
+		// The controller's default, so that a plan predicts what it does.
+		opts.PreferencePolicy = packer.PreferenceRespect
 	}
 	if _, err := ParsePreferencePolicy(string(opts.PreferencePolicy)); err != nil {
 		return nil, err

@@ -63,8 +63,8 @@ func TestLoadSpotMix(t *testing.T) {
 func TestPrepareSpotMix(t *testing.T) {
 	p := prepare(t, load(t, "../examples/spot-mix.yaml"), Options{})
 	in := p.Input
-	if in.PreferencePolicy != packer.PreferenceScore {
-		t.Errorf("policy %q", in.PreferencePolicy)
+	if in.PreferencePolicy != packer.PreferenceRespect {
+		t.Errorf("policy %q, want the controller's default Respect", in.PreferencePolicy)
 	}
 	if len(in.Pods) != 10 || len(in.DaemonSetPods) != 0 || len(in.Nodes) != 0 {
 		t.Fatalf("%d pods, %d daemon pods, %d nodes", len(in.Pods), len(in.DaemonSetPods), len(in.Nodes))
@@ -446,19 +446,35 @@ spec:
 	}
 }
 
-// TestSpotMixIsRightSized pins the cost of the operations example: the ten
-// 500m/512Mi web pods fit a 4-vCPU and a 2-vCPU Graviton spot node (7 + 3
-// pods) for $0.0714/hour; one 8-vCPU node would cost $0.0952.
+// TestSpotMixIsRightSized pins the cost of the operations example. With
+// Score, the ten 500m/512Mi web pods fit a 4-vCPU and a 2-vCPU Graviton spot
+// node (7 + 3 pods) for $0.0714/hour; one 8-vCPU node would cost $0.0952.
+// With the default, Respect (the controller's), their ScheduleAnyway zone
+// spread becomes a rule: 3 + 3 + 3 + 1 pods on four nodes in three zones.
 func TestSpotMixIsRightSized(t *testing.T) {
-	r, err := Run(load(t, "../examples/spot-mix.yaml"), Options{})
+	r, err := Run(load(t, "../examples/spot-mix.yaml"), Options{PreferencePolicy: packer.PreferenceScore})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(r.PricePerHour-0.0714) > 1e-9 || len(r.NodeClaims) != 2 {
-		t.Errorf("%d NodeClaims at $%v/hour, want 2 at $0.0714/hour", len(r.NodeClaims), r.PricePerHour)
+		t.Errorf("Score: %d NodeClaims at $%v/hour, want 2 at $0.0714/hour", len(r.NodeClaims), r.PricePerHour)
 	}
 	if r.LowerBound.Ratio > 1.2 {
-		t.Errorf("cost / lower bound = %v, want at most 1.2", r.LowerBound.Ratio)
+		t.Errorf("Score: cost / lower bound = %v, want at most 1.2", r.LowerBound.Ratio)
+	}
+
+	r, err = Run(load(t, "../examples/spot-mix.yaml"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]bool{}
+	for _, nc := range r.NodeClaims {
+		for _, z := range nc.Zones {
+			zones[z] = true
+		}
+	}
+	if math.Abs(r.PricePerHour-0.0833) > 1e-9 || len(r.NodeClaims) != 4 || len(zones) != 3 {
+		t.Errorf("Respect: %d NodeClaims in %d zones at $%v/hour, want 4 in 3 zones at $0.0833/hour", len(r.NodeClaims), len(zones), r.PricePerHour)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/plan"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
 func newPlanCommand() *cobra.Command {
@@ -116,7 +117,7 @@ from -f.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory (searched recursively for .yaml, .yml and .json) or - for standard input; repeatable")
 	cmd.Flags().StringArrayVar(&podFiles, "pods", nil, "JSON file of pods to pack as pending (an array of Pods, or a List or PodList), or - for standard input; repeatable")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().StringVar(&preference, "preference-policy", "Score", "how preferred affinity and ScheduleAnyway spread shape new nodes: Score, Respect or Ignore")
+	cmd.Flags().StringVar(&preference, "preference-policy", string(packer.PreferenceRespect), "how preferred affinity and ScheduleAnyway spread shape new nodes: Respect (as the controller and Karpenter), Score or Ignore")
 	cmd.Flags().StringVar(&minValuesPolicy, "min-values-policy", "Strict",
 		"as the controller's: when too few instance types fit for a NodePool's minValues, Strict leaves the pods unschedulable and BestEffort launches with the minValues relaxed")
 	cmd.Flags().Float64Var(&spot, "spot-price-fraction", offerings.DefaultSpotPriceFraction, "spot price as a fraction of the on-demand price")
