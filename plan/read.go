@@ -174,6 +174,15 @@ func (objs *Objects) add(obj map[string]interface{}) error {
 			return err
 		}
 	}
+	// A duration too long for Go fails the decoding below with no field
+	// named: say which field, and what to write instead.
+	if ps := validation.DurationProblems(kind, obj); len(ps) > 0 {
+		var msgs []string
+		for _, p := range ps {
+			msgs = append(msgs, fmt.Sprintf("%s: %s; fix: %s", p.Field, p.Message, p.Fix))
+		}
+		return fmt.Errorf("decoding %s: %s", kind, strings.Join(msgs, "; "))
+	}
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ var (
 // semanticChecks runs the checks the API server cannot do on a served object
 // after defaulting. The problems carry only Field, Message, Fix and Severity.
 func semanticChecks(kind string, obj map[string]interface{}) []Problem {
-	var out []Problem
+	out := DurationProblems(kind, obj)
 	switch kind {
 	case kindNodePool:
 		out = append(out, checkBudgets(obj)...)

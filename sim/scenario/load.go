@@ -282,6 +282,9 @@ func LoadFrom(paths []string, stdin io.Reader, scheme *runtime.Scheme) (*Run, []
 					sc = l.parseScenario(d.source, d.obj)
 					continue
 				}
+				if len(validation.DurationProblems(kind, d.obj)) > 0 {
+					continue // the validator reports it, naming the field
+				}
 				obj, gvk, err := l.decode(d.obj)
 				if err != nil {
 					l.fail(d.source, kind, nameOf(d.obj), "", err.Error(), "fix the document so that it decodes as "+apiVersion+" "+kind)

@@ -478,3 +478,22 @@ spec:
 		t.Error("ReservedCapacity is off by default; Karpenter has it on")
 	}
 }
+
+// A NodePool duration too long for Go is reported once, naming the field and
+// the bound, not a second time as a document that does not decode.
+func TestDurationBeyondRange(t *testing.T) {
+	const long = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: []}}, disruption: {consolidateAfter: 9999999999h}}\n"
+	_, problems, err := Load([]string{write(t, map[string]string{"m.yaml": long})}, scheme(t))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Load = %v, want ErrInvalid", err)
+	}
+	var about []validation.Problem
+	for _, p := range problems {
+		if strings.Contains(p.Message, "9999999999h") || strings.Contains(p.Message, "invalid duration") {
+			about = append(about, p)
+		}
+	}
+	if len(about) != 1 || about[0].Field != "spec.disruption.consolidateAfter" || !strings.Contains(about[0].Fix, "2562047h") {
+		t.Errorf("problems about the duration: %+v, want one naming spec.disruption.consolidateAfter and the bound", about)
+	}
+}
