@@ -24,7 +24,7 @@ func (u *usage) String() string {
 	if u == nil || u.Samples == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (controller: p95 %.0f MB, max %.0f MB resident, %.2f cores on average)", u.P95RSSMB, u.MaxRSSMB, u.AvgCPU)
+	return fmt.Sprintf(" (controller: p95 %.0f MB, max %.0f MB resident, %.3f cores on average)", u.P95RSSMB, u.MaxRSSMB, u.AvgCPU)
 }
 
 // sampler reads a process's resident set size every interval until stopped.
