@@ -5,7 +5,7 @@
 #
 #   hack/chaos.sh [SEEDS]
 #
-# SEEDS defaults to 1-100 (500 runs over the five scenarios); any list that
+# SEEDS defaults to 1-100 (600 runs over the six scenarios); any list that
 # `stevedore simulate --seeds` takes works, such as 1-20,42.
 set -euo pipefail
 

@@ -17,7 +17,7 @@ import (
 )
 
 // scenarios are the chaos scenarios shipped under examples/chaos.
-var scenarios = []string{"consolidation", "drift", "spot-heavy", "repair", "limits"}
+var scenarios = []string{"consolidation", "drift", "spot-heavy", "spot-no-queue", "repair", "limits"}
 
 // seeds is how many seeds of each scenario the test runs (hack/chaos.sh
 // runs 100).

@@ -222,6 +222,7 @@ func (k *Kubelets) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	exists := err == nil
 	id, managed := k.instances[name]
+	var terminatesAt time.Time
 	if managed {
 		info, ok := k.opts.AWS.Instance(id)
 		if !ok || info.State == fake.StateShuttingDown || info.State == fake.StateTerminated {
@@ -236,6 +237,7 @@ func (k *Kubelets) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		if !exists {
 			return k.register(ctx, info)
 		}
+		terminatesAt = info.TerminatesAt
 	} else if !exists {
 		return reconcile.Result{}, nil
 	}
@@ -247,6 +249,14 @@ func (k *Kubelets) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
+	}
+	// Wake when EC2 ends the instance (a spot interruption, a retirement):
+	// the kubelet dies with it. Asked again on every pass, as a reconciler
+	// returns its next wake, since an earlier wake for this node (a pod
+	// bound meanwhile) replaces the one asked for when the termination was
+	// scheduled.
+	if !terminatesAt.IsZero() {
+		soon(terminatesAt)
 	}
 	ready := nodeReady(node)
 	if !ready {

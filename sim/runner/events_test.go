@@ -157,6 +157,30 @@ func TestSpotInterruptionWithoutQueue(t *testing.T) {
 	allRunning(t, doc, 6)
 }
 
+// Pods that come and go after an unhandled spot interruption wake the
+// doomed node's kubelet before the instance ends; that wake must not replace
+// the one at the termination. The node still goes NotReady and away with its
+// instance, and its pods are replaced.
+func TestSpotInterruptionWithoutQueueAndChurn(t *testing.T) {
+	doc := run(t, "spot", "  duration: 40m\n  events:\n"+
+		"  - {at: 10m, spotInterruption: {count: 1}}\n"+
+		"  - {at: 10m10s, scale: {kind: Deployment, namespace: shop, name: web, replicas: 2}}\n"+
+		"  - {at: 10m40s, scale: {kind: Deployment, namespace: shop, name: web, replicas: 6}}\n")
+	terminated := eventsOf(doc, report.KindInstanceTerminated)
+	if len(terminated) == 0 || !terminated[0].Time.Equal(doc.Start.Add(12*time.Minute)) {
+		t.Fatalf("terminations %+v, want the first two minutes after the notice", terminated)
+	}
+	node := terminated[0].Node
+	gone := false
+	for _, e := range eventsOf(doc, report.KindNodeDeleted) {
+		gone = gone || e.Node == node
+	}
+	if !gone {
+		t.Errorf("node %s of the terminated instance is still there at the end", node)
+	}
+	allRunning(t, doc, 6)
+}
+
 func TestInsufficientCapacityFallsBack(t *testing.T) {
 	doc := run(t, "spot", "  duration: 15m\n  events: [{at: 0s, insufficientCapacity: {instanceTypes: [c6i.large, m6i.large], capacityType: spot}}]\n")
 	for _, n := range doc.Final.Nodes {

@@ -90,6 +90,9 @@ type InstanceInfo struct {
 	// partition) the instance runs in, if any.
 	PlacementGroupID   string
 	PlacementPartition int32
+	// TerminatesAt is when EC2 will end the instance by itself (a spot
+	// interruption or a scheduled retirement); zero when it will not.
+	TerminatesAt time.Time
 }
 
 // Instance returns a snapshot of an instance that DescribeInstances would
@@ -108,6 +111,7 @@ func (f *AWS) Instance(id string) (InstanceInfo, bool) {
 		PrivateIP: inst.privateIP, SecurityGroupIDs: append([]string(nil), inst.securityGroups...),
 		InstanceProfile: inst.profileName, LaunchTemplateName: inst.ltName, CapacityReservationID: inst.capacityReservationID,
 		Tags: copyMap(inst.tags), PlacementGroupID: inst.placementGroupID, PlacementPartition: inst.partition,
+		TerminatesAt: inst.terminateAt,
 	}
 	if p, ok := f.profiles[inst.profileName]; ok && len(p.roles) > 0 {
 		info.Role = p.roles[0]
