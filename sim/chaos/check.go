@@ -21,6 +21,11 @@ const (
 	AnnotationExpected = "chaos.stevedore.io/expected-pending"
 )
 
+// PendingGrace is how long before the end of a run a pod may have been
+// created and still not be running without breaking pod-not-running: its
+// NodeClaim may still be launching, its node booting. Summary lines state it.
+const PendingGrace = 3 * time.Minute
+
 // Violation is one broken invariant.
 type Violation struct {
 	Invariant string
@@ -143,6 +148,13 @@ func checkBudgets(doc *report.Document) []Violation {
 	}
 	open := map[key]*spell{}
 	var order []key
+	// carried counts, per pool and reason, the disruptions in flight that
+	// a budget allowed when they started: a budget window that closes while
+	// they run does not make them a violation (budgets limit starting a
+	// disruption, not finishing one). A disruption started while closed is
+	// caught by the decisions above, and by the samples when it exceeds
+	// what was carried.
+	carried := map[key]int{}
 	flush := func(k key) {
 		s := open[k]
 		delete(open, k)
@@ -152,10 +164,12 @@ func checkBudgets(doc *report.Document) []Violation {
 	for _, smp := range doc.Samples {
 		over := map[key]bool{}
 		for _, u := range smp.DisruptionBudgets {
-			if u.Disrupting <= u.Allowed {
+			k := key{u.NodePool, u.Reason}
+			permitted := max(u.Allowed, carried[k])
+			carried[k] = min(u.Disrupting, permitted)
+			if u.Disrupting <= permitted {
 				continue
 			}
-			k := key{u.NodePool, u.Reason}
 			over[k] = true
 			s := open[k]
 			if s == nil {
@@ -187,7 +201,8 @@ func checkBudgets(doc *report.Document) []Violation {
 // checkPods: every pod that has not finished is running at the end, or
 // pending, unbound, for a reason the scenario expects, or terminating on a
 // node that is not Ready (its kubelet is gone: the pod waits for its node
-// to be removed, as it does in Kubernetes).
+// to be removed, as it does in Kubernetes), or was created less than
+// PendingGrace before the end.
 func checkPods(doc *report.Document, opts CheckOptions) []Violation {
 	var out []Violation
 	ready := map[string]bool{}
@@ -200,6 +215,8 @@ func checkPods(doc *report.Document, opts CheckOptions) []Violation {
 	}
 	for _, p := range doc.Final.NotRunning {
 		switch {
+		case !p.Terminating && !p.Created.IsZero() && doc.End.Sub(p.Created) < PendingGrace:
+			// Still starting: created less than PendingGrace before the end.
 		case p.Terminating && p.Node != "" && !ready[p.Node]:
 		case p.Node == "" && p.Terminating:
 			out = append(out, Violation{PodNotRunning, fmt.Sprintf("pod %s is terminating and bound to no node", p.Pod)})

@@ -94,3 +94,50 @@ func TestBudgetSpellsAreReportedOnce(t *testing.T) {
 		t.Errorf("violations %v, want two spells", v)
 	}
 }
+
+// A pod created less than PendingGrace before the end may still be starting;
+// one pending longer, or terminating, still breaks pod-not-running.
+func TestPendingGrace(t *testing.T) {
+	end := t0.Add(2 * time.Hour)
+	for _, tc := range []struct {
+		name    string
+		pod     report.PodState
+		violate bool
+	}{
+		{"created a minute before the end, unbound", report.PodState{Pod: "ns/new", Phase: "Pending", Created: end.Add(-time.Minute)}, false},
+		{"created a minute before the end, bound", report.PodState{Pod: "ns/new", Phase: "Pending", Node: "n1", Created: end.Add(-time.Minute)}, false},
+		{"pending for ten minutes", report.PodState{Pod: "ns/stuck", Phase: "Pending", Created: end.Add(-10 * time.Minute)}, true},
+		{"pending since just past the grace", report.PodState{Pod: "ns/stuck", Phase: "Pending", Created: end.Add(-PendingGrace)}, true},
+		{"young but terminating on a Ready node", report.PodState{Pod: "ns/gone", Phase: "Running", Node: "n1", Terminating: true, Created: end.Add(-time.Minute)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &report.Document{End: end, Final: report.Final{Nodes: []report.Node{{Name: "n1", Ready: true}}, NotRunning: []report.PodState{tc.pod}}}
+			if got := len(checkPods(d, CheckOptions{})) > 0; got != tc.violate {
+				t.Errorf("violation = %v, want %v", got, tc.violate)
+			}
+		})
+	}
+	if s := (Summary{Runs: 1}).String(); !strings.Contains(s, PendingGrace.String()) {
+		t.Errorf("summary %q does not state the grace", s)
+	}
+}
+
+// A budget window that closes while an allowed disruption runs is no
+// violation; a disruption started while it is closed is.
+func TestBudgetWindowClosingDuringADisruption(t *testing.T) {
+	d := &report.Document{}
+	for i, u := range []struct{ allowed, disrupting int }{
+		{1, 1}, // the window is open: one disruption starts
+		{0, 1}, // the window closes while it runs
+		{0, 1},
+		{0, 0}, // it ends
+		{0, 1}, // one starts while the window is closed
+	} {
+		d.Samples = append(d.Samples, report.Sample{Time: t0.Add(time.Duration(i) * time.Minute),
+			DisruptionBudgets: []report.BudgetUse{{NodePool: "p", Reason: "Drifted", Nodes: 4, Allowed: u.allowed, Disrupting: u.disrupting}}})
+	}
+	v := checkBudgets(d)
+	if len(v) != 1 || !strings.Contains(v[0].Message, "00:04:00Z to 2026-01-05T00:04:00Z") {
+		t.Errorf("violations %v, want only the disruption started at 00:04 while closed", v)
+	}
+}

@@ -109,5 +109,5 @@ func (s *Summary) Add(r Result) {
 }
 
 func (s Summary) String() string {
-	return fmt.Sprintf("%d runs, %d violations (%d runs failed)", s.Runs, s.Violations, s.Failed)
+	return fmt.Sprintf("%d runs, %d violations (%d runs failed; pods created less than %s before the end may be pending)", s.Runs, s.Violations, s.Failed, PendingGrace)
 }

@@ -477,7 +477,8 @@ func (r *Recorder) Finish(now time.Time, api *apiserver.Server) *Document {
 		}
 		f.Pods.Total++
 		if p.Status.Phase != corev1.PodRunning {
-			f.NotRunning = append(f.NotRunning, PodState{Pod: p.Namespace + "/" + p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil})
+			f.NotRunning = append(f.NotRunning, PodState{Pod: p.Namespace + "/" + p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName,
+				Terminating: p.DeletionTimestamp != nil, Created: p.CreationTimestamp.Time.UTC()})
 		}
 		switch p.Status.Phase {
 		case corev1.PodRunning:

@@ -273,6 +273,8 @@ type PodState struct {
 	Node string `json:"node,omitempty"`
 	// Terminating is set when its deletion was asked for.
 	Terminating bool `json:"terminating,omitempty"`
+	// Created is when the pod was created.
+	Created time.Time `json:"created"`
 }
 
 // Unschedulable is a pod left pending at the end, and why.
