@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -111,10 +112,18 @@ func manifestFiles(p string) ([]string, []Problem, error) {
 		}
 		mode := d.Type()
 		if mode&fs.ModeSymlink != 0 {
-			// A link is read when it leads to a regular file.
+			// A link is read when it leads to a regular file; one that
+			// leads nowhere (dangling, or a loop) is skipped like any
+			// other entry that is not a manifest file.
 			info, err := os.Stat(path)
 			if err != nil {
-				return err
+				skipped = append(skipped, Problem{
+					Source:   path,
+					Message:  "skipped: a symbolic link that leads to no file (" + linkError(err) + ")",
+					Fix:      "point the link at a manifest file, or remove it from the directory",
+					Severity: SeverityWarning,
+				})
+				return nil
 			}
 			mode = info.Mode()
 		}
@@ -135,6 +144,21 @@ func manifestFiles(p string) ([]string, []Problem, error) {
 	}
 	sort.Strings(files)
 	return files, skipped, nil
+}
+
+// linkError says briefly why a symbolic link cannot be followed.
+func linkError(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "its target does not exist"
+	case errors.Is(err, syscall.ELOOP):
+		return "it loops"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // describeMode names the type of a file that is not a regular one.

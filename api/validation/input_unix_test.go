@@ -79,3 +79,37 @@ func TestNamedPipes(t *testing.T) {
 		t.Errorf("a directory with only a pipe:%s", dump(problems))
 	}
 }
+
+// A symbolic link that leads nowhere (its target missing, or a loop) is
+// skipped with a warning, and the rest of the directory is read.
+func TestBrokenSymlinksAreSkipped(t *testing.T) {
+	v := testValidator(t)
+	dir := writeFiles(t, map[string]string{"a.yaml": configMap})
+	dangling := filepath.Join(dir, "b.yaml")
+	loop := filepath.Join(dir, "c.yaml")
+	if err := os.Symlink(filepath.Join(dir, "missing.yaml"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := pathsWithin(t, v, []string{dir})
+	if err != nil {
+		t.Fatalf("the directory was not read: %v", err)
+	}
+	for path, why := range map[string]string{dangling: "its target does not exist", loop: "it loops"} {
+		_, ok := find(problems, "", SeverityWarning, "skipped: a symbolic link that leads to no file")
+		found := false
+		for _, q := range problems {
+			if q.Source == path && strings.Contains(q.Message, why) {
+				found = true
+			}
+		}
+		if !ok || !found {
+			t.Errorf("no warning about %s (%s):%s", path, why, dump(problems))
+		}
+	}
+	if len(errorsOf(problems)) != 0 {
+		t.Errorf("errors:%s", dump(problems))
+	}
+}
