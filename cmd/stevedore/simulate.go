@@ -72,6 +72,14 @@ which opens offline in any browser.`,
 			if seedList != "" && !check {
 				return fmt.Errorf("--seeds runs the scenario under random faults: add --check")
 			}
+			// --check prints a verdict per seed, not a run: refuse what it
+			// would otherwise ignore.
+			if check && cmd.Flags().Changed("output") {
+				return fmt.Errorf("--check prints one verdict line per seed and no run: drop --output, or drop --check to get the run as %s", output)
+			}
+			if check && reportFile != "" {
+				return fmt.Errorf("--check writes no report: drop --report; without --check a run writes its HTML page")
+			}
 			scheme, err := newScheme()
 			if err != nil {
 				return err

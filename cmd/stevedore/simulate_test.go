@@ -122,6 +122,13 @@ func TestSimulateRejectsBadInput(t *testing.T) {
 	if _, _, err := run(t, "", "simulate"); err == nil {
 		t.Error("no path accepted")
 	}
+	// --check prints verdicts, not a run: what it would ignore is refused.
+	good := scenarioFile(t, smallScenario)
+	for _, args := range [][]string{{"--check", "-o", "json"}, {"--check", "-o", "text"}, {"--check", "--report", filepath.Join(t.TempDir(), "r.html")}} {
+		if _, _, err := run(t, "", append([]string{"simulate", good}, args...)...); err == nil || !strings.Contains(err.Error(), "--check") {
+			t.Errorf("%v: %v, want --check refusing it", args, err)
+		}
+	}
 }
 
 // TestProgressLine checks the progress line's text and that it is drawn at

@@ -61,6 +61,9 @@ func (l *loader) runBounds(s Spec, run *Run) {
 	if s.SampleEvery != "" && run.SampleEvery < MinSampleEvery {
 		l.scenarioError("spec.sampleEvery", fmt.Sprintf("%s is finer than the finest resolution, %s", run.SampleEvery, MinSampleEvery),
 			"sample every 1s or more; the event log has every change at its exact time")
+	} else if s.SampleEvery != "" && run.SampleEvery > run.Duration {
+		l.scenarioError("spec.sampleEvery", fmt.Sprintf("%s is longer than the run (%s): the time series would hold only the first sample", run.SampleEvery, run.Duration),
+			fmt.Sprintf("sample every %s or less, or lengthen spec.duration", run.Duration))
 	} else if n := run.Duration / run.SampleEvery; n > MaxSamples && run.Duration <= MaxDuration {
 		least := (run.Duration + MaxSamples - 1) / MaxSamples
 		least = (least + time.Second - 1) / time.Second * time.Second
@@ -72,6 +75,16 @@ func (l *loader) runBounds(s Spec, run *Run) {
 			"start the run at a time such as 2026-03-02T10:00:00Z")
 	}
 	l.startupBound("spec.cluster.podStartTime", run.PodStartTime)
+	// An empty list is not an absent one: it would silently mean the
+	// default (every type, the region's three zones).
+	if s.AWS.InstanceTypes != nil && len(s.AWS.InstanceTypes) == 0 {
+		l.scenarioError("spec.aws.instanceTypes", "an empty list names no instance type; it does not mean the whole catalog",
+			"list the instance types the account offers, or remove the field to offer every type of the catalog")
+	}
+	if s.AWS.Zones != nil && len(s.AWS.Zones) == 0 {
+		l.scenarioError("spec.aws.zones", "an empty list names no zone; it does not mean the region's zones",
+			"list the zones, such as [us-east-1a, us-east-1b], or remove the field for the region's a, b and c zones")
+	}
 }
 
 // startupBound checks a boot, ready or pod start time.

@@ -457,13 +457,76 @@ func (l *loader) parseScenario(source string, m map[string]any) *Scenario {
 	if err := json.Unmarshal(data, sc); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			l.scenarioError(te.Field, fmt.Sprintf("expected %s, found a %s", describeType(te.Type), te.Value), "write the field as "+describeType(te.Type))
+			// encoding/json names the field without list indexes: find
+			// which element holds the value of the wrong type.
+			field := te.Field
+			if indexed, ok := locateField(m, strings.Split(te.Field, "."), "", te.Value); ok {
+				field = indexed
+			}
+			l.scenarioError(field, fmt.Sprintf("expected %s, found %s", describeType(te.Type), withArticle(te.Value)), "write the field as "+describeType(te.Type))
 		} else {
 			l.scenarioError("", err.Error(), "fix the Scenario's syntax")
 		}
 		return sc
 	}
 	return sc
+}
+
+// locateField finds, under v, the first value along the dotted path segs
+// (list elements are searched in order) whose JSON kind is kind, and
+// returns its path with list indexes, as "spec.events[1].apply".
+func locateField(v any, segs []string, prefix string, kind string) (string, bool) {
+	if len(segs) == 0 {
+		return prefix, jsonKindOf(v) == kind
+	}
+	if list, ok := v.([]any); ok {
+		for i, e := range list {
+			if p, ok := locateField(e, segs, fmt.Sprintf("%s[%d]", prefix, i), kind); ok {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	child, ok := m[segs[0]]
+	if !ok {
+		return "", false
+	}
+	next := segs[0]
+	if prefix != "" {
+		next = prefix + "." + segs[0]
+	}
+	return locateField(child, segs[1:], next, kind)
+}
+
+// jsonKindOf names a decoded JSON value's kind as encoding/json's type
+// errors do.
+func jsonKindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case nil:
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// withArticle puts "a" or "an" before a JSON kind.
+func withArticle(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 func describeType(t reflect.Type) string {

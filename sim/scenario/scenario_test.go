@@ -254,6 +254,10 @@ func TestBadInputIsRejectedWithFieldAndFix(t *testing.T) {
 		{"zonal shift of an unknown zone", "  events: [{at: 1m, zonalShift: {zone: mars-1a}}]\n", "spec.events[0].zonalShift.zone", "mars-1a"},
 		{"zonal shift too long", "  duration: 100h\n  events: [{at: 1m, zonalShift: {zone: us-east-1a, for: 73h}}]\n", "spec.events[0].zonalShift.for", "at most 72h"},
 		{"reserved capacity gate not a bool", "  controller: {feature-gates: \"ReservedCapacity=maybe\"}\n", "spec.controller.feature-gates", "not true or false"},
+		{"a list where an object goes, in the second event", "  events: [{at: 1m, restartController: {}}, {at: 2m, apply: [a, b]}]\n", "spec.events[1].apply", "found an array"},
+		{"no instance types", "  aws: {instanceTypes: []}\n", "spec.aws.instanceTypes", "names no instance type"},
+		{"no zones", "  aws: {zones: []}\n", "spec.aws.zones", "names no zone"},
+		{"samples sparser than the run", "  duration: 10m\n  sampleEvery: 1h\n", "spec.sampleEvery", "longer than the run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := write(t, map[string]string{"m.yaml": manifests, "s.yaml": header + tc.spec})
