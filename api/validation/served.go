@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -183,6 +184,41 @@ func (c checked) fieldOf() string {
 		return ""
 	}
 	return c.err.Field
+}
+
+// numberFormatRE matches the schema's complaint about a number outside its
+// format (int32, int64), which names the field only inside the sentence.
+var numberFormatRE = regexp.MustCompile(`^Checked value must be of type (integer|number) with format (int32|int64) in (\S+)$`)
+
+// numberFormat rewrites a format error about a number too large or too small
+// for its integer format: the field it is about, the value as written (the
+// server's text shows an empty one) and the range to write instead.
+func numberFormat(c checked, original map[string]interface{}) checked {
+	if c.err == nil || (c.err.Field != "" && c.err.Field != "<nil>") {
+		return c
+	}
+	m := numberFormatRE.FindStringSubmatch(c.err.Detail)
+	if m == nil {
+		return c
+	}
+	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+	if m[2] == "int64" {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	value := "the value"
+	if v, ok := valueAt(original, m[3]); ok {
+		if f, ok := v.(float64); ok {
+			value = strconv.FormatFloat(f, 'g', -1, 64)
+		} else {
+			value = fmt.Sprint(v)
+		}
+	}
+	e := *c.err
+	e.Field = m[3]
+	c.err = &e
+	c.message = fmt.Sprintf("%s is not a whole number from %d to %d (%s)", value, lo, hi, m[2])
+	c.fix = fmt.Sprintf("write a whole number from %d to %d that the field's own bounds allow", lo, hi)
+	return c
 }
 
 // run applies the API server's create pipeline for a custom resource to obj:

@@ -355,7 +355,20 @@ func has(obj map[string]interface{}, path string) bool {
 func (v *Validator) checkServed(ctx context.Context, d *docResult, sk *servedKind, obj map[string]interface{}) {
 	res := sk.run(ctx, obj)
 	errFields := map[string]bool{}
+	// A number too large for its format draws two complaints; numberFormat
+	// turns the one that says so into a clear problem, and the other
+	// ("must be of type int32: float64") is dropped.
+	reformatted := map[string]bool{}
+	for i, c := range res.errs {
+		if r := numberFormat(c, res.original); r.message != c.message {
+			res.errs[i] = r
+			reformatted[r.fieldOf()] = true
+		}
+	}
 	for _, c := range res.errs {
+		if c.err != nil && c.message == "" && reformatted[c.fieldOf()] && strings.Contains(c.err.Detail, "must be of type") {
+			continue
+		}
 		fix := ""
 		if c.unknownField != "" {
 			if f, ok := legacyFieldFix(sk.gvk.Kind, c.unknownField, res.original); ok {
