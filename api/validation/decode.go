@@ -191,6 +191,9 @@ var duplicateKeyRE = regexp.MustCompile(`line (\d+): key (".*") already set in m
 // handling (integers as int64, other numbers as float64). It returns the
 // value (nil for an empty document), warnings about the text, and an error
 // when the document cannot be decoded.
+// binaryTagRE finds a YAML !!binary tag on a value.
+var binaryTagRE = regexp.MustCompile(`(?m)(?:^|[\s:\[{,-])!!binary\b`)
+
 func decodeDocument(d document) (interface{}, []Problem, error) {
 	j := d.data
 	var warnings []Problem
@@ -199,6 +202,14 @@ func decodeDocument(d document) (interface{}, []Problem, error) {
 		j, err = yaml.YAMLToJSON(d.data)
 		if err != nil {
 			return nil, nil, errors.New(yamlErrorLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), d))
+		}
+		for _, loc := range binaryTagRE.FindAllIndex(d.data, -1) {
+			n := bytes.Count(d.data[:loc[0]], []byte("\n")) + 1
+			warnings = append(warnings, Problem{
+				Message:  fmt.Sprintf("a !!binary value at line %d is decoded from base64: the field holds the decoded bytes, not the text written", n+d.line-1),
+				Fix:      "drop the !!binary tag and write the value as text (binaryData and other base64 fields take the base64 text untagged)",
+				Severity: SeverityWarning,
+			})
 		}
 		if _, err := yaml.YAMLToJSONStrict(d.data); err != nil {
 			for _, m := range duplicateKeyRE.FindAllStringSubmatch(err.Error(), -1) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -424,16 +425,27 @@ func (b *batch) addStream(source string, data []byte) {
 	}
 }
 
+// yamlLineRE finds the line number in a YAML decoding error.
+var yamlLineRE = regexp.MustCompile(`\bline \d+`)
+
 func (b *batch) addDocument(ctx context.Context, source string, doc document) {
 	src := fmt.Sprintf("%s#%d", source, doc.index)
 	value, warnings, err := decodeDocument(doc)
 	if err != nil {
 		d := &docResult{source: src}
+		msg := err.Error()
 		fix := "fix the YAML syntax at the line shown (indentation, a missing space after ':', or unquoted special characters)"
 		if doc.json {
 			fix = "fix the JSON syntax"
 		}
-		d.add(Problem{Message: err.Error(), Fix: fix, Severity: SeverityError})
+		if strings.Contains(msg, "exceeded max depth") {
+			// The decoder gives no line for this one.
+			msg = "the document nests lists or mappings more deeply than the decoder allows (10000 levels): " + msg
+			fix = "flatten the document: no Kubernetes object nests anywhere near that deep; look for a run of [ or { with no end"
+		} else if !doc.json && !yamlLineRE.MatchString(msg) {
+			fix = "fix the YAML syntax (indentation, a missing space after ':', or unquoted special characters)"
+		}
+		d.add(Problem{Message: msg, Fix: fix, Severity: SeverityError})
 		b.docs = append(b.docs, d)
 		return
 	}

@@ -127,6 +127,16 @@ func TestDocuments(t *testing.T) {
 			want:  []Problem{{Source: "test.yaml#1", Kind: "Namespace", Name: "b", Severity: SeverityWarning, Message: `duplicate key "metadata" at line 4`}},
 		},
 		{
+			name:  "a !!binary tag",
+			input: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: !!binary aGVsbG8=\n",
+			want:  []Problem{{Source: "test.yaml#1", Kind: "Namespace", Name: "hello", Severity: SeverityWarning, Message: "a !!binary value at line 4 is decoded from base64"}},
+		},
+		{
+			name:  "nesting deeper than the decoder allows",
+			input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata:\n  x: " + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + "\n",
+			want:  []Problem{{Source: "test.yaml#1", Severity: SeverityError, Message: "nests lists or mappings more deeply than the decoder allows"}},
+		},
+		{
 			name:  "JSON stream",
 			input: `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}` + "\n" + `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}, "spec": {"finalizer": []}}`,
 			want:  []Problem{{Source: "test.yaml#2", Kind: "Namespace", Name: "b", Field: "spec.finalizer", Severity: SeverityError, Message: `unknown field "spec.finalizer"`}},
