@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -225,7 +224,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	fs.StringVar(&o.logOutputPaths, flagLogOutputPaths, "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths"+env(flagLogOutputPaths))
 	fs.StringVar(&o.logErrorPaths, flagLogErrorOutputPaths, "stderr", "comma-separated destinations of the logger's own errors"+env(flagLogErrorOutputPaths))
 	fs.Int64Var(&o.memoryLimit, flagMemoryLimit, -1, "memory limit of the container in bytes; the Go heap is kept under 90% of it unless GOMEMLIMIT is set; -1 means no limit"+env(flagMemoryLimit))
-	fs.BoolVar(&o.enableProfiling, flagEnableProfiling, false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address"+env(flagEnableProfiling))
+	fs.BoolVar(&o.enableProfiling, flagEnableProfiling, false, "serve Go's pprof profiles under /debug/pprof/ on "+ProfilingBindAddress+", a listener of their own on loopback (never the metrics address)"+env(flagEnableProfiling))
 	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
 	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
 	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, "ignore the DRA resource claims of pods, as Karpenter does by default; stevedore does not schedule them, so false is refused"+env(flagIgnoreDRARequests))
@@ -714,7 +713,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	mgrOpts := manager.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsBindAddress(), ExtraHandlers: profilingHandlers(opts.enableProfiling)},
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsBindAddress()},
+		PprofBindAddress:              opts.profilingBindAddress(),
 		HealthProbeBindAddress:        opts.probeBindAddress(),
 		LeaderElection:                opts.leaderElection(),
 		LeaderElectionNamespace:       opts.leaderElectionNS,
@@ -844,19 +844,21 @@ func kubeDNS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) stri
 	return ""
 }
 
-// profilingHandlers serves Go's pprof profiles on the metrics server when
-// --enable-profiling is on, as Karpenter's ENABLE_PROFILING does.
-func profilingHandlers(on bool) map[string]http.Handler {
-	if !on {
-		return nil
+// ProfilingBindAddress is where --enable-profiling serves Go's pprof
+// profiles: loopback only, on a listener of its own, so that profiles (which
+// show memory contents and can cost CPU) are never reachable from the
+// network nor through the metrics Service. Reach them with
+// kubectl port-forward. Karpenter serves them on its metrics port; stevedore
+// deliberately does not.
+const ProfilingBindAddress = "127.0.0.1:6060"
+
+// profilingBindAddress is ProfilingBindAddress with --enable-profiling, and
+// "0" (no listener) without.
+func (o *controllerOptions) profilingBindAddress() string {
+	if !o.enableProfiling {
+		return "0"
 	}
-	return map[string]http.Handler{
-		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
-		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
-		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
-		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
-	}
+	return ProfilingBindAddress
 }
 
 // signalContext ends with ctx or at SIGINT or SIGTERM, so that the manager

@@ -136,3 +136,20 @@ func TestSoftMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// Profiles are served on loopback, on a listener of their own, and only when
+// asked for; never on the metrics address.
+func TestProfilingListensOnLoopbackOnly(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		o := &controllerOptions{enableProfiling: on}
+		got := o.profilingBindAddress()
+		switch {
+		case !on && got != "0":
+			t.Errorf("profiling off: pprof address %q, want 0 (none)", got)
+		case on && (got != ProfilingBindAddress || !strings.HasPrefix(got, "127.0.0.1:")):
+			t.Errorf("profiling on: pprof address %q, want %s on loopback", got, ProfilingBindAddress)
+		case on && got == o.metricsBindAddress():
+			t.Errorf("profiles share the metrics address %s", got)
+		}
+	}
+}
