@@ -460,7 +460,8 @@ func (l *loader) parseScenario(source string, m map[string]any) *Scenario {
 			// encoding/json names the field without list indexes: find
 			// which element holds the value of the wrong type.
 			field := te.Field
-			if indexed, ok := locateField(m, strings.Split(te.Field, "."), "", te.Value); ok {
+			kind, _, _ := strings.Cut(te.Value, " ") // "number 1e400" is a number
+			if indexed, ok := locateField(m, strings.Split(te.Field, "."), "", kind); ok {
 				field = indexed
 			}
 			l.scenarioError(field, fmt.Sprintf("expected %s, found %s", describeType(te.Type), withArticle(te.Value)), "write the field as "+describeType(te.Type))
@@ -523,6 +524,9 @@ func jsonKindOf(v any) string {
 
 // withArticle puts "a" or "an" before a JSON kind.
 func withArticle(kind string) string {
+	if kind == "" {
+		return "a value of another type"
+	}
 	if strings.IndexByte("aeiou", kind[0]) >= 0 {
 		return "an " + kind
 	}
