@@ -26,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -171,9 +172,14 @@ func run(o options) (int, error) {
 		// Longest first, by the last recorded run: the slow specs (those
 		// that wait out a 10- or 15-minute timer) then overlap with many
 		// quick ones instead of ending the run alone.
-		sort.SliceStable(todo, func(a, b int) bool {
-			return results.Specs[specs[todo[a]].Name].Seconds > results.Specs[specs[todo[b]].Name].Seconds
-		})
+		// A spec never timed goes first too: it may be one of the slow.
+		seconds := func(i int) int {
+			if r, ok := results.Specs[specs[i].Name]; ok && r.Seconds > 0 {
+				return r.Seconds
+			}
+			return math.MaxInt
+		}
+		sort.SliceStable(todo, func(a, b int) bool { return seconds(todo[a]) > seconds(todo[b]) })
 	}
 
 	start := time.Now()
