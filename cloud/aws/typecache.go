@@ -39,7 +39,17 @@ import (
 type typeCache struct {
 	mu      sync.Mutex
 	classes map[string]*classTypes
+	// swept is when idle classes were last dropped.
+	swept time.Time
 }
+
+// typeCacheIdle is how long a node class's types stay cached without being
+// asked for. A node class in use is asked for on every disruption pass and
+// provisioning batch; one idle this long is gone (deleted, renamed) or
+// unused, and keeping its whole catalog would make the cache grow with every
+// node class the cluster ever had. A class asked for again is rebuilt, with
+// the same result.
+const typeCacheIdle = 15 * time.Minute
 
 // classTypes is the cache of one node class.
 type classTypes struct {
@@ -47,6 +57,9 @@ type classTypes struct {
 	inputs   typeInputs
 	typesGen uint64
 	base     []baseType
+
+	// used is when the class was last asked for.
+	used time.Time
 
 	// The second layer and its inputs; valid only for the base above.
 	valid      bool
@@ -118,6 +131,27 @@ func subnetZones(nc *awsv1.EC2NodeClass) []string {
 	return slices.Compact(zones)
 }
 
+// sweep drops the classes not asked for in typeCacheIdle, at most once per
+// typeCacheIdle. The caller holds c.mu.
+func (c *typeCache) sweep(now time.Time) {
+	if now.Sub(c.swept) < typeCacheIdle {
+		return
+	}
+	c.swept = now
+	for name, ct := range c.classes {
+		if now.Sub(ct.used) >= typeCacheIdle {
+			delete(c.classes, name)
+		}
+	}
+}
+
+// len returns how many node classes are cached.
+func (c *typeCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.classes)
+}
+
 // get returns the node class's types under snap, from the cache when its
 // inputs are unchanged.
 func (c *typeCache) get(p *Provider, nc *awsv1.EC2NodeClass, snap snapshot) []*resolvedType {
@@ -131,13 +165,15 @@ func (c *typeCache) get(p *Provider, nc *awsv1.EC2NodeClass, snap snapshot) []*r
 	if c.classes == nil {
 		c.classes = map[string]*classTypes{}
 	}
+	now := p.clk.Now()
+	c.sweep(now)
 	ct := c.classes[nc.Name]
 	strategy := p.placementStrategy(nc)
 	if ct == nil || ct.typesGen != snap.typesGen || !ct.inputs.sameAs(nc, snap.region, strategy) {
 		ct = &classTypes{inputs: inputsOf(nc, snap.region, strategy), typesGen: snap.typesGen, base: p.baseTypes(nc, snap)}
 		c.classes[nc.Name] = ct
 	}
-	now := p.clk.Now()
+	ct.used = now
 	if ct.valid && ct.pricesGen == snap.pricesGen && slices.Equal(ct.zones, zones) &&
 		ct.iceSeq == iceSeq && (ct.iceExpires.IsZero() || now.Before(ct.iceExpires)) {
 		return ct.resolved

@@ -31,6 +31,12 @@ func (e *env) types() []*packer.InstanceType {
 // node class, says now.
 func (e *env) uncached() []*packer.InstanceType {
 	e.t.Helper()
+	return e.uncachedFor(defaultPool())
+}
+
+// uncachedFor is uncached for the node class of np.
+func (e *env) uncachedFor(np *karpv1.NodePool) []*packer.InstanceType {
+	e.t.Helper()
 	p, err := New(Options{Clients: e.aws.Clients(), Settings: e.p.settings, Clock: e.clk, NodeClass: e.p.nodeClass, Cluster: e.p.cluster})
 	if err != nil {
 		e.t.Fatal(err)
@@ -39,7 +45,7 @@ func (e *env) uncached() []*packer.InstanceType {
 	for _, u := range e.p.ICE().List() {
 		p.ICE().MarkUnavailable(u.InstanceType, u.Zone, u.CapacityType)
 	}
-	types, err := p.GetInstanceTypes(e.ctx, defaultPool())
+	types, err := p.GetInstanceTypes(e.ctx, np)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -232,5 +238,41 @@ func TestTypeCacheConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got, want := e.types(), e.uncached(); !reflect.DeepEqual(got, want) {
 		t.Error("cached types differ from uncached ones after concurrent use")
+	}
+}
+
+// The cache holds a node class's types only while the class is asked for:
+// those of a class gone (deleted, renamed) for typeCacheIdle are dropped, so
+// that the cache does not grow with every node class the cluster ever had.
+func TestTypeCacheDropsIdleClasses(t *testing.T) {
+	e := newEnv(t)
+	poolOf := func(class string) *karpv1.NodePool {
+		np := defaultPool()
+		np.Spec.Template.Spec.NodeClassRef.Name = class
+		return np
+	}
+	get := func(class string) []*packer.InstanceType {
+		t.Helper()
+		types, err := e.p.GetInstanceTypes(e.ctx, poolOf(class))
+		if err != nil || len(types) == 0 {
+			t.Fatalf("types of %s: %d, %v", class, len(types), err)
+		}
+		return types
+	}
+	get("default")
+	e.nc.Name = "replacement" // the old class is gone, a new one serves
+	get("replacement")
+	if n := e.p.typeCache.len(); n != 2 {
+		t.Fatalf("%d classes cached, want both", n)
+	}
+	for range 3 {
+		e.clk.Step(typeCacheIdle / 2)
+		get("replacement")
+	}
+	if n := e.p.typeCache.len(); n != 1 {
+		t.Errorf("%d classes cached after the old one was idle for %s, want only the one in use", n, typeCacheIdle)
+	}
+	if got, want := get("replacement"), e.uncachedFor(poolOf("replacement")); !reflect.DeepEqual(got, want) {
+		t.Error("types after a sweep differ from uncached ones")
 	}
 }

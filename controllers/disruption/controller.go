@@ -533,7 +533,8 @@ func (c *Controller) decisionOptions(snap state.Snapshot) decide.Options {
 }
 
 // packingCache returns the packer cache kept between decisions, first
-// letting go of nodes that are gone once they could be a good part of it.
+// letting go of nodes that are gone once they could be a good part of it,
+// and of NodePools that are gone.
 func (c *Controller) packingCache(snap state.Snapshot) *packer.Cache {
 	if c.packing == nil {
 		c.packing = packer.NewCache()
@@ -544,6 +545,13 @@ func (c *Controller) packingCache(snap state.Snapshot) *packer.Cache {
 			live[n.Name()] = true
 		}
 		c.packing.RetainNodes(func(name string) bool { return live[name] })
+	}
+	if c.packing.Pools() > len(snap.NodePools) {
+		live := make(map[string]bool, len(snap.NodePools))
+		for _, np := range snap.NodePools {
+			live[np.Name] = true
+		}
+		c.packing.RetainPools(func(name string) bool { return live[name] })
 	}
 	return c.packing
 }

@@ -253,3 +253,30 @@ func TestKeptCacheTablesFollowPoolsAndDaemons(t *testing.T) {
 		t.Fatalf("the changes made no difference to the packing; the test checks nothing: %v", seen)
 	}
 }
+
+// A kept Cache holds a type table per NodePool it packed for; RetainPools
+// lets go of those of NodePools that are gone, and packing afterwards gives
+// what packing without a cache gives.
+func TestRetainPools(t *testing.T) {
+	cache := packer.NewCache()
+	solve := func(pools ...packer.NodePool) packer.Result {
+		in := packer.Input{NodePools: pools, Pods: []*corev1.Pod{pod("a", "1", "1Gi"), pod("b", "2", "2Gi")}}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("with the cache %v, without %v", claimSummary(got), claimSummary(want))
+		}
+		return got
+	}
+	solve(pool("old", 8))
+	solve(pool("new", 8))
+	if n := cache.Pools(); n != 2 {
+		t.Fatalf("%d pools' tables kept, want 2", n)
+	}
+	cache.RetainPools(func(name string) bool { return name == "new" })
+	if n := cache.Pools(); n != 1 {
+		t.Errorf("%d pools' tables kept after RetainPools, want 1", n)
+	}
+	solve(pool("new", 8))
+}

@@ -345,6 +345,23 @@ func (c *Cache) RetainNodes(keep func(node string) bool) {
 	}
 }
 
+// Pools returns how many NodePools' type tables the cache holds.
+func (c *Cache) Pools() int { return len(c.tables) }
+
+// RetainPools drops the type tables of the NodePools keep does not name, so
+// that a cache that lives as long as the cluster does not grow with every
+// NodePool that ever was.
+func (c *Cache) RetainPools(keep func(nodePool string) bool) {
+	if c.sibling != nil {
+		c.sibling.RetainPools(keep)
+	}
+	for name := range c.tables {
+		if !keep(name) {
+			delete(c.tables, name)
+		}
+	}
+}
+
 // table returns the type table of np, from the cache when it holds one
 // built from the same pool and DaemonSet pods (see builtFrom).
 func (c *Cache) table(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requirements.Requirements) *typeTable {
