@@ -76,17 +76,18 @@ e2e: kube-binaries
 ## spec unless KSUITE_FOCUS (a regular expression over the spec's text) says;
 ## KSUITE_PARALLEL specs at once, each with a local cluster of its own.
 KSUITE_FOCUS ?=
-KSUITE_PARALLEL ?= 1
+KSUITE_PARALLEL ?= 3
 karpenter-suite: kube-binaries
 	hack/karpenter-suite.sh -parallel $(KSUITE_PARALLEL) $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
 
 ## karpenter-suite-ci: the part of Karpenter's regression suite that fits in
 ## make test: every NodePool validation spec, the DaemonSet and CRD hash specs,
 ## and one spec each of NodeClaim, termination, drift and expiration. Fails
-## when one fails; leaves docs/compatibility.md and the results alone.
+## when one fails; leaves docs/compatibility.md and the results alone. Two
+## specs at once, each with a local cluster of its own.
 KSUITE_CI_FOCUS = ^Integration (Validation NodePool|DaemonSet|CRD Hash)|^NodeClaim StandaloneNodeClaim should create a standard NodeClaim$$|^Termination should terminate the node and the instance on deletion$$|^Drift NodePool Drift Labels$$|^Expiration should expire the node after the expiration is reached$$
 karpenter-suite-ci: kube-binaries
-	KSUITE_OUT=$${KSUITE_OUT:-$$(mktemp -d)} hack/karpenter-suite.sh -record=false -fail -spec-timeout 8m -focus '$(KSUITE_CI_FOCUS)'
+	KSUITE_OUT=$${KSUITE_OUT:-$$(mktemp -d)} hack/karpenter-suite.sh -record=false -fail -parallel 2 -spec-timeout 8m -focus '$(KSUITE_CI_FOCUS)'
 
 ## browser: the HTML report (simulate --report) in headless Chromium:
 ## sim/report's tests with build tag browser. Installs Debian's chromium

@@ -34,9 +34,9 @@ local cluster (etcd, kube-apiserver, kube-scheduler, kube-controller-manager and
 KWOK, as ` + "`hack/local-cluster.sh`" + ` runs them) with a simulated AWS account:
 
 ` + "```sh" + `
-make karpenter-suite                                   # every spec
+make karpenter-suite                                   # every spec, three at a time (three clusters)
 make karpenter-suite KSUITE_FOCUS='Validation'         # the specs whose text matches
-make karpenter-suite KSUITE_PARALLEL=2                 # two specs at once, two clusters
+make karpenter-suite KSUITE_PARALLEL=1                 # one spec at a time
 ` + "```" + `
 
 ` + "`hack/karpenter-suite.sh`" + ` builds the suite from the Go module proxy in a module of its
@@ -47,7 +47,9 @@ NodePool of ` + "`test/karpenter-suite/cluster/`" + ` (` + "`--default-nodeclass
 limit (20 minutes by default: the suite's own waits last up to 17). After a spec
 that did not pass, the controller and the cluster are started anew, so that what
 it left behind cannot fail the next one. Logs and Ginkgo reports are kept in
-` + "`.karpenter-suite/`" + `. This page is written by the run, from
+` + "`.karpenter-suite/`" + `; each spec's line in the run's output also gives the controller's
+resident memory and CPU while it ran. Three at a time, the whole suite takes
+about an hour on a 2-core machine. This page is written by the run, from
 ` + "`test/karpenter-suite/results.json`" + ` (the last run of each spec); a spec is "not
 applicable" only when ` + "`test/karpenter-suite/not-applicable.yaml`" + ` says why no local
 cluster can run it.
