@@ -873,16 +873,8 @@ func checkMinValues(t *testing.T, in packer.Input, r packer.Result) {
 			if !ok {
 				continue
 			}
-			vals := map[string]bool{}
-			for _, name := range nc.InstanceTypes {
-				if tr, ok := types[name].Requirements.Get(rq.Key()); ok {
-					for v := range tr.Values() {
-						vals[v] = true
-					}
-				}
-			}
-			if len(vals) < n {
-				t.Errorf("claim %d lists %v: %d values of %s, minValues %d", ci, nc.InstanceTypes, len(vals), rq.Key(), n)
+			if got := distinctValues(types, nc.InstanceTypes, rq.Key()); got < n {
+				t.Errorf("claim %d lists %v: %d values of %s, minValues %d", ci, nc.InstanceTypes, got, rq.Key(), n)
 			}
 		}
 	}
@@ -1014,16 +1006,8 @@ func checkRecordedMinValues(t *testing.T, in packer.Input, r packer.Result) {
 			if !ok {
 				continue
 			}
-			vals := map[string]bool{}
-			for _, name := range nc.InstanceTypes {
-				if tr, ok := types[name].Requirements.Get(rq.Key()); ok {
-					for v := range tr.Values() {
-						vals[v] = true
-					}
-				}
-			}
-			if len(vals) < n {
-				t.Errorf("claim %d lists %v: %d values of %s, records minValues %d", ci, nc.InstanceTypes, len(vals), rq.Key(), n)
+			if got := distinctValues(types, nc.InstanceTypes, rq.Key()); got < n {
+				t.Errorf("claim %d lists %v: %d values of %s, records minValues %d", ci, nc.InstanceTypes, got, rq.Key(), n)
 			}
 		}
 	}
@@ -1387,4 +1371,18 @@ func TestMinValuesBestEffortWorkload(t *testing.T) {
 	if !reflect.DeepEqual(claimSummary(got), claimSummary(res)) {
 		t.Error("result depends on the order of the input pods")
 	}
+}
+
+// distinctValues counts the values of key that the named instance types
+// offer between them: what a minValues on key asks of a NodeClaim's list.
+func distinctValues(types map[string]*packer.InstanceType, names []string, key string) int {
+	vals := map[string]bool{}
+	for _, name := range names {
+		if tr, ok := types[name].Requirements.Get(key); ok {
+			for v := range tr.Values() {
+				vals[v] = true
+			}
+		}
+	}
+	return len(vals)
 }
