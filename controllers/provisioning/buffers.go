@@ -64,10 +64,7 @@ func (p *Provisioner) provisionBuffers(ctx context.Context, now time.Time) error
 		count(u.Pod, func(c *capacitybuffer.Placed) { c.Failed++ })
 	}
 
-	poolsByName := make(map[string]*packer.NodePool, len(in.NodePools))
-	for i := range in.NodePools {
-		poolsByName[in.NodePools[i].Name] = &in.NodePools[i]
-	}
+	poolsByName := byName(in.NodePools)
 	nominateUntil := now.Add(state.NominationWindow(p.opts.BatchMax))
 	current := p.state.Snapshot(now)
 	added := map[string]corev1.ResourceList{}

@@ -296,10 +296,7 @@ func (p *Provisioner) provisionPods(ctx context.Context, now time.Time) error {
 	for _, pod := range pods {
 		byKey[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
 	}
-	poolsByName := make(map[string]*packer.NodePool, len(in.NodePools))
-	for i := range in.NodePools {
-		poolsByName[in.NodePools[i].Name] = &in.NodePools[i]
-	}
+	poolsByName := byName(in.NodePools)
 
 	nominateUntil := now.Add(state.NominationWindow(p.opts.BatchMax))
 	for _, pl := range res.Placements {
@@ -574,4 +571,13 @@ func unschedulableNote(u packer.Unschedulable, skipped []Skip) string {
 // recorded about it within EventInterval.
 func (p *Provisioner) event(now time.Time, obj client.Object, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	p.events.Eventf(now, obj, related, eventType, reason, action, note, args...)
+}
+
+// byName indexes the packer's NodePools by name, pointing into pools.
+func byName(pools []packer.NodePool) map[string]*packer.NodePool {
+	out := make(map[string]*packer.NodePool, len(pools))
+	for i := range pools {
+		out[pools[i].Name] = &pools[i]
+	}
+	return out
 }
