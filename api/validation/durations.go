@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -60,29 +61,13 @@ func DurationProblems(kind string, obj map[string]interface{}) []Problem {
 	return out
 }
 
-// durationOverflows reports whether s is a run of number-unit pairs (as the
-// schema's pattern allows) that fails to parse only because it is too long.
-func durationOverflows(s string) bool {
-	rest := s
-	for rest != "" {
-		i := 0
-		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
-			i++
-		}
-		if i == 0 {
-			return false
-		}
-		j := i
-		for j < len(rest) && strings.ContainsRune("nsuµmh", rune(rest[j])) {
-			j++
-		}
-		if j == i {
-			return false
-		}
-		rest = rest[j:]
-	}
-	return true
-}
+// durationOverflows reports whether s, which time.ParseDuration refused, is
+// a run of number-unit pairs (as the schema's pattern allows), so that only
+// its length can be at fault.
+func durationOverflows(s string) bool { return durationShapeRE.MatchString(s) }
+
+// durationShapeRE is a Go duration without a sign.
+var durationShapeRE = regexp.MustCompile(`^([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+$`)
 
 // neverHint suggests Never where the field takes it.
 func neverHint(path string) string {
