@@ -159,7 +159,7 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 		}
 	}
 	in := w.base
-	notReady := map[string]bool{}
+	var notReady map[string]bool // made only when a node has not initialized
 	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
 	for i, n := range w.base.Nodes {
 		if gone[i] {
@@ -169,6 +169,9 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 			n.Unschedulable = true
 		}
 		if w.notReady[i] && !n.Unschedulable {
+			if notReady == nil {
+				notReady = map[string]bool{}
+			}
 			notReady[n.Name] = true
 		}
 		in.Nodes = append(in.Nodes, n)
