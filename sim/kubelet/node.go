@@ -67,7 +67,10 @@ func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 	if os == "" {
 		os = wellknown.OSLinux
 	}
-	labels := UserDataLabels(info.UserData)
+	// Read once for the labels and the taints; undecodable, it gives none.
+	raw, _ := base64.StdEncoding.DecodeString(info.UserData)
+	text := string(raw)
+	labels := labelsIn(text)
 	for k, v := range map[string]string{
 		wellknown.LabelInstanceType: info.InstanceType,
 		wellknown.LabelTopologyZone: info.Zone,
@@ -83,7 +86,7 @@ func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.NodeSpec{
 			ProviderID: ProviderID(info.Zone, info.ID),
-			Taints:     registerTaints(UserDataTaints(info.UserData)),
+			Taints:     registerTaints(taintsIn(text)),
 		},
 		Status: corev1.NodeStatus{
 			Capacity:    it.Capacity.DeepCopy(),
@@ -111,12 +114,16 @@ func NodeFor(info fake.InstanceInfo) (*corev1.Node, error) {
 // labels: a kubelet with unreadable flags would not start at all, and the
 // simulated one registers without them instead.
 func UserDataLabels(userData string) map[string]string {
-	out := map[string]string{}
 	raw, err := base64.StdEncoding.DecodeString(userData)
 	if err != nil {
-		return out
+		return map[string]string{}
 	}
-	text := string(raw)
+	return labelsIn(string(raw))
+}
+
+// labelsIn is UserDataLabels on decoded user data.
+func labelsIn(text string) map[string]string {
+	out := map[string]string{}
 	for _, value := range flagValues(text, "--node-labels=") {
 		for _, kv := range strings.Split(value, ",") {
 			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
@@ -214,7 +221,11 @@ func UserDataTaints(userData string) []corev1.Taint {
 	if err != nil {
 		return nil
 	}
-	text := string(raw)
+	return taintsIn(string(raw))
+}
+
+// taintsIn is UserDataTaints on decoded user data.
+func taintsIn(text string) []corev1.Taint {
 	var out []corev1.Taint
 	for _, value := range flagValues(text, "--register-with-taints=") {
 		for _, s := range strings.Split(value, ",") {
