@@ -345,6 +345,16 @@ func (l *laggingCache) client(t *testing.T) client.Client {
 	})
 }
 
+// lagBehind gives the environment a controller that reads through a
+// laggingCache, with the API server as its live reader.
+func (e *env) lagBehind() *laggingCache {
+	e.t.Helper()
+	lag := &laggingCache{created: map[string]bool{}}
+	e.opts.LiveReader = kube
+	e.c = New(lag.client(e.t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+	return lag
+}
+
 func (l *laggingCache) caughtUp() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -358,9 +368,7 @@ func (l *laggingCache) caughtUp() {
 func TestReplacementNotCachedYet(t *testing.T) {
 	t.Run("the cache catches up", func(t *testing.T) {
 		e, old, node := driftedNode(t, "lag", 311)
-		lag := &laggingCache{created: map[string]bool{}}
-		e.opts.LiveReader = kube
-		e.c = New(lag.client(t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+		lag := e.lagBehind()
 		_, rep := e.startDrift(old.Name)
 		e.clk.Step(WaitPoll)
 		e.pass()
@@ -377,9 +385,7 @@ func TestReplacementNotCachedYet(t *testing.T) {
 	})
 	t.Run("deleted before the cache saw it", func(t *testing.T) {
 		e, old, node := driftedNode(t, "lag", 312)
-		lag := &laggingCache{created: map[string]bool{}}
-		e.opts.LiveReader = kube
-		e.c = New(lag.client(t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+		e.lagBehind()
 		_, rep := e.startDrift(old.Name)
 		if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
 			t.Fatal(err)

@@ -147,11 +147,7 @@ func TestSpotInterruptionWithoutQueue(t *testing.T) {
 			t.Errorf("pod %s was drained from %s although no warning was handled", e.Object, node)
 		}
 	}
-	gone := false
-	for _, e := range eventsOf(doc, report.KindNodeDeleted) {
-		gone = gone || e.Node == node
-	}
-	if !gone {
+	if !nodeDeleted(doc, node) {
 		t.Errorf("node %s of the terminated instance is still there", node)
 	}
 	allRunning(t, doc, 6)
@@ -171,14 +167,20 @@ func TestSpotInterruptionWithoutQueueAndChurn(t *testing.T) {
 		t.Fatalf("terminations %+v, want the first two minutes after the notice", terminated)
 	}
 	node := terminated[0].Node
-	gone := false
-	for _, e := range eventsOf(doc, report.KindNodeDeleted) {
-		gone = gone || e.Node == node
-	}
-	if !gone {
+	if !nodeDeleted(doc, node) {
 		t.Errorf("node %s of the terminated instance is still there at the end", node)
 	}
 	allRunning(t, doc, 6)
+}
+
+// nodeDeleted reports whether the run deleted the node.
+func nodeDeleted(doc *report.Document, node string) bool {
+	for _, e := range eventsOf(doc, report.KindNodeDeleted) {
+		if e.Node == node {
+			return true
+		}
+	}
+	return false
 }
 
 func TestInsufficientCapacityFallsBack(t *testing.T) {
