@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
@@ -80,5 +81,16 @@ func TestChurnScenarioLoads(t *testing.T) {
 	}
 	if run.Duration.Hours() != 24 || len(run.Events) != 23*9 {
 		t.Errorf("churn: %v with %d events, want 24h with 23 hourly scales of 9 Deployments", run.Duration, len(run.Events))
+	}
+}
+
+// TestRestartScenarioLoads keeps the restart benchmark's input valid.
+func TestRestartScenarioLoads(t *testing.T) {
+	run, problems, err := scenario.Load([]string{"testdata/restarts"}, testScheme(t))
+	if err != nil {
+		t.Fatalf("%v: %v", err, problems)
+	}
+	if run.Duration != 15*time.Minute || len(run.Events) != 600 {
+		t.Errorf("restarts: %v with %d events, want 15m with 600 restarts", run.Duration, len(run.Events))
 	}
 }

@@ -88,6 +88,28 @@ func (q *queue) pop() *item {
 
 func (q *queue) len() int { return len(q.items) }
 
+// dropDead removes the requests of controllers a restart replaced. Left in
+// the queue they would keep the old controllers, and through them their
+// cluster state and instance catalog, alive until each came due, which for
+// a periodic controller can be hours away. The remaining items keep their
+// times and sequence numbers, so the order of the run does not change.
+func (q *queue) dropDead() {
+	kept := q.items[:0]
+	for _, it := range q.items {
+		if it.ctrl != nil && it.ctrl.dead {
+			delete(q.pending, pendingKey{it.ctrl, it.req})
+			continue
+		}
+		kept = append(kept, it)
+	}
+	clear(q.items[len(kept):])
+	q.items = kept
+	for i, it := range q.items {
+		it.index = i
+	}
+	heap.Init(&q.items)
+}
+
 type itemHeap []*item
 
 func (h itemHeap) Len() int { return len(h) }

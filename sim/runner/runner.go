@@ -439,6 +439,7 @@ func (r *Runner) startControllers() error {
 	for _, d := range r.prod {
 		d.dead = true
 	}
+	r.q.dropDead()
 	r.prod = nil
 	r.deps = deps
 	if r.feed, err = newStateFeed(r.api, deps.State, deps.NodeOverlay); err != nil {
