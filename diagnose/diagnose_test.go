@@ -146,12 +146,12 @@ func TestNodePoolWeights(t *testing.T) {
 func TestNodePoolBudgets(t *testing.T) {
 	e := newEnv(t)
 	e.nodePool("default", func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &metav1.Duration{Duration: 8 * time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &karpv1.Duration{Duration: 8 * time.Hour}}}
 	})
 	expect(t, e.run("nodepool-budgets"), Warn, "NodePool default", "held now: Drifted by budget #0", "2026-03-03T17:00:00Z")
 
 	e.nodePool("default", func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%", Schedule: ptr.To("not a cron"), Duration: &metav1.Duration{Duration: time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%", Schedule: ptr.To("not a cron"), Duration: &karpv1.Duration{Duration: time.Hour}}}
 	})
 	expect(t, e.run("nodepool-budgets"), Fail, "NodePool default", "cannot be evaluated")
 }
@@ -497,13 +497,13 @@ func TestBudgetsNeverOpen(t *testing.T) {
 
 	// Closed every day but for one hour: it opens.
 	e.nodePool("default", func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: ptr.To("@daily"), Duration: &metav1.Duration{Duration: 23 * time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: ptr.To("@daily"), Duration: &karpv1.Duration{Duration: 23 * time.Hour}}}
 	})
 	expect(t, e.run("risk-budgets-never-open"), Pass, "every disruption reason has a window")
 
 	// Closed for all 24 hours of every day: it never opens.
 	e.nodePool("default", func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0%", Schedule: ptr.To("@daily"), Duration: &metav1.Duration{Duration: 24 * time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0%", Schedule: ptr.To("@daily"), Duration: &karpv1.Duration{Duration: 24 * time.Hour}}}
 	})
 	expect(t, e.run("risk-budgets-never-open"), Warn, "Drifted (not within 168h0m0s)", "Empty", "Underutilized")
 }

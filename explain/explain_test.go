@@ -133,7 +133,7 @@ func TestGolden(t *testing.T) {
 			return target{KindNode, n}
 		}, VerdictKept, []string{disruption.CodePDBBlocked}},
 		{"node_budget", func(w *world) target {
-			w.pool("default", withBudgets(karpv1.Budget{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+			w.pool("default", withBudgets(karpv1.Budget{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &karpv1.Duration{Duration: 8 * time.Hour}},
 				karpv1.Budget{Nodes: "100%"}))
 			return target{KindNode, w.node("default", nodeOpts{})}
 		}, VerdictKept, []string{disruption.CodeBudget}},
@@ -196,7 +196,7 @@ func TestGolden(t *testing.T) {
 			w.pool("default", withBudgets(
 				karpv1.Budget{Nodes: "20%"},
 				karpv1.Budget{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized},
-					Schedule: ptr.To("0 9 * * mon-fri"), Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+					Schedule: ptr.To("0 9 * * mon-fri"), Duration: &karpv1.Duration{Duration: 8 * time.Hour}},
 				karpv1.Budget{Nodes: "1", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}}))
 			for range 5 {
 				w.node("default", nodeOpts{})
@@ -241,7 +241,7 @@ func TestGolden(t *testing.T) {
 // TestJSON pins the JSON shape of a node explanation with a budget reason.
 func TestJSON(t *testing.T) {
 	w := newWorld(t)
-	w.pool("default", withBudgets(karpv1.Budget{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+	w.pool("default", withBudgets(karpv1.Budget{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: &karpv1.Duration{Duration: 8 * time.Hour}},
 		karpv1.Budget{Nodes: "100%"}))
 	n := w.node("default", nodeOpts{})
 	e, err := Node(w.input(), n)

@@ -68,14 +68,3 @@ spec:
 		})
 	}
 }
-
-func TestDurationOverflows(t *testing.T) {
-	for s, want := range map[string]bool{
-		"9999999999h": true, "2562048h": true, "1h30m": true, "1.5h": true,
-		"h": false, "10": false, "1d": false, "-1h": false,
-	} {
-		if got := durationOverflows(s); got != want {
-			t.Errorf("durationOverflows(%q) = %v, want %v", s, got, want)
-		}
-	}
-}

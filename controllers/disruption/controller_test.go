@@ -703,7 +703,7 @@ func TestSkipsWholePassWhileQuiet(t *testing.T) {
 	e := newEnv(t, "quiet", 313)
 	schedule := "0 9 * * *"
 	np := e.nodePool(func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: &schedule, Duration: &karpv1.Duration{Duration: time.Hour}}}
 	})
 	nc := e.node("m6i.large")
 	e.pod("web", nc.Status.NodeName, "500m")

@@ -94,6 +94,10 @@ const (
 	// ReasonInstanceTypesFailed is a NodePool left out because its instance
 	// types could not be listed or its template is invalid.
 	ReasonInstanceTypesFailed = "InstanceTypesFailed"
+	// ReasonDurationTooLong is a NodePool left out because a duration of it
+	// is longer than the longest there is: the API server stored it, but it
+	// cannot mean what its author meant.
+	ReasonDurationTooLong = "DurationTooLong"
 )
 
 // Request returns the request the provisioner reconciles: there is one
@@ -384,7 +388,8 @@ func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]pac
 type Skip struct {
 	NodePool *karpv1.NodePool
 	// Reason is the reason of the event that says so:
-	// ReasonNodeClassNotReady or ReasonInstanceTypesFailed.
+	// ReasonNodeClassNotReady, ReasonInstanceTypesFailed or
+	// ReasonDurationTooLong.
 	Reason  string
 	Message string
 	// Err is the cloud provider's error when listing instance types failed.
@@ -488,6 +493,11 @@ func listTypes(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot)
 	}
 	for _, np := range snap.NodePools {
 		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if fields := np.TooLongDurations(); len(fields) > 0 {
+			skip(np, ReasonDurationTooLong, nil, "%s longer than the longest duration there is, %dh (about 292 years); set at most that, or Never where the field takes it",
+				strings.Join(fields, ", "), karpv1.MaxDuration/time.Hour)
 			continue
 		}
 		ref := np.Spec.Template.Spec.NodeClassRef

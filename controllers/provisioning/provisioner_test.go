@@ -252,7 +252,7 @@ func (e *env) nodePool(mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
 					StartupTaints:          []corev1.Taint{agentTaint},
 					NodeClassRef:           &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: e.name},
 					ExpireAfter:            karpv1.NewNillableDuration(24 * time.Hour),
-					TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
+					TerminationGracePeriod: &karpv1.Duration{Duration: time.Hour},
 				},
 			},
 		},

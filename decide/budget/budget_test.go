@@ -43,7 +43,7 @@ func TestCalendar(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func scheduled(nodes, schedule string, d time.Duration, reasons ...karpv1.DisruptionReason) karpv1.Budget {
-	return karpv1.Budget{Nodes: nodes, Schedule: ptr(schedule), Duration: &metav1.Duration{Duration: d}, Reasons: reasons}
+	return karpv1.Budget{Nodes: nodes, Schedule: ptr(schedule), Duration: &karpv1.Duration{Duration: d}, Reasons: reasons}
 }
 
 func always(nodes string, reasons ...karpv1.DisruptionReason) karpv1.Budget {
@@ -322,7 +322,7 @@ func TestCompute(t *testing.T) {
 			all: &want{nodes: 10, budget: 0, allowed: 0, remaining: 0},
 		},
 		{
-			name: "a duration without a schedule fails closed", budgets: []karpv1.Budget{{Nodes: "5", Duration: &metav1.Duration{Duration: time.Hour}}},
+			name: "a duration without a schedule fails closed", budgets: []karpv1.Budget{{Nodes: "5", Duration: &karpv1.Duration{Duration: time.Hour}}},
 			nodes: ten, now: tue1000, invalid: []int{0},
 			all: &want{nodes: 10, budget: 0, allowed: 0, remaining: 0},
 		},

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
@@ -574,7 +575,7 @@ func TestDrift(t *testing.T) {
 	t.Run("with a terminationGracePeriod drift goes ahead", func(t *testing.T) {
 		f := newFixture(t)
 		f.pool("p", []string{xlarge}, nil)
-		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour, tgp: &metav1.Duration{Duration: time.Hour}})
+		a := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour, tgp: &karpv1.Duration{Duration: time.Hour}})
 		f.pod("a1", a, "3", "1Gi", annotate(wellknown.AnnotationDoNotDisrupt, "true"))
 		d := Decide(f.input())
 		if got := candidateNames(d.Command); !slices.Equal(got, []string{a}) {

@@ -105,7 +105,7 @@ type nodeSpec struct {
 	notConsolidatable     bool
 	drifted               time.Duration // drifted this long ago; 0 = not drifted
 	doNotDisrupt          bool
-	tgp                   *metav1.Duration
+	tgp                   *karpv1.Duration
 	unmanaged             bool
 	expireAfter           time.Duration // the NodeClaim's spec.expireAfter; 0 = never
 }

@@ -51,6 +51,7 @@ func TestController(t *testing.T) {
 		t.Run("CapacityBuffer", func(t *testing.T) { t.Parallel(); testCapacityBuffer(t) })
 		t.Run("UpgradeSeed", func(t *testing.T) { t.Parallel(); testUpgradeSeed(t) })
 		t.Run("NodeClassNotReady", func(t *testing.T) { t.Parallel(); testNodeClassNotReady(t) })
+		t.Run("DurationTooLong", func(t *testing.T) { t.Parallel(); testDurationTooLong(t) })
 		t.Run("DoNotDisruptAndPDB", func(t *testing.T) { t.Parallel(); testDoNotDisruptAndPDB(t) })
 		t.Run("SpotInterruption", func(t *testing.T) { t.Parallel(); testSpotInterruption(t, acc) })
 		t.Run("LimitRangeDefault", func(t *testing.T) {
@@ -215,6 +216,34 @@ spec:
 // launched, the NodePool's status says why, and the pods stay Pending with
 // an event from stevedore. Tagging fixes it: the selector is corrected and
 // the pods run.
+// testDurationTooLong stores a NodePool whose terminationGracePeriod is
+// longer than any duration (the API's pattern takes any number of hours).
+// Before, the controller's informer could not decode it, and so could list
+// no NodePool at all; now that one NodePool is refused by name, with its
+// field, the bound and the fix, and the next NodePool launches nodes.
+func testDurationTooLong(t *testing.T) {
+	bad := "toolong-" + suffix()
+	createPool(t, poolSpec{Name: bad, Cluster: sharedAccount.Cluster, Template: "      terminationGracePeriod: 9999999999h"})
+	eventually(t, time.Minute, "the NodePool is refused for its duration", func(ctx context.Context) error {
+		np := &karpv1.NodePool{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: bad}, np); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(np.Status.Conditions, karpv1.ConditionTypeValidationSucceeded)
+		if c == nil || c.Status != metav1.ConditionFalse ||
+			!strings.Contains(c.Message, "spec.template.spec.terminationGracePeriod") || !strings.Contains(c.Message, "2562047h") {
+			return fmt.Errorf("ValidationSucceeded condition %+v", c)
+		}
+		t.Logf("NodePool ValidationSucceeded=False: %s", c.Message)
+		return nil
+	})
+	good := "fine-" + suffix()
+	createPool(t, poolSpec{Name: good, Cluster: sharedAccount.Cluster})
+	ns := newNamespace(t, "toolong")
+	create(t, workloadYAML, workloadSpec{Name: "web", Namespace: ns, Pool: good, Replicas: 2, CPU: "500m", Memory: "1Gi"})
+	waitRunning(t, 2*time.Minute, ns, "web", 2)
+}
+
 func testNodeClassNotReady(t *testing.T) {
 	ctx := t.Context()
 	pool := "notready-" + suffix()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -119,5 +120,87 @@ func TestNillableDurationFields(t *testing.T) {
 	}
 	if back.Spec.Disruption.ConsolidateAfter.String() != "30s" || !back.Spec.Template.Spec.ExpireAfter.IsNever() {
 		t.Errorf("unstructured round trip gave %v and %v", back.Spec.Disruption.ConsolidateAfter, back.Spec.Template.Spec.ExpireAfter)
+	}
+}
+
+func TestDurationTooLong(t *testing.T) {
+	for s, want := range map[string]bool{
+		"9999999999h": true, "2562048h": true, "2562047h": false, "1h30m": false, "1.5h": false,
+		"h": false, "10": false, "1d": false, "-9999999999h": false, "": false,
+	} {
+		if got := DurationTooLong(s); got != want {
+			t.Errorf("DurationTooLong(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestDurationsTooLongStillDecode: a stored object whose duration is longer
+// than a time.Duration holds must still decode, or one such object would
+// stop a controller from listing all the others of its kind. The value is
+// read as the longest duration, reported by TooLong, and written back as it
+// came.
+func TestDurationsTooLongStillDecode(t *testing.T) {
+	const in = `{"spec":{"template":{"spec":{"expireAfter":"9999999999h","terminationGracePeriod":"9999999999h",` +
+		`"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"requirements":[]}},` +
+		`"disruption":{"consolidateAfter":"9999999999h","budgets":[{"nodes":"0","schedule":"@daily","duration":"9999999999h"}]}}}`
+	var np NodePool
+	if err := json.Unmarshal([]byte(in), &np); err != nil {
+		t.Fatalf("a NodePool with too-long durations does not decode: %v", err)
+	}
+	ts := np.Spec.Template.Spec
+	for name, got := range map[string]struct {
+		d       time.Duration
+		tooLong bool
+	}{
+		"expireAfter":            {*ts.ExpireAfter.Duration, ts.ExpireAfter.TooLong()},
+		"terminationGracePeriod": {ts.TerminationGracePeriod.Duration, ts.TerminationGracePeriod.TooLong()},
+		"consolidateAfter":       {*np.Spec.Disruption.ConsolidateAfter.Duration, np.Spec.Disruption.ConsolidateAfter.TooLong()},
+		"budgets[0].duration":    {np.Spec.Disruption.Budgets[0].Duration.Duration, np.Spec.Disruption.Budgets[0].Duration.TooLong()},
+	} {
+		if got.d != MaxDuration || !got.tooLong {
+			t.Errorf("%s decoded to %v (too long: %v), want %v and too long", name, got.d, got.tooLong, MaxDuration)
+		}
+	}
+	out, err := json.Marshal(&np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(out), `"9999999999h"`); n != 4 {
+		t.Errorf("written back with %d of the 4 values as given: %s", n, out)
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(u, "spec", "template", "spec", "terminationGracePeriod"); got != "9999999999h" {
+		t.Errorf("unstructured terminationGracePeriod = %q, want the value as given", got)
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	for _, tt := range []struct {
+		in, out string
+		d       time.Duration
+		err     bool
+	}{
+		{in: `"1h30m"`, out: `"1h30m0s"`, d: 90 * time.Minute},
+		{in: `"0s"`, out: `"0s"`},
+		{in: `"-1h"`, err: true},
+		{in: `"1d"`, err: true},
+		{in: `5`, err: true},
+	} {
+		var d Duration
+		err := json.Unmarshal([]byte(tt.in), &d)
+		if (err != nil) != tt.err {
+			t.Errorf("Unmarshal(%s) error %v, want error %v", tt.in, err, tt.err)
+			continue
+		}
+		if tt.err {
+			continue
+		}
+		out, _ := json.Marshal(d)
+		if d.Duration != tt.d || string(out) != tt.out || d.TooLong() {
+			t.Errorf("Unmarshal(%s) = %v, written %s; want %v, %s", tt.in, d.Duration, out, tt.d, tt.out)
+		}
 	}
 }

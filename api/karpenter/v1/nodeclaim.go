@@ -87,7 +87,7 @@ type NodeClaimSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +kubebuilder:validation:Type=string
 	// +optional
-	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	TerminationGracePeriod *Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long after its creation the node is replaced,
 	// whatever else happens: a way to keep nodes fresh. "Never" turns
 	// expiry off.

@@ -163,7 +163,7 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +kubebuilder:validation:Type=string
 	// +optional
-	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	TerminationGracePeriod *Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long after its creation a node is replaced, whatever
 	// else happens: a way to keep nodes fresh. Expiry ignores disruption
 	// budgets; draining still honours PodDisruptionBudgets until
@@ -271,7 +271,7 @@ type Budget struct {
 	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
 	// +kubebuilder:validation:Type=string
 	// +optional
-	Duration *metav1.Duration `json:"duration,omitempty"`
+	Duration *Duration `json:"duration,omitempty"`
 }
 
 // MarshalJSON writes the disruption settings with consolidateAfter "0s" when

@@ -478,7 +478,7 @@ func TestDeletingNodeClaimGetsEarlierDeadline(t *testing.T) {
 func TestLifecycleKeepsRepairDeadline(t *testing.T) {
 	e := newEnv(t, Options{Enabled: true})
 	node, _ := e.machine("tgp-sick", "tgp-pool", corev1.ConditionFalse, start.Add(-time.Hour), func(nc *karpv1.NodeClaim) {
-		nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		nc.Spec.TerminationGracePeriod = &karpv1.Duration{Duration: time.Hour}
 		nc.Finalizers = append(nc.Finalizers, wellknown.FinalizerTermination)
 	})
 	// The Node's own finalizer keeps it while it drains, as in a cluster.

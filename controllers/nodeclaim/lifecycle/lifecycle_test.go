@@ -647,7 +647,7 @@ func TestOutcomes(t *testing.T) {
 func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
 	e := newEnv(t, 106)
 	nc := e.launched("lifecycle-delete", func(nc *karpv1.NodeClaim) {
-		nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		nc.Spec.TerminationGracePeriod = &karpv1.Duration{Duration: time.Hour}
 	})
 	id := instanceID(t, nc.Status.ProviderID)
 	if err := kube.Delete(e.ctx, nc); err != nil {

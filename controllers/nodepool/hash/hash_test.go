@@ -63,7 +63,7 @@ func TestHash(t *testing.T) {
 		{"node class name", func(np *karpv1.NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" }, true},
 		{"expireAfter", func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.NeverDuration() }, true},
 		{"terminationGracePeriod", func(np *karpv1.NodePool) {
-			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+			np.Spec.Template.Spec.TerminationGracePeriod = &karpv1.Duration{Duration: time.Hour}
 		}, true},
 		{"taint timeAdded", func(np *karpv1.NodePool) {
 			now := metav1.Now()

@@ -528,7 +528,7 @@ func TestInvalidBudgetSchedule(t *testing.T) {
 	e.nodeClass("invalid-nc", metav1.ConditionTrue, "Ready", "")
 	e.nodePool("invalid", "invalid-nc", func(np *karpv1.NodePool) {
 		schedule := "0 25 * * *" // hour 25: the CRD's pattern accepts it, cron does not
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%", Schedule: &schedule, Duration: &karpv1.Duration{Duration: time.Hour}}}
 	})
 	np := e.reconcile("invalid")
 	c := condition(t, np, karpv1.ConditionTypeValidationSucceeded)
@@ -668,7 +668,7 @@ func TestDisruptionBudgets(t *testing.T) {
 		schedule := "0 9 * * mon-fri"
 		np.Spec.Disruption.Budgets = []karpv1.Budget{
 			{Nodes: "20%"},
-			{Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+			{Nodes: "0", Schedule: &schedule, Duration: &karpv1.Duration{Duration: 8 * time.Hour}},
 		}
 	})
 	for i := range 5 {
