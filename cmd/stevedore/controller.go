@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
@@ -98,6 +99,11 @@ const (
 	flagLogErrorOutputPaths   = "log-error-output-paths"
 	flagMemoryLimit           = "memory-limit"
 	flagEnableProfiling       = "enable-profiling"
+
+	// stevedore's own: metrics over HTTPS behind the API server's
+	// authentication and authorization.
+	flagMetricsSecure  = "metrics-secure"
+	flagMetricsCertDir = "metrics-cert-dir"
 
 	// Karpenter settings stevedore accepts and ignores (see
 	// docs/operations.md for why each has no meaning here).
@@ -159,6 +165,8 @@ type controllerOptions struct {
 	logErrorPaths      string
 	memoryLimit        int64
 	enableProfiling    bool
+	metricsSecure      bool
+	metricsCertDir     string
 	// ignored holds the Karpenter settings that are accepted and ignored;
 	// they are parsed (so a malformed value is still reported) and unread.
 	ignored struct {
@@ -224,6 +232,11 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	fs.StringVar(&o.logOutputPaths, flagLogOutputPaths, "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths"+env(flagLogOutputPaths))
 	fs.StringVar(&o.logErrorPaths, flagLogErrorOutputPaths, "stderr", "comma-separated destinations of the logger's own errors"+env(flagLogErrorOutputPaths))
 	fs.Int64Var(&o.memoryLimit, flagMemoryLimit, -1, "memory limit of the container in bytes; the Go heap is kept under 90% of it unless GOMEMLIMIT is set; -1 means no limit"+env(flagMemoryLimit))
+	fs.BoolVar(&o.metricsSecure, flagMetricsSecure, false,
+		"serve the metrics over HTTPS, only to callers the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); "+
+			"off by default, as Karpenter serves plain HTTP and existing scrape configurations expect it"+env(flagMetricsSecure))
+	fs.StringVar(&o.metricsCertDir, flagMetricsCertDir, "",
+		"with --"+flagMetricsSecure+": a directory holding tls.crt and tls.key for the metrics listener; empty means a self-signed certificate made at start"+env(flagMetricsCertDir))
 	fs.BoolVar(&o.enableProfiling, flagEnableProfiling, false, "serve Go's pprof profiles under /debug/pprof/ on "+ProfilingBindAddress+", a listener of their own on loopback (never the metrics address)"+env(flagEnableProfiling))
 	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
 	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
@@ -257,7 +270,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		flagEqualWeightOrder, flagLogLevel, flagKubeClientQPS, flagKubeClientBurst, flagFeatureGates, flagValidationDelay, flagReplacementTimeout,
 		flagMaxUnhealthy, flagActOnRebalance, flagCloud, flagSimulatedAccount,
 		flagMetricsPort, flagHealthProbePort, flagDisableLeaderElection, flagLeaderElectionName, flagMinValuesPolicy,
-		flagLogOutputPaths, flagLogErrorOutputPaths, flagMemoryLimit, flagEnableProfiling,
+		flagLogOutputPaths, flagLogErrorOutputPaths, flagMemoryLimit, flagEnableProfiling, flagMetricsSecure, flagMetricsCertDir,
 		flagCPURequests, flagIgnoreDRARequests, flagDisableClusterStateObservability, flagKarpenterService,
 		flagDisableWebhook, flagWebhookPort, flagWebhookMetricsPort, flagAWSFeatureGates} {
 		v := getenv(settings.EnvVar(name))
@@ -376,6 +389,21 @@ func (o *controllerOptions) metricsBindAddress() string {
 		return o.metricsAddr
 	}
 	return fmt.Sprintf(":%d", o.metricsPort)
+}
+
+// metricsServer is how the metrics are served: plain HTTP, as Karpenter
+// serves them, or with --metrics-secure HTTPS behind controller-runtime's
+// authentication and authorization filter, as kubebuilder scaffolds it.
+// The filter asks the API server about every scrape (TokenReview, then
+// SubjectAccessReview), caching the answers for a minute.
+func (o *controllerOptions) metricsServer() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsBindAddress()}
+	if o.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.CertDir = o.metricsCertDir
+	}
+	return m
 }
 
 // probeBindAddress is --health-probe-bind-address, or every interface on
@@ -713,7 +741,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	mgrOpts := manager.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsBindAddress()},
+		Metrics:                       opts.metricsServer(),
 		PprofBindAddress:              opts.profilingBindAddress(),
 		HealthProbeBindAddress:        opts.probeBindAddress(),
 		LeaderElection:                opts.leaderElection(),

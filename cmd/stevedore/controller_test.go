@@ -173,33 +173,11 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	}
 	srv, kubeconfig := startAPIServer(t)
 
-	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
-	world, err := f.StandardCluster("cmd-test", "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
 	probe, metricsAddr := freePort(t), freePort(t)
-	var o controllerOptions
-	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
-	o.addFlags(fs, func(string) string { return "" })
-	if err := fs.Parse([]string{
-		"--kubeconfig=" + kubeconfig, "--cluster-name=cmd-test", "--interruption-queue=" + world.QueueName,
-		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metricsAddr,
-		"--leader-election-namespace=default", "--log-level=debug",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.validate(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	o.logOutput = logs
-	o.registerer = prometheus.NewRegistry()
-
-	ctx, cancel := context.WithCancel(context.Background())
+	logs, done, cancel := runTestController(t, kubeconfig,
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr, "--log-level=debug")
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion) }()
+	ctx := t.Context()
 
 	scheme := runtime.NewScheme()
 	if err := coordinationv1.AddToScheme(scheme); err != nil {
@@ -267,6 +245,39 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("lease still held by %q after stop", *h)
 	}
+}
+
+// runTestController starts the command's manager with the in-memory AWS,
+// the kubeconfig and the flags given, and returns its logs, the channel its
+// result arrives on, and the function that stops it.
+func runTestController(t *testing.T, kubeconfig string, args ...string) (*syncBuffer, <-chan error, context.CancelFunc) {
+	t.Helper()
+	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
+	world, err := f.StandardCluster("cmd-test", "1.33")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o controllerOptions
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	o.addFlags(fs, func(string) string { return "" })
+	args = append([]string{"--kubeconfig=" + kubeconfig, "--cluster-name=cmd-test", "--interruption-queue=" + world.QueueName,
+		"--leader-election-namespace=default"}, args...)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	o.logOutput = logs
+	o.registerer = prometheus.NewRegistry()
+	// Several tests start a manager in this process; controller-runtime
+	// refuses a controller name it has seen before unless told.
+	o.sharedProcess = true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion) }()
+	return logs, done, cancel
 }
 
 // status returns the HTTP status of GET path on addr, or 0 when nothing answers.

@@ -27,7 +27,8 @@ type object struct {
 }
 
 type rule struct {
-	APIGroups     []string `json:"apiGroups"`
+	APIGroups       []string `json:"apiGroups"`
+	NonResourceURLs []string `json:"nonResourceURLs"`
 	Resources     []string `json:"resources"`
 	ResourceNames []string `json:"resourceNames"`
 	Verbs         []string `json:"verbs"`
@@ -235,6 +236,44 @@ func TestRBAC(t *testing.T) {
 	}
 	if allows("", "secrets", "get") {
 		t.Error("RBAC grants secrets")
+	}
+}
+
+// TestSecureMetrics: controller.metrics.secure turns on the controller's
+// HTTPS, authenticated metrics, gives its ServiceAccount the reviews the
+// filter makes, ships the ClusterRole a scraper is bound to, and points the
+// ServiceMonitor at HTTPS with the scraper's token. Off (the default)
+// leaves all of that out, as Karpenter's chart renders.
+func TestSecureMetrics(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		values := map[string]any{"settings": required["settings"], "serviceMonitor": map[string]any{"enabled": true},
+			"controller": map[string]any{"metrics": map[string]any{"secure": secure}}}
+		objs := renderCaps(t, values, withMonitoring())
+		if got := env(t, deployment(t, objs))["METRICS_SECURE"]; (got == "true") != secure {
+			t.Errorf("secure=%v: METRICS_SECURE=%q", secure, got)
+		}
+		reviews, reader := 0, false
+		for _, o := range find(objs, "ClusterRole") {
+			for _, r := range o.Rules {
+				if (slices.Contains(r.Resources, "tokenreviews") || slices.Contains(r.Resources, "subjectaccessreviews")) && slices.Equal(r.Verbs, []string{"create"}) {
+					reviews++
+				}
+				if slices.Equal(r.NonResourceURLs, []string{"/metrics"}) && slices.Equal(r.Verbs, []string{"get"}) {
+					reader = strings.HasSuffix(o.Metadata["name"].(string), "-metrics-reader")
+				}
+			}
+		}
+		if want := map[bool]int{false: 0, true: 2}[secure]; reviews != want || reader != secure {
+			t.Errorf("secure=%v: %d review rules (want %d), metrics-reader ClusterRole %v", secure, reviews, want, reader)
+		}
+		sm := find(objs, "ServiceMonitor")
+		if len(sm) != 1 {
+			t.Fatalf("%d ServiceMonitors", len(sm))
+		}
+		ep := sm[0].Spec["endpoints"].([]any)[0].(map[string]any)
+		if scheme, _ := ep["scheme"].(string); (scheme == "https") != secure || (ep["bearerTokenFile"] != nil) != secure {
+			t.Errorf("secure=%v: ServiceMonitor endpoint %v", secure, ep)
+		}
 	}
 }
 
