@@ -29,6 +29,24 @@ const NodePoolName = "default"
 // Zones are the benchmark's zones.
 var Zones = []string{"test-zone-1", "test-zone-2", "test-zone-3"}
 
+// DiscoveryLabel is the label Karpenter's test helpers put on every object
+// they make (pods and the NodePool's node template), with the value
+// DiscoveryValue, so that its end-to-end suites can find them.
+const (
+	DiscoveryLabel = "testing/cluster"
+	DiscoveryValue = "unspecified"
+)
+
+// Labels of the fake provider's instance types besides the well-known ones:
+// "size" is small up to 4 vCPU and large above, "special" is "optional" on
+// the large types and absent on the small ones, and "integer" is the number
+// of vCPUs.
+const (
+	LabelSize    = "size"
+	LabelSpecial = "special"
+	LabelInteger = "integer"
+)
+
 // KubeReserved is the overhead Karpenter's fake cloud provider reserves on
 // every instance type it makes (100m of cpu and 10Mi of memory, as kube
 // reserved), so a type's allocatable is its capacity less these.
@@ -38,11 +56,13 @@ var KubeReserved = corev1.ResourceList{
 }
 
 // InstanceTypes returns n instance types as Karpenter's fake provider makes
-// them for its scheduling benchmark: type i (0-based) has i+1 vCPU, 2(i+1)
-// GiB of memory and room for 10(i+1) pods, offered as spot in the first two
-// zones and on demand in all three, at 0.1 per vCPU plus 0.1 per GB (10^9
-// bytes) of memory per hour; its allocatable is its capacity less
-// KubeReserved.
+// them for its scheduling benchmark: type i (0-based) is fake-it-i, with i+1
+// vCPU, 2(i+1) GiB of memory and room for 10(i+1) pods, amd64, for linux,
+// windows and darwin, offered as spot in the first two zones and on demand in
+// all three (in that order: spot then on demand, each by zone), at 0.1 per
+// vCPU plus 0.1 per GB (10^9 bytes) of memory per hour; its allocatable is
+// its capacity less KubeReserved. It also carries the provider's LabelSize,
+// LabelSpecial and LabelInteger.
 func InstanceTypes(n int) []*packer.InstanceType {
 	return instanceTypes(n, true)
 }
@@ -71,21 +91,34 @@ func instanceTypes(n int, overhead bool) []*packer.InstanceType {
 		if overhead {
 			allocatable.Sub(reserved)
 		}
+		// The provider calls a type large when it has more than 4 vCPU and
+		// more than 8 GiB; with 2 GiB per vCPU that is from 5 vCPU on.
+		size, special := must(requirements.NewRequirement(LabelSize, corev1.NodeSelectorOpIn, "small")),
+			must(requirements.NewRequirement(LabelSpecial, corev1.NodeSelectorOpDoesNotExist))
+		if cpu > 4 && mem > 8<<30 {
+			size = must(requirements.NewRequirement(LabelSize, corev1.NodeSelectorOpIn, "large"))
+			special = must(requirements.NewRequirement(LabelSpecial, corev1.NodeSelectorOpIn, "optional"))
+		}
 		it := &packer.InstanceType{
 			Name: name,
 			Requirements: requirements.New(
 				must(requirements.NewRequirement(wellknown.LabelInstanceType, corev1.NodeSelectorOpIn, name)),
 				must(requirements.NewRequirement(wellknown.LabelArch, corev1.NodeSelectorOpIn, "amd64")),
-				must(requirements.NewRequirement(wellknown.LabelOS, corev1.NodeSelectorOpIn, "linux")),
+				must(requirements.NewRequirement(wellknown.LabelOS, corev1.NodeSelectorOpIn, "darwin", "linux", "windows")),
+				size,
+				special,
+				must(requirements.NewRequirement(LabelInteger, corev1.NodeSelectorOpIn, fmt.Sprint(cpu))),
 			),
 			Capacity:    capacity,
 			Allocatable: allocatable,
 		}
-		for z, zone := range Zones {
-			if z < 2 {
-				it.Offerings = append(it.Offerings, packer.Offering{Zone: zone, CapacityType: packer.CapacityTypeSpot, PricePerHour: price, Available: true})
+		for _, ct := range []string{packer.CapacityTypeSpot, packer.CapacityTypeOnDemand} {
+			for z, zone := range Zones {
+				if ct == packer.CapacityTypeSpot && z == 2 {
+					continue
+				}
+				it.Offerings = append(it.Offerings, packer.Offering{Zone: zone, CapacityType: ct, PricePerHour: price, Available: true})
 			}
-			it.Offerings = append(it.Offerings, packer.Offering{Zone: zone, CapacityType: packer.CapacityTypeOnDemand, PricePerHour: price, Available: true})
 		}
 		out = append(out, it)
 	}
@@ -100,12 +133,13 @@ func must[T any](v T, err error) T {
 }
 
 // NodePool returns the benchmark's NodePool over types, with limits of
-// 10,000,000 cpu and 10,000,000 Gi of memory.
+// 10,000,000 cpu and 10,000,000 Gi of memory and, as Karpenter's test
+// NodePool, the DiscoveryLabel on its nodes.
 func NodePool(types []*packer.InstanceType) packer.NodePool {
 	return packer.NodePool{
 		Name:         NodePoolName,
 		Requirements: requirements.New(must(requirements.NewRequirement(wellknown.LabelNodePool, corev1.NodeSelectorOpIn, NodePoolName))),
-		Labels:       map[string]string{wellknown.LabelNodePool: NodePoolName},
+		Labels:       map[string]string{wellknown.LabelNodePool: NodePoolName, DiscoveryLabel: DiscoveryValue},
 		Limits: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10000000"),
 			corev1.ResourceMemory: resource.MustParse("10000000Gi"),
