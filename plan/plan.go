@@ -90,7 +90,7 @@ type Prepared struct {
 func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	if opts.PreferencePolicy == "" {
 		// The controller's default, so that a plan predicts what it does.
-		opts.PreferencePolicy = packer.PreferenceRespect
+		opts.PreferencePolicy = packer.DefaultPreferencePolicy
 	}
 	if _, err := ParsePreferencePolicy(string(opts.PreferencePolicy)); err != nil {
 		return nil, err

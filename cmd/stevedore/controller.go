@@ -220,7 +220,7 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 		"a batch of pending pods closes after this long without a new one"+env(flagBatchIdleDuration))
 	fs.DurationVar(&o.batchMax, flagBatchMaxDuration, 10*time.Second,
 		"a batch of pending pods closes this long after it opened"+env(flagBatchMaxDuration))
-	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.PreferenceRespect),
+	fs.StringVar(&o.preferencePolicy, flagPreferencePolicy, string(packer.DefaultPreferencePolicy),
 		"how preferred scheduling terms shape new nodes: Respect (as Karpenter), Score or Ignore"+env(flagPreferencePolicy))
 	fs.StringVar(&o.minValuesPolicy, flagMinValuesPolicy, string(packer.MinValuesStrict),
 		"what happens when too few instance types fit a new node's pods for a NodePool's minValues: Strict leaves the pods pending; "+

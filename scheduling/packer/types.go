@@ -152,13 +152,18 @@ type PreferencePolicy string
 const (
 	// PreferenceScore ranks choices by the preferences' weights the way
 	// kube-scheduler scores nodes, but never opens a node only to satisfy a
-	// preference. The default.
+	// preference. An Input whose policy is empty is packed with it.
 	PreferenceScore PreferencePolicy = "Score"
 	// PreferenceRespect treats preferences as requirements and relaxes them
 	// one at a time when a pod cannot be placed (Karpenter's behaviour).
 	PreferenceRespect PreferencePolicy = "Respect"
 	// PreferenceIgnore disregards preferences entirely.
 	PreferenceIgnore PreferencePolicy = "Ignore"
+
+	// DefaultPreferencePolicy is the controller's default
+	// (--preference-policy), and so that of `stevedore plan` and of the
+	// simulator, so that a dry run predicts what the controller does.
+	DefaultPreferencePolicy = PreferenceRespect
 )
 
 // MinValuesPolicy says what happens when the instance types that fit the pods

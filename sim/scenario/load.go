@@ -865,7 +865,7 @@ func (l *loader) controller(values map[string]any, run *Run) ControllerConfig {
 	_ = c.Settings.AddFlags(fs, func(string) string { return "" })
 	fs.DurationVar(&c.BatchIdle, "batch-idle-duration", provisioning.DefaultBatchIdle, "")
 	fs.DurationVar(&c.BatchMax, "batch-max-duration", provisioning.DefaultBatchMax, "")
-	policy := string(packer.PreferenceScore)
+	policy := string(packer.DefaultPreferencePolicy)
 	fs.StringVar(&policy, "preference-policy", policy, "")
 	order := string(packer.EqualWeightName)
 	fs.StringVar(&order, "nodepool-equal-weight-order", order, "")
