@@ -173,8 +173,9 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	}
 	srv, kubeconfig := startAPIServer(t)
 
+	f, world := testAccount(t, 7, "cmd-test")
 	probe, metricsAddr := freePort(t), freePort(t)
-	logs, done, cancel := runTestController(t, kubeconfig,
+	logs, done, cancel := runTestController(t, f, kubeconfig, "--cluster-name=cmd-test", "--interruption-queue="+world.QueueName,
 		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr, "--log-level=debug")
 	defer cancel()
 	ctx := t.Context()
@@ -247,22 +248,28 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	}
 }
 
-// runTestController starts the command's manager with the in-memory AWS,
-// the kubeconfig and the flags given, and returns its logs, the channel its
-// result arrives on, and the function that stops it.
-func runTestController(t *testing.T, kubeconfig string, args ...string) (*syncBuffer, <-chan error, context.CancelFunc) {
+// testAccount returns an in-memory AWS account of two instance types with
+// the standard cluster named cluster in it.
+func testAccount(t *testing.T, seed uint64, cluster string) (*fake.AWS, *fake.ClusterWorld) {
 	t.Helper()
-	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
-	world, err := f.StandardCluster("cmd-test", "1.33")
+	f := fake.New(fake.Options{Seed: seed, InstanceTypes: []string{"m6i.large", "c6i.large"}})
+	world, err := f.StandardCluster(cluster, "1.33")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, world
+}
+
+// runTestController starts the command's manager against the account f,
+// with the kubeconfig and the flags given, and returns its logs, the channel
+// its result arrives on, and the function that stops it. It is stopped when
+// the test ends, at the latest.
+func runTestController(t *testing.T, f *fake.AWS, kubeconfig string, args ...string) (*syncBuffer, <-chan error, context.CancelFunc) {
+	t.Helper()
 	var o controllerOptions
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	o.addFlags(fs, func(string) string { return "" })
-	args = append([]string{"--kubeconfig=" + kubeconfig, "--cluster-name=cmd-test", "--interruption-queue=" + world.QueueName,
-		"--leader-election-namespace=default"}, args...)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(append([]string{"--kubeconfig=" + kubeconfig, "--leader-election-namespace=default"}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.validate(); err != nil {
@@ -275,8 +282,19 @@ func runTestController(t *testing.T, kubeconfig string, args ...string) (*syncBu
 	// refuses a controller name it has seen before unless told.
 	o.sharedProcess = true
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion) }()
+	done, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion)
+		close(finished)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Error("controller did not stop within a minute of cancellation")
+		}
+	})
 	return logs, done, cancel
 }
 

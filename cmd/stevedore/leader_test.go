@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,7 +16,6 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
 // TestLeaderElectionOnlyLeaderActs runs two controllers against one API
@@ -26,32 +23,10 @@ import (
 // stops the other takes over and carries on.
 func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
 	srv, kubeconfig := startAPIServer(t)
-	f := fake.New(fake.Options{Seed: 11, InstanceTypes: []string{"c6i.large", "m6i.large"}})
-	world, err := f.StandardCluster("leader-test", "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	start := func(name string) (context.CancelFunc, chan error) {
-		var o controllerOptions
-		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-		o.addFlags(fs, func(string) string { return "" })
-		if err := fs.Parse([]string{
-			"--kubeconfig=" + kubeconfig, "--cluster-name=leader-test",
-			"--health-probe-bind-address=" + freePort(t), "--metrics-bind-address=" + freePort(t),
-			"--leader-election-namespace=default",
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := o.validate(); err != nil {
-			t.Fatal(err)
-		}
-		o.logOutput = &syncBuffer{}
-		o.registerer = prometheus.NewRegistry()
-		o.sharedProcess = true
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion) }()
+	f, world := testAccount(t, 11, "leader-test")
+	start := func() (context.CancelFunc, <-chan error) {
+		_, done, cancel := runTestController(t, f, kubeconfig, "--cluster-name=leader-test",
+			"--health-probe-bind-address="+freePort(t), "--metrics-bind-address="+freePort(t))
 		return cancel, done
 	}
 
@@ -86,11 +61,11 @@ func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
 		}
 	}
 
-	cancelA, doneA := start("a")
+	cancelA, doneA := start()
 	defer cancelA()
 	waitFor("the first controller to take the Lease", func() bool { return holder() != "" })
 	first := holder()
-	cancelB, doneB := start("b")
+	cancelB, doneB := start()
 	defer cancelB()
 
 	// The account and the pool: the image is selected by id, so the API

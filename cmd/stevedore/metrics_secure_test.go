@@ -58,17 +58,9 @@ func TestControllerSecureMetrics(t *testing.T) {
 	}
 
 	metricsAddr := freePort(t)
-	logs, done, cancel := runTestController(t, kubeconfig, "--health-probe-bind-address=0", "--metrics-bind-address="+metricsAddr,
-		"--leader-elect=false", "--metrics-secure")
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Error("controller did not stop within a minute of cancellation")
-		}
-	}()
-
+	f, world := testAccount(t, 7, "cmd-test")
+	logs, done, _ := runTestController(t, f, kubeconfig, "--cluster-name=cmd-test", "--interruption-queue="+world.QueueName,
+		"--health-probe-bind-address=0", "--metrics-bind-address="+metricsAddr, "--leader-elect=false", "--metrics-secure")
 	// The certificate is self-signed: the test checks who is let in, not
 	// the chain.
 	httpsClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test certificate

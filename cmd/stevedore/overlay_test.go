@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
 // TestControllerWithNodeOverlayGate starts the command with
@@ -26,43 +22,10 @@ func TestControllerWithNodeOverlayGate(t *testing.T) {
 		t.Skip("starts a real API server")
 	}
 	srv, kubeconfig := startAPIServer(t)
-	f := fake.New(fake.Options{Seed: 7, InstanceTypes: []string{"m6i.large", "c6i.large"}})
-	if _, err := f.StandardCluster("overlay-test", "1.33"); err != nil {
-		t.Fatal(err)
-	}
-	var o controllerOptions
-	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
-	o.addFlags(fs, func(string) string { return "" })
-	if err := fs.Parse([]string{
-		"--kubeconfig=" + kubeconfig, "--cluster-name=overlay-test", "--feature-gates=NodeOverlay=true",
-		"--health-probe-bind-address=" + freePort(t), "--metrics-bind-address=" + freePort(t),
-		"--leader-election-namespace=default",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.validate(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	o.logOutput = logs
-	o.registerer = prometheus.NewRegistry()
-	// Other tests of the package run a controller in this process too.
-	o.sharedProcess = true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runController(ctx, &o, f.Clients(), fake.DefaultRegion) }()
-	stopped := false
-	t.Cleanup(func() {
-		cancel()
-		if stopped {
-			return
-		}
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("controller did not stop within 60s of cancellation")
-		}
-	})
+	f, _ := testAccount(t, 7, "overlay-test")
+	logs, done, _ := runTestController(t, f, kubeconfig, "--cluster-name=overlay-test", "--feature-gates=NodeOverlay=true",
+		"--health-probe-bind-address="+freePort(t), "--metrics-bind-address="+freePort(t))
+	ctx := t.Context()
 
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -100,7 +63,6 @@ func TestControllerWithNodeOverlayGate(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			stopped = true
 			t.Fatalf("controller stopped: %v\nlogs:\n%s", err, logs)
 		default:
 		}
