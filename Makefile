@@ -3,6 +3,13 @@
 # hack/ scripts (the Kubernetes control plane, cached outside the work tree).
 
 GO ?= go
+# Every build here, the tests' included, is made as the control plane
+# (hack/kube-binaries.sh) and the image's amd64 binary are: without cgo and
+# with -trimpath. The three then share the compiled Kubernetes libraries in
+# the build cache instead of each compiling them, which matters most on a
+# new machine. Tests do not depend on either.
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # Real-API-server tests start etcd and kube-apiserver per package; two at a time
 # is what a two-core machine runs comfortably.
 TEST_FLAGS ?= -p 2 -timeout 20m

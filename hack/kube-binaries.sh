@@ -4,8 +4,11 @@
 # module, which pins k8s.io/kubernetes and its staging modules) and kwok.
 #
 # A cold build takes about 12-15 minutes on two cores, so the result is kept in a
-# cache directory outside the work tree, keyed by the pinned versions, and linked
-# into bin/. Later runs (and later clones on the same machine) reuse it at once.
+# cache directory outside the work tree, keyed by the pinned versions, and copied
+# (hard-linked where the file system allows) into bin/ with the key beside it.
+# Later runs, later clones on the same machine, and a CI that keeps bin/ between
+# runs reuse it at once. kwok is built in the same module as the control plane,
+# so that the two share their compiled Kubernetes libraries.
 #
 # Usage: hack/kube-binaries.sh        # prints the directory holding the binaries
 set -euo pipefail
@@ -14,15 +17,25 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tools="$root/hack/tools"
 
 KUBE_VERSION=v1.37.2
-KWOK_VERSION=v0.8.0
 
-key=$( (cat "$tools/go.mod" "$tools/go.sum" "$tools/etcd/main.go"; echo "$KWOK_VERSION"; go version) | sha256sum | cut -c1-16)
+key=$( (cat "$tools/go.mod" "$tools/go.sum" "$tools/etcd/main.go"; go version) | sha256sum | cut -c1-16)
 cache="${STEVEDORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stevedore}/kube-$KUBE_VERSION-$key"
 want=(etcd kube-apiserver kube-scheduler kube-controller-manager kwok)
 
 have_all() {
   for b in "${want[@]}"; do [ -x "$cache/$b" ] || return 1; done
 }
+
+bin="$root/bin"
+# bin/ already holds this build (a CI cache of bin/ restores it so).
+in_bin() {
+  [ "$(cat "$bin/.kube-binaries-key" 2>/dev/null)" = "$key" ] || return 1
+  for b in "${want[@]}"; do [ -x "$bin/$b" ] && [ ! -L "$bin/$b" ] || return 1; done
+}
+if in_bin; then
+  echo "$bin"
+  exit 0
+fi
 
 if ! have_all; then
   mkdir -p "$cache.tmp"
@@ -39,13 +52,15 @@ if ! have_all; then
     k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kube-controller-manager)
   (cd "$tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache.tmp/etcd" ./etcd)
-  # kwok has its own module graph; build it at its pinned release outside ours.
-  (cd "$cache.tmp" && CGO_ENABLED=0 GOBIN="$cache.tmp" GOFLAGS= go install -trimpath -ldflags "-s -w" \
-    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+  (cd "$tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok)
   rm -rf "$cache"
   mv "$cache.tmp" "$cache"
 fi
 
-mkdir -p "$root/bin"
-for b in "${want[@]}"; do ln -sfn "$cache/$b" "$root/bin/$b"; done
-echo "$cache"
+mkdir -p "$bin"
+for b in "${want[@]}"; do
+  rm -f "$bin/$b"
+  ln "$cache/$b" "$bin/$b" 2>/dev/null || cp "$cache/$b" "$bin/$b"
+done
+echo "$key" >"$bin/.kube-binaries-key"
+echo "$bin"
