@@ -1,0 +1,172 @@
+package environment
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
+)
+
+// SyncState feeds the cluster state what the API server holds, as the
+// informers would, and makes it forget what the server no longer holds:
+// the NodePools, EC2NodeClasses, NodeClaims and Nodes, and the pods,
+// DaemonSets, LimitRanges and PodDisruptionBudgets of the Env's namespace.
+func (e *Env) SyncState() {
+	e.T.Helper()
+	var (
+		pools      karpv1.NodePoolList
+		classes    awsv1.EC2NodeClassList
+		claims     karpv1.NodeClaimList
+		nodes      corev1.NodeList
+		pods       corev1.PodList
+		daemonSets appsv1.DaemonSetList
+		ranges     corev1.LimitRangeList
+		pdbs       policyv1.PodDisruptionBudgetList
+	)
+	for _, l := range []client.ObjectList{&pools, &classes, &claims, &nodes} {
+		if err := e.Kube.List(e.Ctx, l); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	for _, l := range []client.ObjectList{&pods, &daemonSets, &ranges, &pdbs} {
+		if err := e.Kube.List(e.Ctx, l, client.InNamespace(e.Name)); err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	for i := range pools.Items {
+		e.State.UpdateNodePool(&pools.Items[i])
+	}
+	for i := range classes.Items {
+		e.State.UpdateEC2NodeClass(&classes.Items[i])
+	}
+	seen := map[string]bool{}
+	for i := range claims.Items {
+		e.State.UpdateNodeClaim(&claims.Items[i])
+		seen["nodeclaim/"+claims.Items[i].Name] = true
+	}
+	for i := range nodes.Items {
+		e.State.UpdateNode(&nodes.Items[i])
+		seen["node/"+nodes.Items[i].Name] = true
+	}
+	for i := range pods.Items {
+		e.State.UpdatePod(&pods.Items[i])
+		seen["pod/"+pods.Items[i].Namespace+"/"+pods.Items[i].Name] = true
+	}
+	for i := range daemonSets.Items {
+		e.State.UpdateDaemonSet(&daemonSets.Items[i])
+	}
+	for i := range ranges.Items {
+		e.State.UpdateLimitRange(&ranges.Items[i])
+	}
+	for i := range pdbs.Items {
+		e.State.UpdatePodDisruptionBudget(&pdbs.Items[i])
+	}
+	snap := e.State.Snapshot(e.Clock.Now())
+	forgetPod := func(p *corev1.Pod) {
+		if !seen["pod/"+p.Namespace+"/"+p.Name] {
+			e.State.DeletePod(p.Namespace, p.Name)
+		}
+	}
+	for _, n := range snap.Nodes {
+		if n.NodeClaim != nil && !seen["nodeclaim/"+n.NodeClaim.Name] {
+			e.State.DeleteNodeClaim(n.NodeClaim.Name)
+		}
+		if n.Node != nil && !seen["node/"+n.Node.Name] {
+			e.State.DeleteNode(n.Node.Name)
+		}
+		for _, p := range n.Pods {
+			forgetPod(p)
+		}
+	}
+	for _, p := range snap.PendingPods {
+		forgetPod(p)
+	}
+}
+
+// Boot moves the clock past the instances' boot delay and plays their
+// kubelets (package test/kubelet): a Node registers, NotReady, for every
+// running instance of the cluster that has none. It returns their names.
+func (e *Env) Boot() []string {
+	e.T.Helper()
+	e.Clock.Step(fake.DefaultBootDelay + time.Second)
+	names, err := kubelet.Sync(e.Ctx, e.Kube, e.AWS, ClusterName)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return names
+}
+
+// MarkReady plays the Node's kubelet once its runtime and network are up,
+// and the node lifecycle controller (see kubelet.MarkReady).
+func (e *Env) MarkReady(node string) {
+	e.T.Helper()
+	if err := kubelet.MarkReady(e.Ctx, e.Kube, node); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// NewManager returns a controller manager for the package's API server,
+// as the controller binary makes one but serving no metrics or health
+// probes, and without checking that controller names are unique (each
+// test registers its controllers again). Register controllers with it and
+// start it with StartManager.
+func NewManager(t *testing.T) manager.Manager {
+	t.Helper()
+	mgr, err := manager.New(server.config, manager.Options{
+		Scheme:                 apiserver.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
+}
+
+// StartManager starts the manager, logging through the Env, and stops it
+// when the test ends, failing the test if it stopped on an error.
+func (e *Env) StartManager(mgr manager.Manager) {
+	ctx, cancel := context.WithCancel(e.Ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	e.T.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.T.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// Patience is how long Eventually waits: long enough for a controller
+// under a manager to see an event and act on it on a loaded machine. It
+// bounds the wait for something that should happen; nothing is asserted
+// about how long it takes.
+const Patience = 30 * time.Second
+
+// Eventually waits until done reports true, checking every 50ms, and fails
+// the test, saying what it was waiting for, if it has not after Patience.
+func Eventually(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Patience)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
