@@ -69,6 +69,12 @@ func (r *Recorder) Matching(want Event) []Event {
 	return out
 }
 
+// About returns the events recorded, in order, about objects named name
+// with the reason given.
+func (r *Recorder) About(name, reason string) []Event {
+	return r.Matching(Event{Name: name, Reason: reason})
+}
+
 func matches(want, got string) bool { return want == "" || want == got }
 
 // String lists the events, one a line, for failure messages.
