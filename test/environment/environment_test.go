@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -135,5 +136,27 @@ func TestLogs(t *testing.T) {
 	}
 	if got := e.Logs.Lines(`a "quoted" message`); len(got) != 1 {
 		t.Errorf("quoted message not found in %s", e.Logs)
+	}
+}
+
+func TestMetric(t *testing.T) {
+	e := New(t, Options{})
+	e.Metrics.NodeClaimCreated("drifted", "a", false)
+	e.Metrics.NodeClaimCreated("drifted", "a", false)
+	e.Metrics.NodeClaimCreated("drifted", "b", false)
+	e.Metrics.NodeClaimCreated("underutilized", "a", true)
+	for _, tc := range []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{nil, 4},
+		{map[string]string{metrics.LabelNodePool: "a"}, 3},
+		{map[string]string{metrics.LabelNodePool: "a", metrics.LabelReason: "drifted"}, 2},
+		{map[string]string{metrics.LabelNodePool: "c"}, 0},
+		{map[string]string{"no-such-label": ""}, 0},
+	} {
+		if got := e.Metric(metrics.NameNodeClaimsCreated, tc.labels); got != tc.want {
+			t.Errorf("Metric(%v) = %v, want %v", tc.labels, got, tc.want)
+		}
 	}
 }
