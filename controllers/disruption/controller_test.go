@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,7 +85,7 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], ", reason drifted") {
 		t.Errorf("log lines %q, want the command's line once", lines)
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims created for drift = %v, want 1", got)
 	}
 	if evs := e.Events.About(old.Name, ReasonDisruptionLaunching); len(evs) != 1 || !strings.Contains(evs[0].Note, rep) {
@@ -121,7 +120,7 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if e.deleting(rep) {
 		t.Error("replacement deleted")
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsDisrupted, map[string]string{
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{
 		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
 	}); got != 1 {
 		t.Errorf("nodeclaims disrupted for drift = %v, want 1", got)
@@ -134,7 +133,7 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if !e.State.IsNominated(rep, e.Clock.Now()) {
 		t.Error("the replacement is not nominated for the evicted pods")
 	}
-	if got := counter(t, e.Registry, metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
 	}
 }
@@ -170,7 +169,7 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	if n := len(e.poolNodeClaims()); n != 1 {
 		t.Errorf("%d NodeClaims, want no replacement", n)
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "empty", metrics.LabelNodePool: e.Name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "empty", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims disrupted as empty = %v, want 1", got)
 	}
 	if evs := e.Events.About(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 {
@@ -212,7 +211,7 @@ func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 			t.Errorf("replacement may be as expensive as the node: %v", r.Values)
 		}
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "underutilized"}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "underutilized"}); got != 1 {
 		t.Errorf("nodeclaims created for consolidation = %v, want 1", got)
 	}
 	e.pass()
@@ -224,7 +223,7 @@ func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 	if !e.deleting(nc.Name) {
 		t.Fatal("candidate not deleted once its replacement is up")
 	}
-	if got := counter(t, e.Registry, metrics.NameDisruptionDecisions, map[string]string{
+	if got := e.Metric(metrics.NameDisruptionDecisions, map[string]string{
 		metrics.LabelDecision: "replace", metrics.LabelReason: "underutilized", metrics.LabelConsolidationType: "single",
 	}); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
@@ -251,7 +250,7 @@ func TestValidationRejectsWhenPodLands(t *testing.T) {
 	if len(evs) != 1 || !strings.Contains(evs[0].Note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].Note, "no longer empty") {
 		t.Errorf("ConsolidationRejected events %+v, want one tagged %s", evs, decide.RejectChurn)
 	}
-	if got := counter(t, e.Registry, metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelReason: "empty"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelConsolidationType: "empty"}); got != 1 {
 		t.Errorf("failed validations = %v, want 1", got)
 	}
 }
@@ -276,7 +275,7 @@ func TestReplacementTimeoutRollsBack(t *testing.T) {
 	if evs := e.Events.About(node, ReasonDisruptionFailed); len(evs) != 1 {
 		t.Errorf("DisruptionFailed events on the node %+v, want one", evs)
 	}
-	if got := counter(t, e.Registry, metrics.NameDisruptionQueueFailures, map[string]string{metrics.LabelReason: "drifted"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionQueueFailures, map[string]string{metrics.LabelReason: "drifted"}); got != 1 {
 		t.Errorf("queue failures = %v, want 1", got)
 	}
 	// The replacement stays: it may still come up and be used.
@@ -602,10 +601,10 @@ func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
 	if len(reps) != 1 {
 		t.Fatalf("%d replacements, want 1", len(reps))
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims created for the interruption = %v, want 1", got)
 	}
-	if got := counter(t, e.Registry, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims disrupted by the interruption = %v, want 1", got)
 	}
 	if evs := e.Events.About(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 || !strings.Contains(evs[0].Note, reps[0].Name) {
@@ -829,34 +828,6 @@ func (e *env) poolNodeClaims() []karpv1.NodeClaim {
 		e.T.Fatal(err)
 	}
 	return list.Items
-}
-
-// counter returns the value of the series of metric name whose labels
-// include want (0 when there is none).
-func counter(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }
 
 // TestConsolidationMemo: after a consolidation that found nothing, pods
