@@ -13,6 +13,11 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
+// Hold is a finalizer tests put on objects so that a deleted one stays
+// readable, as a controller's finalizer keeps a NodeClaim while its node
+// terminates. Nothing removes it but the Env's cleanup.
+const Hold = "test.stevedore.dev/hold"
+
 // NewEC2NodeClass returns an EC2NodeClass named name as its status
 // controller leaves it once it has resolved the cluster: it selects the
 // cluster's subnets and security group by their discovery tag and the
