@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,5 +159,23 @@ func TestMetric(t *testing.T) {
 		if got := e.Metric(metrics.NameNodeClaimsCreated, tc.labels); got != tc.want {
 			t.Errorf("Metric(%v) = %v, want %v", tc.labels, got, tc.want)
 		}
+	}
+}
+
+// TestPods: a deleted pod bound to a node terminates until the kubelet
+// (FinishTerminating) removes it.
+func TestPods(t *testing.T) {
+	e := New(t, Options{Name: "pods"})
+	e.CreateRunning(NewPod("b", "", ""), "node-1")
+	a := e.CreateRunning(NewPod("a", "", ""), "node-1")
+	if err := e.Kube.Delete(e.Ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if running, terminating := e.Pods(); !slices.Equal(running, []string{"b"}) || !slices.Equal(terminating, []string{"a"}) {
+		t.Fatalf("running %v, terminating %v; want b, a", running, terminating)
+	}
+	e.FinishTerminating()
+	if running, terminating := e.Pods(); !slices.Equal(running, []string{"b"}) || len(terminating) != 0 {
+		t.Errorf("running %v, terminating %v once the kubelet finished; want b and none", running, terminating)
 	}
 }

@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -116,6 +117,45 @@ func (e *Env) MarkReady(node string) {
 	e.T.Helper()
 	if err := kubelet.MarkReady(e.Ctx, e.Kube, node); err != nil {
 		e.T.Fatal(err)
+	}
+}
+
+// Pods returns the names of the pods of the Env's namespace that are not
+// being deleted, and of those that are, each sorted.
+func (e *Env) Pods() (running, terminating []string) {
+	e.T.Helper()
+	var list corev1.PodList
+	if err := e.Kube.List(e.Ctx, &list, client.InNamespace(e.Name)); err != nil {
+		e.T.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			running = append(running, p.Name)
+		} else {
+			terminating = append(terminating, p.Name)
+		}
+	}
+	slices.Sort(running)
+	slices.Sort(terminating)
+	return running, terminating
+}
+
+// FinishTerminating plays the kubelets once the containers of the pods
+// being deleted have stopped: those pods of the Env's namespace are
+// removed.
+func (e *Env) FinishTerminating() {
+	e.T.Helper()
+	var list corev1.PodList
+	if err := e.Kube.List(e.Ctx, &list, client.InNamespace(e.Name)); err != nil {
+		e.T.Fatal(err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := e.Kube.Delete(e.Ctx, &list.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			e.T.Fatal(err)
+		}
 	}
 }
 
