@@ -520,55 +520,22 @@ func TestDrainHonoursPDB(t *testing.T) {
 		}
 	}
 	drain()
-	running, terminating := e.pods()
+	running, terminating := e.Pods()
 	if len(running) != 1 || len(terminating) != 1 {
 		t.Fatalf("running %v, terminating %v; want one pod evicted, as the PodDisruptionBudget allows", running, terminating)
 	}
 	e.Clock.Step(termination.EvictionMaxDelay)
 	drain()
-	if _, terminating := e.pods(); len(terminating) != 1 {
+	if _, terminating := e.Pods(); len(terminating) != 1 {
 		t.Fatalf("terminating %v after the budget was spent, want still one", terminating)
 	}
 	// The evicted pod goes and the budget is restored: the next one goes.
-	e.finishTerminating()
+	e.FinishTerminating()
 	e.AllowDisruptions(pdb, 1)
 	e.Clock.Step(termination.EvictionMaxDelay)
 	drain()
-	if running, terminating := e.pods(); len(running) != 0 || len(terminating) != 1 {
+	if running, terminating := e.Pods(); len(running) != 0 || len(terminating) != 1 {
 		t.Fatalf("running %v, terminating %v; want the second pod evicted", running, terminating)
-	}
-}
-
-// pods returns the names of the namespace's running and terminating pods.
-func (e *env) pods() (running, terminating []string) {
-	e.T.Helper()
-	list := &corev1.PodList{}
-	if err := e.Kube.List(e.Ctx, list, client.InNamespace(e.Name)); err != nil {
-		e.T.Fatal(err)
-	}
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			running = append(running, p.Name)
-		} else {
-			terminating = append(terminating, p.Name)
-		}
-	}
-	return running, terminating
-}
-
-// finishTerminating plays the kubelet: pods being deleted are removed.
-func (e *env) finishTerminating() {
-	e.T.Helper()
-	list := &corev1.PodList{}
-	if err := e.Kube.List(e.Ctx, list, client.InNamespace(e.Name)); err != nil {
-		e.T.Fatal(err)
-	}
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp != nil {
-			if err := e.Kube.Delete(e.Ctx, &list.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-				e.T.Fatal(err)
-			}
-		}
 	}
 }
 
