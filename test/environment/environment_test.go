@@ -1,14 +1,19 @@
 package environment
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -177,5 +182,49 @@ func TestPods(t *testing.T) {
 	e.FinishTerminating()
 	if running, terminating := e.Pods(); !slices.Equal(running, []string{"b"}) || len(terminating) != 0 {
 		t.Errorf("running %v, terminating %v once the kubelet finished; want b and none", running, terminating)
+	}
+}
+
+// counting is a reconciler that annotates a NodeClaim with a count until
+// it reaches three, failing once first, then deletes it if asked.
+type counting struct {
+	e      *Env
+	failed bool
+	delete bool
+	calls  int
+}
+
+func (c *counting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c.calls++
+	if !c.failed {
+		c.failed = true
+		return reconcile.Result{}, errors.New("not yet")
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := c.e.Kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	n, _ := strconv.Atoi(nc.Annotations["count"])
+	if n == 3 {
+		if c.delete {
+			return reconcile.Result{}, c.e.Kube.Delete(ctx, nc)
+		}
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
+	nc.Annotations = map[string]string{"count": strconv.Itoa(n + 1)}
+	return reconcile.Result{}, c.e.Kube.Update(ctx, nc)
+}
+
+func TestSettle(t *testing.T) {
+	e := New(t, Options{Name: "settle"})
+	e.Create(NewNodeClaim(e.Name+"-a", e.Name, e.Name), NewNodeClaim(e.Name+"-b", e.Name, e.Name))
+	r := &counting{e: e}
+	nc, res := e.Settle(r, e.Name+"-a")
+	// One failure, three updates, one reconcile that changes nothing.
+	if nc == nil || nc.Annotations["count"] != "3" || res.RequeueAfter != time.Minute || r.calls != 5 {
+		t.Errorf("settled on %v, %+v after %d reconciles; want count 3, the last result, 5 reconciles", nc, res, r.calls)
+	}
+	if nc, _ := e.Settle(&counting{e: e, delete: true}, e.Name+"-b"); nc != nil {
+		t.Errorf("settled on %s, want it gone", nc.Name)
 	}
 }

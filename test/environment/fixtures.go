@@ -114,7 +114,7 @@ func NodeClassRef(name string) *karpv1.NodeClassReference {
 
 // NewNodeClaim returns a NodeClaim named name of the NodePool nodePool (by
 // its label) and the EC2NodeClass nodeClass, for an on-demand amd64
-// instance.
+// instance with a CPU to spare.
 func NewNodeClaim(name, nodePool, nodeClass string) *karpv1.NodeClaim {
 	return &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: nodePool}},
@@ -123,6 +123,7 @@ func NewNodeClaim(name, nodePool, nodeClass string) *karpv1.NodeClaim {
 				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
 				{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
 			},
+			Resources:    karpv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 			NodeClassRef: NodeClassRef(nodeClass),
 		},
 	}

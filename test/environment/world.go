@@ -9,11 +9,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -96,6 +98,30 @@ func (e *Env) SyncState() {
 	for _, p := range snap.PendingPods {
 		forgetPod(p)
 	}
+}
+
+// Settle reconciles the NodeClaim with r until a reconcile succeeds and
+// leaves it as it was, or it is gone, and returns it (nil when gone) with
+// the last result. A failed reconcile is logged and retried, as the
+// controller's queue would. The clock does not move.
+func (e *Env) Settle(r reconcile.Reconciler, name string) (*karpv1.NodeClaim, reconcile.Result) {
+	e.T.Helper()
+	last := ""
+	for range 20 {
+		res, err := r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if !e.Exists(nc) {
+			return nil, res
+		}
+		if err != nil {
+			e.T.Logf("reconcile %s: %v", name, err)
+		} else if nc.ResourceVersion == last {
+			return nc, res
+		}
+		last = nc.ResourceVersion
+	}
+	e.T.Fatalf("NodeClaim %s kept changing", name)
+	return nil, reconcile.Result{}
 }
 
 // Boot moves the clock past the instances' boot delay and plays their
