@@ -113,11 +113,15 @@ func NodeClassRef(name string) *karpv1.NodeClassReference {
 }
 
 // NewNodeClaim returns a NodeClaim named name of the NodePool nodePool (by
-// its label) and the EC2NodeClass nodeClass, for an on-demand amd64
-// instance with a CPU to spare.
+// its label; none for an empty name) and the EC2NodeClass nodeClass, for an
+// on-demand amd64 instance with a CPU to spare.
 func NewNodeClaim(name, nodePool, nodeClass string) *karpv1.NodeClaim {
+	labels := map[string]string{}
+	if nodePool != "" {
+		labels[wellknown.LabelNodePool] = nodePool
+	}
 	return &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: nodePool}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: karpv1.NodeClaimSpec{
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
 				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
