@@ -41,6 +41,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -322,19 +323,20 @@ func (e *Env) Exists(o client.Object) bool {
 // NodeClaim reads the NodeClaim.
 func (e *Env) NodeClaim(name string) *karpv1.NodeClaim {
 	e.T.Helper()
-	nc := &karpv1.NodeClaim{}
-	nc.Name = name
-	e.Refresh(nc)
-	return nc
+	return read(e, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
 // Node reads the Node.
 func (e *Env) Node(name string) *corev1.Node {
 	e.T.Helper()
-	n := &corev1.Node{}
-	n.Name = name
-	e.Refresh(n)
-	return n
+	return read(e, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// read reads o, named, from the API server and returns it.
+func read[T client.Object](e *Env, o T) T {
+	e.T.Helper()
+	e.Refresh(o)
+	return o
 }
 
 // cleanup removes what the test left in the API server: the pods and

@@ -50,34 +50,24 @@ func (e *Env) SyncState() {
 			e.T.Fatal(err)
 		}
 	}
-	for i := range pools.Items {
-		e.State.UpdateNodePool(&pools.Items[i])
-	}
-	for i := range classes.Items {
-		e.State.UpdateEC2NodeClass(&classes.Items[i])
-	}
+	feed(pools.Items, e.State.UpdateNodePool)
+	feed(classes.Items, e.State.UpdateEC2NodeClass)
 	seen := map[string]bool{}
-	for i := range claims.Items {
-		e.State.UpdateNodeClaim(&claims.Items[i])
-		seen["nodeclaim/"+claims.Items[i].Name] = true
-	}
-	for i := range nodes.Items {
-		e.State.UpdateNode(&nodes.Items[i])
-		seen["node/"+nodes.Items[i].Name] = true
-	}
-	for i := range pods.Items {
-		e.State.UpdatePod(&pods.Items[i])
-		seen["pod/"+pods.Items[i].Namespace+"/"+pods.Items[i].Name] = true
-	}
-	for i := range daemonSets.Items {
-		e.State.UpdateDaemonSet(&daemonSets.Items[i])
-	}
-	for i := range ranges.Items {
-		e.State.UpdateLimitRange(&ranges.Items[i])
-	}
-	for i := range pdbs.Items {
-		e.State.UpdatePodDisruptionBudget(&pdbs.Items[i])
-	}
+	feed(claims.Items, func(nc *karpv1.NodeClaim) {
+		e.State.UpdateNodeClaim(nc)
+		seen["nodeclaim/"+nc.Name] = true
+	})
+	feed(nodes.Items, func(n *corev1.Node) {
+		e.State.UpdateNode(n)
+		seen["node/"+n.Name] = true
+	})
+	feed(pods.Items, func(p *corev1.Pod) {
+		e.State.UpdatePod(p)
+		seen["pod/"+p.Namespace+"/"+p.Name] = true
+	})
+	feed(daemonSets.Items, e.State.UpdateDaemonSet)
+	feed(ranges.Items, e.State.UpdateLimitRange)
+	feed(pdbs.Items, e.State.UpdatePodDisruptionBudget)
 	snap := e.State.Snapshot(e.Clock.Now())
 	forgetPod := func(p *corev1.Pod) {
 		if !seen["pod/"+p.Namespace+"/"+p.Name] {
@@ -122,6 +112,13 @@ func (e *Env) Settle(r reconcile.Reconciler, name string) (*karpv1.NodeClaim, re
 	}
 	e.T.Fatalf("NodeClaim %s kept changing", name)
 	return nil, reconcile.Result{}
+}
+
+// feed passes each item to update.
+func feed[T any](items []T, update func(*T)) {
+	for i := range items {
+		update(&items[i])
+	}
 }
 
 // Boot moves the clock past the instances' boot delay and plays their
