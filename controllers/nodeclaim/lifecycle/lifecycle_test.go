@@ -97,6 +97,20 @@ func wantCondition(t *testing.T, nc *karpv1.NodeClaim, typ string, status metav1
 	}
 }
 
+// register boots the launched NodeClaim's instance, whose kubelet registers
+// its Node, and drives the NodeClaim to Registered. It returns the NodeClaim
+// and its Node's name.
+func (e *env) register(name string) (*karpv1.NodeClaim, string) {
+	e.T.Helper()
+	names := e.Boot()
+	if len(names) != 1 {
+		e.T.Fatalf("nodes %v registered, want one", names)
+	}
+	nc, _ := e.Settle(e.r, name)
+	wantCondition(e.T, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	return nc, names[0]
+}
+
 // launched drives a new NodeClaim to Launched and returns it.
 func (e *env) launched(name string, mutate ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
 	e.T.Helper()
@@ -143,16 +157,11 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	wantCondition(t, nc, karpv1.ConditionTypeReady, metav1.ConditionUnknown)
 
 	// The node boots and its kubelet registers it.
-	names := e.Boot()
-	if len(names) != 1 {
-		t.Fatalf("nodes %v registered, want one", names)
+	nc, name := e.register(nc.Name)
+	if nc.Status.NodeName != name {
+		t.Errorf("status.nodeName = %q, want %q", nc.Status.NodeName, name)
 	}
-	nc, _ = e.Settle(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
-	if nc.Status.NodeName != names[0] {
-		t.Errorf("status.nodeName = %q, want %q", nc.Status.NodeName, names[0])
-	}
-	node := e.Node(names[0])
+	node := e.Node(name)
 	if hasTaint(node.Spec.Taints, wellknown.UnregisteredTaint()) {
 		t.Error("the unregistered taint is still on the node")
 	}
@@ -347,11 +356,7 @@ func TestRegistrationHealthOnNodePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc := e.launched("lifecycle-health-c", inPool)
-	if names := e.Boot(); len(names) != 1 {
-		t.Fatalf("nodes %v registered, want one", names)
-	}
-	nc, _ = e.Settle(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	nc, _ = e.register(nc.Name)
 	got, c = health()
 	if a := got.Annotations[AnnotationRegistrationOutcomes]; a != "0/FFS" {
 		t.Errorf("%s = %q, want 0/FFS", AnnotationRegistrationOutcomes, a)
@@ -421,13 +426,7 @@ func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
 
 func TestDeleteRegisteredNodeClaimDeletesNodeFirst(t *testing.T) {
 	e := newEnv(t, 107)
-	nc := e.launched("lifecycle-delete-node")
-	names := e.Boot()
-	if len(names) != 1 {
-		t.Fatalf("nodes %v registered, want one", names)
-	}
-	nc, _ = e.Settle(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	nc, name := e.register(e.launched("lifecycle-delete-node").Name)
 	calls := e.AWS.Calls("TerminateInstances")
 
 	if err := e.Kube.Delete(e.Ctx, nc); err != nil {
@@ -437,7 +436,7 @@ func TestDeleteRegisteredNodeClaimDeletesNodeFirst(t *testing.T) {
 	if nc == nil {
 		t.Fatal("NodeClaim gone while its node exists")
 	}
-	node := e.Node(names[0])
+	node := e.Node(name)
 	if node.DeletionTimestamp.IsZero() {
 		t.Fatal("the node was not deleted")
 	}
