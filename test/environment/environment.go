@@ -183,7 +183,7 @@ func New(t *testing.T, opts Options) *Env {
 		e.newAWS(opts)
 	}
 	t.Cleanup(e.cleanup)
-	e.Create(&corev1.Namespace{})
+	e.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Name}})
 	return e
 }
 
@@ -265,9 +265,8 @@ func (e *Env) AfterNodeClassRead(f func()) {
 }
 
 // Create creates the objects as they are given, status included: a
-// namespaced object without a namespace goes in the Env's, an object
-// without a name (and no generateName) takes the Env's, and a status, which
-// the API server ignores on creation, is written after it through the
+// namespaced object without a namespace goes in the Env's, and a status,
+// which the API server ignores on creation, is written after it through the
 // status subresource. The objects are updated with what the server
 // returned, and removed when the test ends.
 func (e *Env) Create(objs ...client.Object) {
@@ -280,13 +279,10 @@ func (e *Env) Create(objs ...client.Object) {
 		if namespaced && o.GetNamespace() == "" {
 			o.SetNamespace(e.Name)
 		}
-		if o.GetName() == "" && o.GetGenerateName() == "" {
-			o.SetName(e.Name)
-		}
+		// The server's answer replaces the status given; a copy keeps it.
 		var status reflect.Value
 		if s := reflect.ValueOf(o).Elem().FieldByName("Status"); s.IsValid() && !s.IsZero() {
-			status = reflect.New(s.Type()).Elem()
-			status.Set(reflect.ValueOf(o.DeepCopyObject()).Elem().FieldByName("Status"))
+			status = reflect.ValueOf(o.DeepCopyObject()).Elem().FieldByName("Status")
 		}
 		if err := e.Kube.Create(e.Ctx, o); err != nil {
 			e.T.Fatalf("creating %s %s: %v", kindOf(o), o.GetName(), err)
