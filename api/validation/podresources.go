@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/stevedore-autoscaler/stevedore/scheduling/workloads"
+	"github.com/stevedore-autoscaler/stevedore/api/defaults"
 )
 
 // podSpecPaths gives, for the built-in kinds that hold a pod spec, where it
@@ -61,7 +61,7 @@ func checkPodResources(gvk schema.GroupVersionKind, obj map[string]interface{}) 
 		// it validates them (not a template's), so a negative limit there
 		// is a negative request too.
 		pod := &corev1.Pod{Spec: spec}
-		workloads.DefaultRequests(pod)
+		defaults.PodRequests(pod)
 		spec = pod.Spec
 	}
 	var out []Problem

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
-	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 )
 
 // Well-known values stevedore understands.
@@ -74,8 +73,8 @@ func semanticChecks(kind string, obj map[string]interface{}) []Problem {
 }
 
 // checkOverlay reports what stevedore's NodeOverlay controller refuses
-// although the API server accepts it (see overlay.RuntimeProblems): such an
-// overlay applies nowhere.
+// although the API server accepts it (see NodeOverlay.RuntimeProblems):
+// such an overlay applies nowhere.
 func checkOverlay(obj map[string]interface{}) []Problem {
 	o := &v1alpha1.NodeOverlay{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, o); err != nil {
@@ -83,7 +82,7 @@ func checkOverlay(obj map[string]interface{}) []Problem {
 		return nil
 	}
 	var out []Problem
-	for _, f := range overlay.RuntimeProblems(o) {
+	for _, f := range o.RuntimeProblems() {
 		out = append(out, Problem{Field: f.Path, Message: f.Message + "; the overlay would apply nowhere", Fix: f.Fix, Severity: SeverityError})
 	}
 	return out

@@ -306,6 +306,14 @@ func IsRestrictedLabel(key string) bool {
 	return false
 }
 
+// InCoreDomain reports whether key is in the karpenter.sh domain as the CRDs'
+// rules judge it: its prefix, the part before the slash, ends with
+// karpenter.sh (so sub.karpenter.sh/x is in it too).
+func InCoreDomain(key string) bool {
+	prefix, _, _ := strings.Cut(key, "/")
+	return strings.HasSuffix(prefix, GroupCore)
+}
+
 // NormalizeLabel returns the stable key for a deprecated beta label key (for
 // example topology.kubernetes.io/zone for failure-domain.beta.kubernetes.io/zone)
 // and any other key unchanged.

@@ -69,6 +69,23 @@ func TestIsRestrictedLabel(t *testing.T) {
 	}
 }
 
+func TestInCoreDomain(t *testing.T) {
+	for key, want := range map[string]bool{
+		LabelNodePool:                true,
+		LabelCapacityType:            true,
+		"karpenter.sh":               true,
+		"sub.karpenter.sh/x":         true,
+		LabelInstanceFamily:          false, // karpenter.k8s.aws
+		"karpenter.sh.example.com/x": false,
+		"example.com/karpenter.sh":   false,
+		LabelHostname:                false,
+	} {
+		if got := InCoreDomain(key); got != want {
+			t.Errorf("InCoreDomain(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
 func TestNormalizeLabel(t *testing.T) {
 	tests := []struct {
 		key, want string

@@ -1,10 +1,6 @@
 package capacitybuffer
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,81 +10,52 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/state"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-var (
-	kube client.Client
-	runs atomic.Int64
-)
+func TestMain(m *testing.M) { environment.Main(m) }
 
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
-}
-
-// env is one test's namespace, state and controller.
+// env is one test's world and the controller under test.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	ns    string
-	st    *state.Cluster
+	*environment.Env
 	c     *Controller
 	wakes int
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), ns: fmt.Sprintf("buffers-%d", runs.Add(1)), st: state.NewCluster()}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e.c = New(kube, e.st, clk, func() { e.wakes++ })
-	if err := kube.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
-		t.Fatal(err)
-	}
+	e := &env{Env: environment.New(t, environment.Options{Name: "buffers"})}
+	e.c = New(e.Kube, e.State, e.Clock, func() { e.wakes++ })
 	return e
 }
 
-func (e *env) create(objs ...client.Object) {
-	e.t.Helper()
-	for _, o := range objs {
-		o.SetNamespace(e.ns)
-		if err := kube.Create(e.ctx, o); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-}
-
 func (e *env) reconcile(name string) reconcile.Result {
-	e.t.Helper()
-	res, err := e.c.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.ns, Name: name}})
+	e.T.Helper()
+	res, err := e.c.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Name, Name: name}})
 	if err != nil {
-		e.t.Fatalf("reconcile %s: %v", name, err)
+		e.T.Fatalf("reconcile %s: %v", name, err)
 	}
 	return res
 }
 
 func (e *env) get(name string) *autoscalingv1beta1.CapacityBuffer {
-	e.t.Helper()
-	cb := &autoscalingv1beta1.CapacityBuffer{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, cb); err != nil {
-		e.t.Fatal(err)
-	}
+	e.T.Helper()
+	cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Namespace: e.Name, Name: name}}
+	e.Refresh(cb)
 	return cb
 }
 
 // placeholders counts the buffer's placeholder pods in the state.
 func (e *env) placeholders(name string) int {
 	n := 0
-	for _, p := range e.st.Snapshot(time.Now()).BufferPods {
-		if p.Namespace == e.ns && p.Annotations[wellknown.AnnotationCapacityBufferName] == name {
+	for _, p := range e.State.Snapshot(time.Now()).BufferPods {
+		if p.Namespace == e.Name && p.Annotations[wellknown.AnnotationCapacityBufferName] == name {
 			n++
 		}
 	}
@@ -102,14 +69,11 @@ func condition(cb *autoscalingv1beta1.CapacityBuffer, t string) metav1.Condition
 	return metav1.Condition{}
 }
 
-func podSpec(cpu string) corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}}
-}
+func podSpec(cpu string) corev1.PodSpec { return environment.NewPod("", cpu, "256Mi").Spec }
 
 func TestPodTemplateBuffer(t *testing.T) {
 	e := newEnv(t)
-	e.create(
+	e.Create(
 		&corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "chunk"}, Template: corev1.PodTemplateSpec{Spec: podSpec("1")}},
 		&autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom"}, Spec: autoscalingv1beta1.CapacityBufferSpec{
 			PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "chunk"}, Replicas: ptr.To[int32](3)}},
@@ -134,14 +98,14 @@ func TestPodTemplateBuffer(t *testing.T) {
 	// The PodTemplate changes: its new generation is observed.
 	gen := *cb.Status.PodTemplateGeneration
 	pt := &corev1.PodTemplate{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "chunk"}, pt); err != nil {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Namespace: e.Name, Name: "chunk"}, pt); err != nil {
 		t.Fatal(err)
 	}
 	pt.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
-	if err := kube.Update(e.ctx, pt); err != nil {
+	if err := e.Kube.Update(e.Ctx, pt); err != nil {
 		t.Fatal(err)
 	}
-	if reqs := e.c.BuffersNaming(KindPodTemplate)(e.ctx, pt); len(reqs) != 1 || reqs[0].Name != "headroom" {
+	if reqs := e.c.BuffersNaming(KindPodTemplate)(e.Ctx, pt); len(reqs) != 1 || reqs[0].Name != "headroom" {
 		t.Fatalf("the PodTemplate wakes %v, want the buffer", reqs)
 	}
 	e.reconcile("headroom")
@@ -152,7 +116,7 @@ func TestPodTemplateBuffer(t *testing.T) {
 	// Zero replicas: nothing to provision, and the condition says so.
 	cb = e.get("headroom")
 	cb.Spec.Replicas = ptr.To[int32](0)
-	if err := kube.Update(e.ctx, cb); err != nil {
+	if err := e.Kube.Update(e.Ctx, cb); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("headroom")
@@ -166,14 +130,14 @@ func TestPodTemplateBuffer(t *testing.T) {
 	// Deleted: its placeholders are forgotten.
 	cb = e.get("headroom")
 	cb.Spec.Replicas = ptr.To[int32](2)
-	if err := kube.Update(e.ctx, cb); err != nil {
+	if err := e.Kube.Update(e.Ctx, cb); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("headroom")
 	if n := e.placeholders("headroom"); n != 2 {
 		t.Fatalf("%d placeholders, want 2", n)
 	}
-	if err := kube.Delete(e.ctx, cb); err != nil {
+	if err := e.Kube.Delete(e.Ctx, cb); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("headroom")
@@ -184,7 +148,7 @@ func TestPodTemplateBuffer(t *testing.T) {
 
 func TestScalableRefBuffer(t *testing.T) {
 	e := newEnv(t)
-	e.create(&autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom"}, Spec: autoscalingv1beta1.CapacityBufferSpec{
+	e.Create(&autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom"}, Spec: autoscalingv1beta1.CapacityBufferSpec{
 		ScalableRef: &autoscalingv1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}, Percentage: ptr.To[int32](20)}})
 	e.reconcile("headroom")
 	cb := e.get("headroom")
@@ -200,8 +164,8 @@ func TestScalableRefBuffer(t *testing.T) {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](10), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec("500m")}}}
-	e.create(dep)
-	if reqs := e.c.BuffersNaming(autoscalingv1beta1.KindDeployment)(e.ctx, dep); len(reqs) != 1 {
+	e.Create(dep)
+	if reqs := e.c.BuffersNaming(autoscalingv1beta1.KindDeployment)(e.Ctx, dep); len(reqs) != 1 {
 		t.Fatalf("the Deployment wakes %v, want the buffer", reqs)
 	}
 	e.reconcile("headroom")
@@ -217,15 +181,15 @@ func TestScalableRefBuffer(t *testing.T) {
 	}
 	// The placeholders carry the template's labels, so that affinities
 	// and spread constraints count them.
-	for _, p := range e.st.Snapshot(time.Now()).BufferPods {
-		if p.Namespace == e.ns && p.Labels["app"] != "web" {
+	for _, p := range e.State.Snapshot(time.Now()).BufferPods {
+		if p.Namespace == e.Name && p.Labels["app"] != "web" {
 			t.Errorf("placeholder %s has labels %v", p.Name, p.Labels)
 		}
 	}
 
 	// Scaled to 20: 4 chunks.
 	dep.Spec.Replicas = ptr.To[int32](20)
-	if err := kube.Update(e.ctx, dep); err != nil {
+	if err := e.Kube.Update(e.Ctx, dep); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("headroom")
@@ -236,7 +200,7 @@ func TestScalableRefBuffer(t *testing.T) {
 
 func TestUnsupportedScalableRef(t *testing.T) {
 	e := newEnv(t)
-	e.create(&autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom"}, Spec: autoscalingv1beta1.CapacityBufferSpec{
+	e.Create(&autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom"}, Spec: autoscalingv1beta1.CapacityBufferSpec{
 		ScalableRef: &autoscalingv1beta1.ScalableRef{APIGroup: "argoproj.io", Kind: "Rollout", Name: "web"}, Replicas: ptr.To[int32](1)}})
 	e.reconcile("headroom")
 	if c := condition(e.get("headroom"), autoscalingv1beta1.ConditionReadyForProvisioning); c.Status != metav1.ConditionFalse || c.Reason != autoscalingv1beta1.ReasonResolutionFailed {

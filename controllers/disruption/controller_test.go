@@ -8,19 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -30,6 +26,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/decide/budget"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/state"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
 // driftedNode sets up the drift-upgrade story of the seeds: a NodePool
@@ -38,7 +35,7 @@ import (
 func driftedNode(t *testing.T, name string, seed uint64) (e *env, nc *karpv1.NodeClaim, node string) {
 	t.Helper()
 	e = newEnv(t, name, seed)
-	e.nodePool(driftBudget)
+	e.CreateNodePool(driftBudget)
 	nc = e.node("m6i.large")
 	node = nc.Status.NodeName
 	e.pod("web-0", node, "500m")
@@ -50,17 +47,17 @@ func driftedNode(t *testing.T, name string, seed uint64) (e *env, nc *karpv1.Nod
 // startDrift runs the pass that starts the drift command and returns the
 // command's ID and its one replacement.
 func (e *env) startDrift(candidate string) (id, replacement string) {
-	e.t.Helper()
+	e.T.Helper()
 	if res := e.pass(); res.RequeueAfter != Again {
-		e.t.Errorf("RequeueAfter = %v after starting a command, want %v", res.RequeueAfter, Again)
+		e.T.Errorf("RequeueAfter = %v after starting a command, want %v", res.RequeueAfter, Again)
 	}
-	id = e.nodeClaim(candidate).Annotations[AnnotationCommand]
+	id = e.NodeClaim(candidate).Annotations[AnnotationCommand]
 	if id == "" {
-		e.t.Fatalf("no command recorded on candidate %s; events %+v", candidate, e.rec.events)
+		e.T.Fatalf("no command recorded on candidate %s; events %+v", candidate, e.Events)
 	}
 	reps := e.replacements(id)
 	if len(reps) != 1 {
-		e.t.Fatalf("%d replacements for command %s, want 1", len(reps), id)
+		e.T.Fatalf("%d replacements for command %s, want 1", len(reps), id)
 	}
 	return id, reps[0].Name
 }
@@ -73,7 +70,7 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	e, old, node := driftedNode(t, "drift", 301)
 	id, rep := e.startDrift(old.Name)
 
-	cand := e.nodeClaim(old.Name)
+	cand := e.NodeClaim(old.Name)
 	if got := cand.Annotations[AnnotationReplacements]; got != "1" {
 		t.Errorf("%s = %q, want 1", AnnotationReplacements, got)
 	}
@@ -84,14 +81,14 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 		t.Errorf("candidate tainted %v, marked %v, deleting %v; want tainted, marked, not deleting",
 			e.tainted(node), e.marked(old.Name), e.deleting(old.Name))
 	}
-	lines := e.logs.find("disrupting nodeclaim(s) via replace, terminating 1 nodes (2 pods) " + node + "/m6i.large/on-demand and replacing with on-demand node from types ")
+	lines := e.Logs.LinesStartingWith("disrupting nodeclaim(s) via replace, terminating 1 nodes (2 pods) " + node + "/m6i.large/on-demand and replacing with on-demand node from types ")
 	if len(lines) != 1 || !strings.Contains(lines[0], ", reason drifted") {
 		t.Errorf("log lines %q, want the command's line once", lines)
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "drifted", metrics.LabelNodePool: e.name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims created for drift = %v, want 1", got)
 	}
-	if evs := e.rec.about(old.Name, ReasonDisruptionLaunching); len(evs) != 1 || !strings.Contains(evs[0].note, rep) {
+	if evs := e.Events.About(old.Name, ReasonDisruptionLaunching); len(evs) != 1 || !strings.Contains(evs[0].Note, rep) {
 		t.Errorf("DisruptionLaunching events %+v, want one naming %s", evs, rep)
 	}
 
@@ -105,12 +102,12 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 		if e.deleting(old.Name) {
 			t.Fatal("candidate deleted before its replacement is initialized")
 		}
-		e.clk.Step(WaitPoll)
+		e.Clock.Step(WaitPoll)
 	}
 	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
 		t.Errorf("%d NodeClaims in the pool, want the candidate and its replacement", n)
 	}
-	if got := Remaining(e.st.Snapshot(e.clk.Now()), e.clk.Now())[e.name][decide.ReasonDrifted]; got != 0 {
+	if got := Remaining(e.State.Snapshot(e.Clock.Now()), e.Clock.Now())[e.Name][decide.ReasonDrifted]; got != 0 {
 		t.Errorf("remaining Drifted budget = %d while the command runs, want 0", got)
 	}
 
@@ -123,20 +120,20 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if e.deleting(rep) {
 		t.Error("replacement deleted")
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{
-		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{
+		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
 	}); got != 1 {
 		t.Errorf("nodeclaims disrupted for drift = %v, want 1", got)
 	}
 	for _, name := range []string{old.Name, node} {
-		if evs := e.rec.about(name, ReasonDisruptionTerminating); len(evs) != 1 {
+		if evs := e.Events.About(name, ReasonDisruptionTerminating); len(evs) != 1 {
 			t.Errorf("DisruptionTerminating events about %s: %+v, want one", name, evs)
 		}
 	}
-	if !e.st.IsNominated(rep, e.clk.Now()) {
+	if !e.State.IsNominated(rep, e.Clock.Now()) {
 		t.Error("the replacement is not nominated for the evicted pods")
 	}
-	if got := counter(t, e.reg, metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
 	}
 }
@@ -145,7 +142,7 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 // the validation delay, and then without a replacement.
 func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	e := newEnv(t, "empty", 302)
-	e.nodePool()
+	e.CreateNodePool()
 	nc := e.node("m6i.large")
 	node := nc.Status.NodeName
 	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
@@ -153,7 +150,7 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay {
 		t.Errorf("RequeueAfter = %v after deciding, want the validation delay", res.RequeueAfter)
 	}
-	e.clk.Step(5 * time.Second)
+	e.Clock.Step(5 * time.Second)
 	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay-5*time.Second {
 		t.Errorf("RequeueAfter = %v during the delay, want the rest of it", res.RequeueAfter)
 	}
@@ -161,10 +158,10 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 		t.Fatal("the empty node was touched before the validation delay passed")
 	}
 
-	e.clk.Step(DefaultValidationDelay - 5*time.Second)
+	e.Clock.Step(DefaultValidationDelay - 5*time.Second)
 	e.pass()
 	if !e.deleting(nc.Name) {
-		t.Fatalf("empty node not deleted after validation; events %+v", e.rec.events)
+		t.Fatalf("empty node not deleted after validation; events %+v", e.Events)
 	}
 	if !e.tainted(node) || e.disruptionReason(nc.Name) != string(karpv1.DisruptionReasonEmpty) {
 		t.Errorf("deleted node tainted %v, reason %q; want tainted, Empty", e.tainted(node), e.disruptionReason(nc.Name))
@@ -172,14 +169,14 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	if n := len(e.poolNodeClaims()); n != 1 {
 		t.Errorf("%d NodeClaims, want no replacement", n)
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "empty", metrics.LabelNodePool: e.name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "empty", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims disrupted as empty = %v, want 1", got)
 	}
-	if evs := e.rec.about(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 {
+	if evs := e.Events.About(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 {
 		t.Errorf("DisruptionTerminating events %+v, want one", evs)
 	}
-	if len(e.logs.find("disrupting nodeclaim(s) via delete, terminating 1 nodes (0 pods) "+node+"/m6i.large/on-demand, reason empty")) != 1 {
-		t.Errorf("no command log line in %q", e.logs.lines)
+	if len(e.Logs.LinesStartingWith("disrupting nodeclaim(s) via delete, terminating 1 nodes (0 pods) "+node+"/m6i.large/on-demand, reason empty")) != 1 {
+		t.Errorf("no command log line in %q", e.Logs)
 	}
 }
 
@@ -188,23 +185,23 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 // the replacement is up.
 func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 	e := newEnv(t, "underutilized", 314)
-	e.nodePool()
+	e.CreateNodePool()
 	nc := e.node("m6i.xlarge")
 	node := nc.Status.NodeName
 	e.pod("small", node, "500m")
 	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
 
 	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay {
-		t.Fatalf("RequeueAfter = %v, want the validation delay; events %+v", res.RequeueAfter, e.rec.events)
+		t.Fatalf("RequeueAfter = %v, want the validation delay; events %+v", res.RequeueAfter, e.Events)
 	}
 	if n := len(e.poolNodeClaims()); n != 1 {
 		t.Fatalf("%d NodeClaims before validation, want 1", n)
 	}
-	e.clk.Step(DefaultValidationDelay)
+	e.Clock.Step(DefaultValidationDelay)
 	if res := e.pass(); res.RequeueAfter != Again {
 		t.Errorf("RequeueAfter = %v after starting, want %v", res.RequeueAfter, Again)
 	}
-	id := e.nodeClaim(nc.Name).Annotations[AnnotationCommand]
+	id := e.NodeClaim(nc.Name).Annotations[AnnotationCommand]
 	reps := e.replacements(id)
 	if len(reps) != 1 || e.disruptionReason(nc.Name) != string(karpv1.DisruptionReasonUnderutilized) || !e.tainted(node) {
 		t.Fatalf("replacements %d, reason %q, tainted %v", len(reps), e.disruptionReason(nc.Name), e.tainted(node))
@@ -214,7 +211,7 @@ func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 			t.Errorf("replacement may be as expensive as the node: %v", r.Values)
 		}
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "underutilized"}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "underutilized"}); got != 1 {
 		t.Errorf("nodeclaims created for consolidation = %v, want 1", got)
 	}
 	e.pass()
@@ -226,7 +223,7 @@ func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 	if !e.deleting(nc.Name) {
 		t.Fatal("candidate not deleted once its replacement is up")
 	}
-	if got := counter(t, e.reg, metrics.NameDisruptionDecisions, map[string]string{
+	if got := e.Metric(metrics.NameDisruptionDecisions, map[string]string{
 		metrics.LabelDecision: "replace", metrics.LabelReason: "underutilized", metrics.LabelConsolidationType: "single",
 	}); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
@@ -237,23 +234,23 @@ func TestUnderutilizedReplacedAfterValidation(t *testing.T) {
 // validation delay cancels the command.
 func TestValidationRejectsWhenPodLands(t *testing.T) {
 	e := newEnv(t, "reject", 303)
-	e.nodePool()
+	e.CreateNodePool()
 	nc := e.node("m6i.large")
 	node := nc.Status.NodeName
 	e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
 	e.pass()
 
 	e.pod("late", node, "500m")
-	e.clk.Step(DefaultValidationDelay)
+	e.Clock.Step(DefaultValidationDelay)
 	e.pass()
 	if e.deleting(nc.Name) || e.tainted(node) || e.disruptionReason(nc.Name) != "" {
 		t.Fatal("the command went ahead although a pod landed on the node")
 	}
-	evs := e.rec.about(nc.Name, ReasonConsolidationRejected)
-	if len(evs) != 1 || !strings.Contains(evs[0].note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].note, "no longer empty") {
+	evs := e.Events.About(nc.Name, ReasonConsolidationRejected)
+	if len(evs) != 1 || !strings.Contains(evs[0].Note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].Note, "no longer empty") {
 		t.Errorf("ConsolidationRejected events %+v, want one tagged %s", evs, decide.RejectChurn)
 	}
-	if got := counter(t, e.reg, metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelReason: "empty"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelConsolidationType: "empty"}); got != 1 {
 		t.Errorf("failed validations = %v, want 1", got)
 	}
 }
@@ -264,21 +261,21 @@ func TestReplacementTimeoutRollsBack(t *testing.T) {
 	e, old, node := driftedNode(t, "timeout", 304)
 	id, rep := e.startDrift(old.Name)
 
-	e.clk.Step(DefaultReplacementTimeout - time.Second)
+	e.Clock.Step(DefaultReplacementTimeout - time.Second)
 	e.pass()
 	if !e.tainted(node) || e.deleting(old.Name) {
 		t.Fatal("the command ended before its timeout")
 	}
-	e.clk.Step(2 * time.Second)
+	e.Clock.Step(2 * time.Second)
 	e.pass()
 	e.wantRolledBack(old.Name, node)
-	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, "did not initialize within 10m0s") {
+	if evs := e.Events.About(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].Note, "did not initialize within 10m0s") {
 		t.Errorf("DisruptionFailed events %+v, want one about the timeout", evs)
 	}
-	if evs := e.rec.about(node, ReasonDisruptionFailed); len(evs) != 1 {
+	if evs := e.Events.About(node, ReasonDisruptionFailed); len(evs) != 1 {
 		t.Errorf("DisruptionFailed events on the node %+v, want one", evs)
 	}
-	if got := counter(t, e.reg, metrics.NameDisruptionQueueFailures, map[string]string{metrics.LabelReason: "drifted"}); got != 1 {
+	if got := e.Metric(metrics.NameDisruptionQueueFailures, map[string]string{metrics.LabelReason: "drifted"}); got != 1 {
 		t.Errorf("queue failures = %v, want 1", got)
 	}
 	// The replacement stays: it may still come up and be used.
@@ -297,12 +294,12 @@ func TestReplacementTimeoutRollsBack(t *testing.T) {
 func TestFailedReplacementRollsBack(t *testing.T) {
 	e, old, node := driftedNode(t, "failed", 305)
 	_, rep := e.startDrift(old.Name)
-	if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+	if err := e.Kube.Delete(e.Ctx, e.NodeClaim(rep)); err != nil {
 		t.Fatal(err)
 	}
 	e.pass()
 	e.wantRolledBack(old.Name, node)
-	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, rep) {
+	if evs := e.Events.About(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].Note, rep) {
 		t.Errorf("DisruptionFailed events %+v, want one naming %s", evs, rep)
 	}
 }
@@ -315,9 +312,9 @@ type laggingCache struct {
 	created map[string]bool
 }
 
-func (l *laggingCache) client(t *testing.T) client.Client {
+func (l *laggingCache) client(t *testing.T, scheme *runtime.Scheme) client.Client {
 	t.Helper()
-	direct, err := client.NewWithWatch(kubeCfg, client.Options{Scheme: kube.Scheme()})
+	direct, err := client.NewWithWatch(environment.Config(), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,10 +345,10 @@ func (l *laggingCache) client(t *testing.T) client.Client {
 // lagBehind gives the environment a controller that reads through a
 // laggingCache, with the API server as its live reader.
 func (e *env) lagBehind() *laggingCache {
-	e.t.Helper()
+	e.T.Helper()
 	lag := &laggingCache{created: map[string]bool{}}
-	e.opts.LiveReader = kube
-	e.c = New(lag.client(e.t), e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+	e.opts.LiveReader = e.Kube
+	e.c = New(lag.client(e.T, e.Kube.Scheme()), e.State, e.Cloud, e.Clock, e.Events, e.opts, e.Metrics)
 	return lag
 }
 
@@ -370,14 +367,14 @@ func TestReplacementNotCachedYet(t *testing.T) {
 		e, old, node := driftedNode(t, "lag", 311)
 		lag := e.lagBehind()
 		_, rep := e.startDrift(old.Name)
-		e.clk.Step(WaitPoll)
+		e.Clock.Step(WaitPoll)
 		e.pass()
-		if !e.tainted(node) || len(e.rec.about(old.Name, ReasonDisruptionFailed)) != 0 {
-			t.Fatalf("the command was rolled back while the cache had not seen its replacement: events %+v", e.rec.about(old.Name, ReasonDisruptionFailed))
+		if !e.tainted(node) || len(e.Events.About(old.Name, ReasonDisruptionFailed)) != 0 {
+			t.Fatalf("the command was rolled back while the cache had not seen its replacement: events %+v", e.Events.About(old.Name, ReasonDisruptionFailed))
 		}
 		lag.caughtUp()
 		e.bringUp(rep)
-		e.clk.Step(WaitPoll)
+		e.Clock.Step(WaitPoll)
 		e.pass()
 		if !e.deleting(old.Name) {
 			t.Fatal("candidate not deleted once its replacement is initialized")
@@ -387,12 +384,12 @@ func TestReplacementNotCachedYet(t *testing.T) {
 		e, old, node := driftedNode(t, "lag", 312)
 		e.lagBehind()
 		_, rep := e.startDrift(old.Name)
-		if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+		if err := e.Kube.Delete(e.Ctx, e.NodeClaim(rep)); err != nil {
 			t.Fatal(err)
 		}
 		e.pass()
 		e.wantRolledBack(old.Name, node)
-		if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, rep+" was deleted") {
+		if evs := e.Events.About(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].Note, rep+" was deleted") {
 			t.Errorf("DisruptionFailed events %+v, want one saying %s was deleted", evs, rep)
 		}
 	})
@@ -400,23 +397,23 @@ func TestReplacementNotCachedYet(t *testing.T) {
 
 // wantRolledBack checks that nothing of a command is left on its candidate.
 func (e *env) wantRolledBack(nodeClaim, node string) {
-	e.t.Helper()
+	e.T.Helper()
 	if e.deleting(nodeClaim) {
-		e.t.Fatal("the candidate was deleted")
+		e.T.Fatal("the candidate was deleted")
 	}
 	if e.tainted(node) {
-		e.t.Error("the node is still tainted")
+		e.T.Error("the node is still tainted")
 	}
 	if r := e.disruptionReason(nodeClaim); r != "" {
-		e.t.Errorf("DisruptionReason %q is still set", r)
+		e.T.Errorf("DisruptionReason %q is still set", r)
 	}
 	for _, k := range []string{AnnotationCommand, AnnotationReplacements, AnnotationStarted} {
-		if v, ok := e.nodeClaim(nodeClaim).Annotations[k]; ok {
-			e.t.Errorf("annotation %s=%q is still set", k, v)
+		if v, ok := e.NodeClaim(nodeClaim).Annotations[k]; ok {
+			e.T.Errorf("annotation %s=%q is still set", k, v)
 		}
 	}
 	if e.marked(nodeClaim) {
-		e.t.Error("the candidate is still marked for deletion")
+		e.T.Error("the candidate is still marked for deletion")
 	}
 }
 
@@ -437,13 +434,13 @@ func TestRestartResumes(t *testing.T) {
 	if !e.tainted(node) || !e.marked(old.Name) || e.disruptionReason(old.Name) != string(karpv1.DisruptionReasonDrifted) {
 		t.Errorf("after the restart: tainted %v, marked %v, reason %q", e.tainted(node), e.marked(old.Name), e.disruptionReason(old.Name))
 	}
-	if len(e.logs.find("resuming disruption command")) == 0 {
+	if len(e.Logs.LinesStartingWith("resuming disruption command")) == 0 {
 		t.Error("no resume logged")
 	}
-	if got := Remaining(e.st.Snapshot(e.clk.Now()), e.clk.Now())[e.name][decide.ReasonDrifted]; got != 0 {
+	if got := Remaining(e.State.Snapshot(e.Clock.Now()), e.Clock.Now())[e.Name][decide.ReasonDrifted]; got != 0 {
 		t.Errorf("remaining Drifted budget after the restart = %d, want 0", got)
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.pass()
 	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
 		t.Errorf("%d NodeClaims after the restart, want the candidate and its one replacement", n)
@@ -464,13 +461,13 @@ func TestRestartResumes(t *testing.T) {
 func TestRestartRollsBack(t *testing.T) {
 	e, old, node := driftedNode(t, "rollback", 307)
 	_, rep := e.startDrift(old.Name)
-	if err := kube.Delete(e.ctx, e.nodeClaim(rep)); err != nil {
+	if err := e.Kube.Delete(e.Ctx, e.NodeClaim(rep)); err != nil {
 		t.Fatal(err)
 	}
 	e.restart()
 	e.pass()
 	e.wantRolledBack(old.Name, node)
-	if evs := e.rec.about(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].note, "only 0 of its 1 replacement(s) exist") {
+	if evs := e.Events.About(old.Name, ReasonDisruptionFailed); len(evs) != 1 || !strings.Contains(evs[0].Note, "only 0 of its 1 replacement(s) exist") {
 		t.Errorf("DisruptionFailed events %+v", evs)
 	}
 }
@@ -480,7 +477,7 @@ func TestRestartRollsBack(t *testing.T) {
 // annotations), are removed; a forceful DisruptionReason is left alone.
 func TestStaleMarksRemoved(t *testing.T) {
 	e := newEnv(t, "stale", 308)
-	e.nodePool(func(np *karpv1.NodePool) {
+	e.CreateNodePool(func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 	})
 	a, b, c := e.node("m6i.large"), e.node("m6i.large"), e.node("m6i.large")
@@ -515,63 +512,30 @@ func TestDrainHonoursPDB(t *testing.T) {
 
 	// The NodeClaim's finalizer deletes the Node; the Node's drains it.
 	e.drive(old.Name)
-	term := termination.New(kube, e.cloud, e.clk, e.rec)
+	term := termination.New(e.Kube, e.Cloud, e.Clock, e.Events)
 	drain := func() {
 		t.Helper()
-		if _, err := term.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}}); err != nil {
+		if _, err := term.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}}); err != nil {
 			t.Fatalf("termination: %v", err)
 		}
 	}
 	drain()
-	running, terminating := e.pods()
+	running, terminating := e.Pods()
 	if len(running) != 1 || len(terminating) != 1 {
 		t.Fatalf("running %v, terminating %v; want one pod evicted, as the PodDisruptionBudget allows", running, terminating)
 	}
-	e.clk.Step(termination.EvictionMaxDelay)
+	e.Clock.Step(termination.EvictionMaxDelay)
 	drain()
-	if _, terminating := e.pods(); len(terminating) != 1 {
+	if _, terminating := e.Pods(); len(terminating) != 1 {
 		t.Fatalf("terminating %v after the budget was spent, want still one", terminating)
 	}
 	// The evicted pod goes and the budget is restored: the next one goes.
-	e.finishTerminating()
-	e.allow(pdb, 1)
-	e.clk.Step(termination.EvictionMaxDelay)
+	e.FinishTerminating()
+	e.AllowDisruptions(pdb, 1)
+	e.Clock.Step(termination.EvictionMaxDelay)
 	drain()
-	if running, terminating := e.pods(); len(running) != 0 || len(terminating) != 1 {
+	if running, terminating := e.Pods(); len(running) != 0 || len(terminating) != 1 {
 		t.Fatalf("running %v, terminating %v; want the second pod evicted", running, terminating)
-	}
-}
-
-// pods returns the names of the namespace's running and terminating pods.
-func (e *env) pods() (running, terminating []string) {
-	e.t.Helper()
-	list := &corev1.PodList{}
-	if err := kube.List(e.ctx, list, client.InNamespace(e.name)); err != nil {
-		e.t.Fatal(err)
-	}
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			running = append(running, p.Name)
-		} else {
-			terminating = append(terminating, p.Name)
-		}
-	}
-	return running, terminating
-}
-
-// finishTerminating plays the kubelet: pods being deleted are removed.
-func (e *env) finishTerminating() {
-	e.t.Helper()
-	list := &corev1.PodList{}
-	if err := kube.List(e.ctx, list, client.InNamespace(e.name)); err != nil {
-		e.t.Fatal(err)
-	}
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp != nil {
-			if err := kube.Delete(e.ctx, &list.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-				e.t.Fatal(err)
-			}
-		}
 	}
 }
 
@@ -581,16 +545,16 @@ func (e *env) finishTerminating() {
 // more.
 func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
 	e := newEnv(t, "interrupt", 310)
-	e.nodePool(func(np *karpv1.NodePool) {
+	e.CreateNodePool(func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 	})
 	nc := e.node("m6i.large")
 	node := nc.Status.NodeName
 	e.pod("web-0", node, "500m")
 	e.pod("web-1", node, "500m")
-	e.sync()
+	e.SyncState()
 
-	if err := e.c.Interrupt(e.ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
+	if err := e.c.Interrupt(e.Ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
 		t.Fatal(err)
 	}
 	if !e.deleting(nc.Name) {
@@ -599,24 +563,24 @@ func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
 	if r := e.disruptionReason(nc.Name); r != string(decide.ReasonInterrupted) || !e.tainted(node) {
 		t.Errorf("DisruptionReason %q, tainted %v; want Interrupted, tainted", r, e.tainted(node))
 	}
-	id := e.nodeClaim(nc.Name).Annotations[AnnotationCommand]
+	id := e.NodeClaim(nc.Name).Annotations[AnnotationCommand]
 	reps := e.replacements(id)
 	if len(reps) != 1 {
 		t.Fatalf("%d replacements, want 1", len(reps))
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims created for the interruption = %v, want 1", got)
 	}
-	if got := counter(t, e.reg, metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.name}); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{metrics.LabelReason: "interrupted", metrics.LabelNodePool: e.Name}); got != 1 {
 		t.Errorf("nodeclaims disrupted by the interruption = %v, want 1", got)
 	}
-	if evs := e.rec.about(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 || !strings.Contains(evs[0].note, reps[0].Name) {
+	if evs := e.Events.About(nc.Name, ReasonDisruptionTerminating); len(evs) != 1 || !strings.Contains(evs[0].Note, reps[0].Name) {
 		t.Errorf("DisruptionTerminating events %+v, want one naming the replacement", evs)
 	}
 
 	// The message comes again.
-	e.sync()
-	if err := e.c.Interrupt(e.ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
+	e.SyncState()
+	if err := e.c.Interrupt(e.Ctx, nc.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.poolNodeClaims()); n != 2 {
@@ -635,7 +599,7 @@ func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
 // act on gets Unconsolidatable; both are rate-limited.
 func TestBlockedEvents(t *testing.T) {
 	e := newEnv(t, "blocked", 311)
-	e.nodePool()
+	e.CreateNodePool()
 	kept := e.node("m6i.large")
 	e.pod("precious", kept.Status.NodeName, "500m", func(p *corev1.Pod) {
 		p.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: "true"}
@@ -646,20 +610,20 @@ func TestBlockedEvents(t *testing.T) {
 
 	e.pass()
 	for _, name := range []string{kept.Name, kept.Status.NodeName} {
-		evs := e.rec.about(name, ReasonDisruptionBlocked)
-		if len(evs) != 1 || !strings.Contains(evs[0].note, "do-not-disrupt") || !strings.Contains(evs[0].note, "("+decide.CodeDoNotDisruptPod+")") {
+		evs := e.Events.About(name, ReasonDisruptionBlocked)
+		if len(evs) != 1 || !strings.Contains(evs[0].Note, "do-not-disrupt") || !strings.Contains(evs[0].Note, "("+decide.CodeDoNotDisruptPod+")") {
 			t.Errorf("DisruptionBlocked events about %s: %+v", name, evs)
 		}
 	}
-	if evs := e.rec.about(busy.Name, ReasonUnconsolidatable); len(evs) != 1 || !strings.Contains(evs[0].note, decide.CodeNotConsolidatable) {
+	if evs := e.Events.About(busy.Name, ReasonUnconsolidatable); len(evs) != 1 || !strings.Contains(evs[0].Note, decide.CodeNotConsolidatable) {
 		t.Errorf("Unconsolidatable events about %s: %+v", busy.Name, evs)
 	}
 	if e.tainted(kept.Status.NodeName) {
 		t.Error("a node with a do-not-disrupt pod was disrupted")
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.pass()
-	if n := len(e.rec.about(kept.Name, ReasonDisruptionBlocked)); n != 1 {
+	if n := len(e.Events.About(kept.Name, ReasonDisruptionBlocked)); n != 1 {
 		t.Errorf("%d DisruptionBlocked events within the interval, want 1", n)
 	}
 }
@@ -669,7 +633,7 @@ func TestBlockedEvents(t *testing.T) {
 // something changes.
 func TestSkipsDecidingWhenNothingChanged(t *testing.T) {
 	e := newEnv(t, "skip", 312)
-	e.nodePool()
+	e.CreateNodePool()
 	nc := e.node("m6i.large")
 	e.pod("web", nc.Status.NodeName, "500m")
 	e.pass()
@@ -677,19 +641,19 @@ func TestSkipsDecidingWhenNothingChanged(t *testing.T) {
 	if first.IsZero() {
 		t.Fatal("the first pass did not decide")
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.pass()
 	if !e.c.lastFull.Equal(first) {
 		t.Error("decided again although nothing changed")
 	}
 	e.pod("web-2", nc.Status.NodeName, "500m")
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.pass()
 	second := e.c.lastFull
 	if second.Equal(first) {
 		t.Error("did not decide again after a pod landed")
 	}
-	e.clk.Step(FullPassInterval)
+	e.Clock.Step(FullPassInterval)
 	e.pass()
 	if e.c.lastFull.Equal(second) {
 		t.Errorf("did not decide again after %s", FullPassInterval)
@@ -702,7 +666,7 @@ func TestSkipsDecidingWhenNothingChanged(t *testing.T) {
 func TestSkipsWholePassWhileQuiet(t *testing.T) {
 	e := newEnv(t, "quiet", 313)
 	schedule := "0 9 * * *"
-	np := e.nodePool(func(np *karpv1.NodePool) {
+	np := e.CreateNodePool(func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Schedule: &schedule, Duration: &karpv1.Duration{Duration: time.Hour}}}
 	})
 	nc := e.node("m6i.large")
@@ -711,14 +675,14 @@ func TestSkipsWholePassWhileQuiet(t *testing.T) {
 	if e.c.quietUntil.IsZero() || e.c.lastPass.IsZero() {
 		t.Fatalf("a pass that found nothing to do did not mark the controller quiet (until %v)", e.c.quietUntil)
 	}
-	if next, ok := budget.NextChange(np, e.clk.Now()); !ok || e.c.quietUntil.After(next) {
+	if next, ok := budget.NextChange(np, e.Clock.Now()); !ok || e.c.quietUntil.After(next) {
 		t.Errorf("quiet until %v, past the budget's next window edge %v", e.c.quietUntil, next)
 	}
 
 	// Nothing changed in the state: the pass is skipped whole.
 	last := e.c.lastPass
-	e.clk.Step(Period)
-	if _, err := e.c.Reconcile(e.ctx, Request()); err != nil {
+	e.Clock.Step(Period)
+	if _, err := e.c.Reconcile(e.Ctx, Request()); err != nil {
 		t.Fatal(err)
 	}
 	if !e.c.lastPass.Equal(last) {
@@ -727,7 +691,7 @@ func TestSkipsWholePassWhileQuiet(t *testing.T) {
 
 	// A pod lands: the state changes and the next pass runs.
 	e.pod("web-2", nc.Status.NodeName, "500m")
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.pass()
 	if e.c.lastPass.Equal(last) {
 		t.Error("no pass after the state changed")
@@ -735,8 +699,8 @@ func TestSkipsWholePassWhileQuiet(t *testing.T) {
 
 	// Once the quiet period is over a pass runs even without a change.
 	last = e.c.lastPass
-	e.clk.SetTime(e.c.quietUntil)
-	if _, err := e.c.Reconcile(e.ctx, Request()); err != nil {
+	e.Clock.SetTime(e.c.quietUntil)
+	if _, err := e.c.Reconcile(e.Ctx, Request()); err != nil {
 		t.Fatal(err)
 	}
 	if e.c.lastPass.Equal(last) {
@@ -747,10 +711,10 @@ func TestSkipsWholePassWhileQuiet(t *testing.T) {
 // TestWaitsForSync: no decision from a state that has not caught up.
 func TestWaitsForSync(t *testing.T) {
 	e := newEnv(t, "sync", 313)
-	e.nodePool()
+	e.CreateNodePool()
 	e.node("m6i.large")
 	// The state knows nothing of the node.
-	res, err := e.c.Reconcile(e.ctx, Request())
+	res, err := e.c.Reconcile(e.Ctx, Request())
 	if err != nil || res.RequeueAfter != SyncRetry {
 		t.Fatalf("Reconcile = %+v, %v; want a retry after %s", res, err, SyncRetry)
 	}
@@ -816,16 +780,8 @@ func TestCommandIDAndTimeout(t *testing.T) {
 
 // TestRegister checks that the Controller can be wired into a manager.
 func TestRegister(t *testing.T) {
-	mgr, err := manager.New(kubeCfg, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	mgr := environment.NewManager(t)
+	clk := clocktesting.NewFakeClock(environment.Start)
 	if err := New(mgr.GetClient(), state.NewCluster(), nil, clk, nil, Options{}, nil).Register(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -833,40 +789,12 @@ func TestRegister(t *testing.T) {
 
 // poolNodeClaims returns the NodeClaims of the test's NodePool.
 func (e *env) poolNodeClaims() []karpv1.NodeClaim {
-	e.t.Helper()
+	e.T.Helper()
 	var list karpv1.NodeClaimList
-	if err := kube.List(e.ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: e.name}); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.List(e.Ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: e.Name}); err != nil {
+		e.T.Fatal(err)
 	}
 	return list.Items
-}
-
-// counter returns the value of the series of metric name whose labels
-// include want (0 when there is none).
-func counter(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }
 
 // TestConsolidationMemo: after a consolidation that found nothing, pods
@@ -874,7 +802,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, want map[strin
 // does, and so does the memo's age limit.
 func TestConsolidationMemo(t *testing.T) {
 	e := newEnv(t, "memo", 315)
-	e.nodePool()
+	e.CreateNodePool()
 	// No cheaper type holds 3.5 CPUs: the node cannot be consolidated.
 	nc := e.node("c6i.xlarge")
 	node := nc.Status.NodeName
@@ -888,7 +816,7 @@ func TestConsolidationMemo(t *testing.T) {
 
 	// A pod lands: the decision is made again, without consolidation.
 	e.pod("small", node, "100m")
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	fp := e.c.lastFingerprint
 	e.pass()
 	if e.c.lastFingerprint == fp {
@@ -899,17 +827,17 @@ func TestConsolidationMemo(t *testing.T) {
 	}
 
 	// The memo ages out.
-	e.clk.Step(ConsolidationMemoLimit)
+	e.Clock.Step(ConsolidationMemoLimit)
 	e.pass()
 	if e.c.memo == memo || e.c.memo == nil {
 		t.Errorf("consolidation did not run again after %s (memo %p, was %p)", ConsolidationMemoLimit, e.c.memo, memo)
 	}
 
 	// The big pod leaves: now the node can be replaced by a cheaper one.
-	if err := kube.Delete(e.ctx, big, client.GracePeriodSeconds(0)); err != nil {
+	if err := e.Kube.Delete(e.Ctx, big, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	if res := e.pass(); res.RequeueAfter != DefaultValidationDelay || e.c.memo != nil {
 		t.Errorf("after the pod left: RequeueAfter %v (want the validation delay of a command), memo %+v", res.RequeueAfter, e.c.memo)
 	}

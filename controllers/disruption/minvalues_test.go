@@ -22,9 +22,9 @@ func TestReplacementMinValuesPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			e := newEnv(t, "minvalues-"+strings.ToLower(string(policy)), 330+uint64(i))
 			e.opts.MinValuesPolicy = policy
-			e.c = New(kube, e.st, e.cloud, e.clk, e.rec, e.opts, e.m)
+			e.c = New(e.Kube, e.State, e.Cloud, e.Clock, e.Events, e.opts, e.Metrics)
 			three := 3
-			e.nodePool(driftBudget, func(np *karpv1.NodePool) {
+			e.CreateNodePool(driftBudget, func(np *karpv1.NodePool) {
 				np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
 					Key: wellknown.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6i", "m6i", "r6i"}, MinValues: &three,
 				})
@@ -34,13 +34,13 @@ func TestReplacementMinValuesPolicy(t *testing.T) {
 			e.setCondition(nc.Name, karpv1.ConditionTypeDrifted, metav1.ConditionTrue, "NodePoolDrifted")
 			if policy == packer.MinValuesStrict {
 				e.pass()
-				if id := e.nodeClaim(nc.Name).Annotations[AnnotationCommand]; id != "" {
+				if id := e.NodeClaim(nc.Name).Annotations[AnnotationCommand]; id != "" {
 					t.Fatalf("command %s started; replacements %d, want none under Strict", id, len(e.replacements(id)))
 				}
 				return
 			}
 			id, rep := e.startDrift(nc.Name)
-			got := e.nodeClaim(rep)
+			got := e.NodeClaim(rep)
 			if v := got.Annotations[wellknown.AnnotationNodeClaimMinValuesRelaxed]; v != "true" {
 				t.Errorf("replacement of command %s: %s = %q, want \"true\"", id, wellknown.AnnotationNodeClaimMinValuesRelaxed, v)
 			}

@@ -23,33 +23,31 @@ import (
 // records its placeholders in the state, as the CapacityBuffer controller
 // does.
 func (e *env) buffer(name, cpu string, n int32) *autoscalingv1beta1.CapacityBuffer {
-	e.t.Helper()
+	e.T.Helper()
 	cb := &autoscalingv1beta1.CapacityBuffer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.name, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.Name, Name: name},
 		Spec:       autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "chunk"}, Replicas: ptr.To(n)},
 	}
-	if err := kube.Create(e.ctx, cb); err != nil {
-		e.t.Fatal(err)
-	}
+	e.Create(cb)
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("512Mi")}}}},
 		Tolerations: []corev1.Toleration{{Key: teamTaint.Key, Operator: corev1.TolerationOpEqual, Value: teamTaint.Value, Effect: teamTaint.Effect}},
 	}}
 	res := capacitybuffer.Resolution{Ready: true, Reason: autoscalingv1beta1.ReasonResolved, Message: "resolved", Template: tmpl, Replicas: n}
-	cb.Status = capacitybuffer.Status(cb, res, e.clk.Now())
-	if err := kube.Status().Update(e.ctx, cb); err != nil {
-		e.t.Fatal(err)
+	cb.Status = capacitybuffer.Status(cb, res, e.Clock.Now())
+	if err := e.Kube.Status().Update(e.Ctx, cb); err != nil {
+		e.T.Fatal(err)
 	}
-	e.st.SetBufferPods(types.NamespacedName{Namespace: e.name, Name: name}, capacitybuffer.VirtualPods(cb, tmpl, n))
+	e.State.SetBufferPods(types.NamespacedName{Namespace: e.Name, Name: name}, capacitybuffer.VirtualPods(cb, tmpl, n))
 	return cb
 }
 
 func (e *env) provisioning(name string) *metav1.Condition {
-	e.t.Helper()
+	e.T.Helper()
 	cb := &autoscalingv1beta1.CapacityBuffer{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Namespace: e.name, Name: name}, cb); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Namespace: e.Name, Name: name}, cb); err != nil {
+		e.T.Fatal(err)
 	}
 	return meta.FindStatusCondition(cb.Status.Conditions, autoscalingv1beta1.ConditionProvisioning)
 }
@@ -80,22 +78,22 @@ func TestCapacityBufferLaunches(t *testing.T) {
 	}
 	// Placeholders are not pods: no events about them.
 	for _, r := range []string{ReasonNominated, ReasonFailedScheduling} {
-		if evs := e.rec.about(e.name, "capacity-buffer-headroom-1", r); len(evs) != 0 {
+		if evs := e.podEvents("capacity-buffer-headroom-1", r); len(evs) != 0 {
 			t.Errorf("events about a placeholder: %+v", evs)
 		}
 	}
 
 	// Once launched, the NodeClaims' capacity counts against the limits:
 	// the next pass launches nothing more.
-	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec, e.m)
+	lc := lifecycle.New(e.Kube, e.Cloud, e.Clock, e.Events, e.Metrics)
 	for _, nc := range claims {
 		for range 3 {
-			if _, err := lc.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+			if _, err := lc.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
 				t.Fatalf("lifecycle %s: %v", nc.Name, err)
 			}
 		}
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.batch()
 	if got := e.nodeClaims(); len(got) != 2 {
 		t.Fatalf("%d NodeClaims after another pass, want 2", len(got))
@@ -117,7 +115,7 @@ func TestCapacityBufferFitsInFlight(t *testing.T) {
 	if len(claims) != 2 {
 		t.Fatalf("%d NodeClaims, want 2 (one 1-vCPU chunk per 2-vCPU node)", len(claims))
 	}
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.batch()
 	if got := e.nodeClaims(); len(got) != 2 {
 		t.Fatalf("%d NodeClaims after another pass, want 2", len(got))
@@ -131,7 +129,7 @@ func TestCapacityBufferFitsInFlight(t *testing.T) {
 	e.pod("real", func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")}
 	})
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.batch()
 	if got := e.nodeClaims(); len(got) != 3 {
 		t.Fatalf("%d NodeClaims after a real pod took a chunk's room, want 3", len(got))

@@ -17,6 +17,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
 // TestInsufficientCapacityFallsBackToAnotherOffering runs the provisioner and
@@ -54,28 +55,28 @@ func TestInsufficientCapacityFallsBackToAnotherOffering(t *testing.T) {
 	}
 	// Every spot pool the first NodeClaim could launch into, in every zone,
 	// is out of capacity.
-	e.aws.InjectInsufficientCapacity(iceTypes, nil, fake.CapacityTypeSpot, e.clk.Now().Add(time.Hour))
+	e.AWS.InjectInsufficientCapacity(iceTypes, nil, fake.CapacityTypeSpot, e.Clock.Now().Add(time.Hour))
 	iced := func(instanceType, capacityType string) bool {
 		return capacityType == wellknown.CapacityTypeSpot && slices.Contains(iceTypes, instanceType)
 	}
 
-	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec, nil)
+	lc := lifecycle.New(e.Kube, e.Cloud, e.Clock, e.Events, nil)
 	reconcileClaim := func(name string) {
 		t.Helper()
-		if _, err := lc.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+		if _, err := lc.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
 			t.Fatalf("lifecycle %s: %v", name, err)
 		}
 	}
 
 	// One reconcile tries the launch, fails for capacity and deletes the
 	// NodeClaim; the next ones finalize it.
-	fleets := e.aws.Calls("CreateFleet")
+	fleets := e.AWS.Calls("CreateFleet")
 	reconcileClaim(first[0].Name)
-	if n := e.aws.Calls("CreateFleet") - fleets; n == 0 {
+	if n := e.AWS.Calls("CreateFleet") - fleets; n == 0 {
 		t.Fatal("the first NodeClaim's launch called CreateFleet no time")
 	}
 	got := &karpv1.NodeClaim{}
-	err := kube.Get(e.ctx, client.ObjectKeyFromObject(&first[0]), got)
+	err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(&first[0]), got)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -88,25 +89,25 @@ func TestInsufficientCapacityFallsBackToAnotherOffering(t *testing.T) {
 			t.Errorf("Launched condition = %+v, want False/%s", c, lifecycle.ReasonInsufficientCapacity)
 		}
 	}
-	if len(e.rec.about("", first[0].Name, lifecycle.ReasonInsufficientCapacity)) != 1 {
-		t.Errorf("no %s event on NodeClaim %s: %+v", lifecycle.ReasonInsufficientCapacity, first[0].Name, e.rec.events)
+	if len(e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: first[0].Name, Reason: lifecycle.ReasonInsufficientCapacity})) != 1 {
+		t.Errorf("no %s event on NodeClaim %s: %+v", lifecycle.ReasonInsufficientCapacity, first[0].Name, e.Events)
 	}
 	for range 5 {
-		if err := kube.Get(e.ctx, client.ObjectKeyFromObject(&first[0]), got); apierrors.IsNotFound(err) {
+		if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(&first[0]), got); apierrors.IsNotFound(err) {
 			break
 		}
 		reconcileClaim(first[0].Name)
 	}
-	if err := kube.Get(e.ctx, client.ObjectKeyFromObject(&first[0]), got); !apierrors.IsNotFound(err) {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(&first[0]), got); !apierrors.IsNotFound(err) {
 		t.Fatalf("NodeClaim %s still exists (%v): finalizers %v", first[0].Name, err, got.Finalizers)
 	}
-	if ids := e.aws.InstanceIDs(); len(ids) != 0 {
+	if ids := e.AWS.InstanceIDs(); len(ids) != 0 {
 		t.Fatalf("instances %v launched by a failed launch", ids)
 	}
-	e.st.DeleteNodeClaim(first[0].Name)
+	e.State.DeleteNodeClaim(first[0].Name)
 
 	// The next batch, past the window, creates another NodeClaim.
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	e.batch()
 	second := e.nodeClaims()
 	if len(second) != 1 || second[0].Name == first[0].Name {
@@ -116,7 +117,7 @@ func TestInsufficientCapacityFallsBackToAnotherOffering(t *testing.T) {
 	for range 3 {
 		reconcileClaim(nc.Name)
 	}
-	if err := kube.Get(e.ctx, client.ObjectKeyFromObject(&nc), got); err != nil {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(&nc), got); err != nil {
 		t.Fatal(err)
 	}
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, karpv1.ConditionTypeLaunched) || got.Status.ProviderID == "" {
@@ -130,26 +131,26 @@ func TestInsufficientCapacityFallsBackToAnotherOffering(t *testing.T) {
 	if iced(it, ct) {
 		t.Errorf("NodeClaim %s launched on %s/%s/%s, a pool out of capacity", got.Name, it, zone, ct)
 	}
-	ids := e.aws.InstanceIDs()
+	ids := e.AWS.InstanceIDs()
 	if len(ids) != 1 {
 		t.Fatalf("instances %v, want one", ids)
 	}
-	inst, ok := e.aws.Instance(ids[0])
+	inst, ok := e.AWS.Instance(ids[0])
 	if !ok || inst.InstanceType != it || inst.Zone != zone || inst.CapacityType != ct {
 		t.Errorf("instance %+v does not match NodeClaim %s/%s/%s", inst, it, zone, ct)
 	}
 
 	// Every pod is nominated for the NodeClaim that launched.
 	for _, name := range pods {
-		evs := e.rec.about(e.name, name, ReasonNominated)
+		evs := e.podEvents(name, ReasonNominated)
 		if len(evs) == 0 {
 			t.Fatalf("pod %s was never nominated", name)
 		}
-		if last := evs[len(evs)-1].note; last != "Pod should schedule on: nodeclaim/"+nc.Name {
+		if last := evs[len(evs)-1].Note; last != "Pod should schedule on: nodeclaim/"+nc.Name {
 			t.Errorf("pod %s last nominated %q, want nodeclaim/%s", name, last, nc.Name)
 		}
 	}
-	if evs := e.rec.about(e.name, pods[0], ReasonFailedScheduling); len(evs) != 0 {
+	if evs := e.podEvents(pods[0], ReasonFailedScheduling); len(evs) != 0 {
 		t.Errorf("pod %s: %+v", pods[0], evs)
 	}
 }

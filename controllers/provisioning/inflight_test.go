@@ -28,7 +28,7 @@ func requests(cpu, memory string) func(*corev1.Pod) {
 // TestNoSecondLaunchWhileInFlight: the pods of a batch stay with the
 // NodeClaims launched for them. Once those have launched, each with the
 // whole allocatable of its instance type, and boot for longer than the
-// nomination window, batches that the same pods open again (kube-scheduler
+// nomination window, batches that the same pods open again (e.Kube-scheduler
 // marks them unschedulable again while the nodes boot) launch nothing more.
 //
 // The pods come in two shapes: memory-heavy ones, planned three to an
@@ -51,13 +51,13 @@ func TestNoSecondLaunchWhileInFlight(t *testing.T) {
 	e.batch()
 	claims := e.nodeClaims()
 	if len(claims) == 0 {
-		t.Fatalf("no NodeClaim created; events %+v", e.rec.events)
+		t.Fatalf("no NodeClaim created; events %+v", e.Events)
 	}
 
-	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec, e.m)
+	lc := lifecycle.New(e.Kube, e.Cloud, e.Clock, e.Events, e.Metrics)
 	for _, nc := range claims {
 		for range 3 {
-			if _, err := lc.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+			if _, err := lc.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
 				t.Fatalf("lifecycle %s: %v", nc.Name, err)
 			}
 		}
@@ -69,7 +69,7 @@ func TestNoSecondLaunchWhileInFlight(t *testing.T) {
 	}
 
 	for _, wait := range []time.Duration{time.Second, 30 * time.Second} {
-		e.clk.Step(wait)
+		e.Clock.Step(wait)
 		e.batch()
 		if got := e.nodeClaims(); len(got) != len(claims) {
 			var names []string

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -15,15 +14,16 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
 // daemonSet creates a DaemonSet in the test's namespace whose pods tolerate
 // every taint and have the resources given.
 func (e *env) daemonSet(name string, res corev1.ResourceRequirements, mutate ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
-	e.t.Helper()
+	e.T.Helper()
 	labels := map[string]string{"app": name}
 	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.name, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.Name, Name: name},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -38,9 +38,7 @@ func (e *env) daemonSet(name string, res corev1.ResourceRequirements, mutate ...
 	for _, m := range mutate {
 		m(ds)
 	}
-	if err := kube.Create(e.ctx, ds); err != nil {
-		e.t.Fatal(err)
-	}
+	e.Create(ds)
 	return ds
 }
 
@@ -68,15 +66,10 @@ func TestLimitRangeDaemonSetOverhead(t *testing.T) {
 			e := newEnv(t, "prov-limitrange", 231)
 			e.nodeClass(metav1.ConditionTrue, "Ready", "")
 			e.nodePool()
-			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.name + "-daemonsets"}, Value: 10000000}
-			if err := kube.Create(e.ctx, pc); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = kube.Delete(e.ctx, pc) })
-			lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: e.name, Name: "limitrange"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{tc.item}}}
-			if err := kube.Create(e.ctx, lr); err != nil {
-				t.Fatal(err)
-			}
+			pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.Name + "-daemonsets"}, Value: 10000000}
+			e.Create(pc)
+			lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: e.Name, Name: "limitrange"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{tc.item}}}
+			e.Create(lr)
 			e.daemonSet("daemon", corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
 				func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.PriorityClassName = pc.Name })
 			pod := e.pod("large-app", func(p *corev1.Pod) {
@@ -89,7 +82,7 @@ func TestLimitRangeDaemonSetOverhead(t *testing.T) {
 			e.batch()
 			claims := e.nodeClaims()
 			if len(claims) != 1 {
-				t.Fatalf("%d NodeClaims, want 1; events %+v", len(claims), e.rec.events)
+				t.Fatalf("%d NodeClaims, want 1; events %+v", len(claims), e.Events)
 			}
 			req := claims[0].Spec.Resources.Requests
 			cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
@@ -124,27 +117,22 @@ func TestDaemonSetOverheadMismatchReported(t *testing.T) {
 
 	// The NodeClaim launched and its node registered, with room for the
 	// DaemonSet's real pod and no more.
-	providerID := "aws:///us-east-1a/i-0overhead" + e.name[len(e.name)-2:]
+	providerID := "aws:///us-east-1a/i-0overhead" + e.Name[len(e.Name)-2:]
 	nc.Status.ProviderID = providerID
-	if err := kube.Status().Update(e.ctx, &nc); err != nil {
+	if err := e.Kube.Status().Update(e.Ctx, &nc); err != nil {
 		t.Fatal(err)
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: e.name + "-node", Labels: map[string]string{
-			wellknown.LabelNodePool: e.name, wellknown.LabelRegistered: wellknown.LabelValueTrue, wellknown.LabelInitialized: wellknown.LabelValueTrue,
+		ObjectMeta: metav1.ObjectMeta{Name: e.Name + "-node", Labels: map[string]string{
+			wellknown.LabelNodePool: e.Name, wellknown.LabelRegistered: wellknown.LabelValueTrue, wellknown.LabelInitialized: wellknown.LabelValueTrue,
 		}},
 		Spec: corev1.NodeSpec{ProviderID: providerID},
 	}
-	if err := kube.Create(e.ctx, node); err != nil {
-		t.Fatal(err)
-	}
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}
 	node.Status.Capacity = node.Status.Allocatable
-	if err := kube.Status().Update(e.ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	e.Create(node)
 	live := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.name, Name: "agent-x1", Labels: map[string]string{"app": "agent"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.Name, Name: "agent-x1", Labels: map[string]string{"app": "agent"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{
 			NodeName:    node.Name,
@@ -152,23 +140,20 @@ func TestDaemonSetOverheadMismatchReported(t *testing.T) {
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},
 	}
-	if err := kube.Create(e.ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	e.Create(live)
 
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	e.batch()
-	got := e.rec.about("", nc.Name, ReasonDaemonSetOverheadMismatch)
-	if len(got) != 1 || got[0].eventType != corev1.EventTypeWarning {
-		t.Fatalf("events about %s: %+v, want one Warning %s", nc.Name, e.rec.events, ReasonDaemonSetOverheadMismatch)
+	got := e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: nc.Name, Reason: ReasonDaemonSetOverheadMismatch})
+	if len(got) != 1 || got[0].Type != corev1.EventTypeWarning {
+		t.Fatalf("events about %s: %+v, want one Warning %s", nc.Name, e.Events, ReasonDaemonSetOverheadMismatch)
 	}
-	for _, want := range []string{"DaemonSet " + e.name + "/agent", "pod agent-x1", "requests cpu=1,", "than the cpu=100m,"} {
-		if !strings.Contains(got[0].note, want) {
-			t.Errorf("event %q does not say %q", got[0].note, want)
+	for _, want := range []string{"DaemonSet " + e.Name + "/agent", "pod agent-x1", "requests cpu=1,", "than the cpu=100m,"} {
+		if !strings.Contains(got[0].Note, want) {
+			t.Errorf("event %q does not say %q", got[0].Note, want)
 		}
 	}
-	counter := gathered(t, e.reg, metrics.NameDaemonSetOverheadMismatches, map[string]string{metrics.LabelNamespace: e.name, metrics.LabelDaemonSet: "agent"})
-	if n := testutil.ToFloat64(counter); n != 1 {
+	if n := e.Metric(metrics.NameDaemonSetOverheadMismatches, map[string]string{metrics.LabelNamespace: e.Name, metrics.LabelDaemonSet: "agent"}); n != 1 {
 		t.Errorf("%s = %v, want 1", metrics.NameDaemonSetOverheadMismatches, n)
 	}
 
@@ -181,19 +166,19 @@ func TestDaemonSetOverheadMismatchReported(t *testing.T) {
 		}
 	}
 	if second == nil {
-		t.Fatalf("no second NodeClaim; events %+v", e.rec.events)
+		t.Fatalf("no second NodeClaim; events %+v", e.Events)
 	}
 	if cpu := second.Spec.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1500m")) != 0 {
 		t.Errorf("second NodeClaim requests %v, want the pod's 500m and the live DaemonSet pod's 1", second.Spec.Resources.Requests)
 	}
 	for range 3 {
-		e.clk.Step(Period)
+		e.Clock.Step(Period)
 		e.batch()
 	}
 	if n := len(e.nodeClaims()); n != 2 {
 		t.Errorf("%d NodeClaims after more batches, want 2", n)
 	}
-	if n := len(e.rec.about("", nc.Name, ReasonDaemonSetOverheadMismatch)); n != 1 {
+	if n := len(e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: nc.Name, Reason: ReasonDaemonSetOverheadMismatch})); n != 1 {
 		t.Errorf("%d mismatch events, want 1", n)
 	}
 }

@@ -36,7 +36,7 @@ func TestMinValuesPolicy(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "prov-minvalues-"+tc.name, 230+uint64(i))
-			e.p = New(kube, e.st, e.cloud, e.clk, e.rec, Options{MinValuesPolicy: tc.policy}, e.m)
+			e.p = New(e.Kube, e.State, e.Cloud, e.Clock, e.Events, Options{MinValuesPolicy: tc.policy}, e.Metrics)
 			e.nodeClass(metav1.ConditionTrue, "Ready", "")
 			e.nodePool(func(np *karpv1.NodePool) {
 				np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
@@ -51,8 +51,8 @@ func TestMinValuesPolicy(t *testing.T) {
 				if len(claims) != 0 {
 					t.Fatalf("%d NodeClaims created, want none", len(claims))
 				}
-				evs := e.rec.about(e.name, "app", ReasonFailedScheduling)
-				if len(evs) != 1 || !strings.Contains(evs[0].note, "minValues") || !strings.Contains(evs[0].note, wellknown.LabelInstanceFamily) {
+				evs := e.podEvents("app", ReasonFailedScheduling)
+				if len(evs) != 1 || !strings.Contains(evs[0].Note, "minValues") || !strings.Contains(evs[0].Note, wellknown.LabelInstanceFamily) {
 					t.Fatalf("FailedScheduling events = %+v, want one naming the family's minValues", evs)
 				}
 				return

@@ -15,8 +15,8 @@ func TestPeriodicLook(t *testing.T) {
 	e.nodePool()
 	look := func(when string, wantBatch bool) {
 		t.Helper()
-		e.sync()
-		res, err := e.p.Reconcile(e.ctx, Request())
+		e.SyncState()
+		res, err := e.p.Reconcile(e.Ctx, Request())
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
@@ -30,7 +30,7 @@ func TestPeriodicLook(t *testing.T) {
 	e.pod("app")
 	// The pod's event was missed: the periodic look finds it.
 	look("a pod no batch has seen", true)
-	e.clk.Step(DefaultBatchIdle)
+	e.Clock.Step(DefaultBatchIdle)
 	e.batch()
 	claims := e.nodeClaims()
 	if len(claims) != 1 {
@@ -38,7 +38,7 @@ func TestPeriodicLook(t *testing.T) {
 	}
 
 	// The pod is still pending, nominated to the NodeClaim in flight.
-	e.clk.Step(Period)
+	e.Clock.Step(Period)
 	look("the pod's nomination holds", false)
 
 	// Once the NodeClaim is being taken away, the nomination no longer
@@ -48,7 +48,7 @@ func TestPeriodicLook(t *testing.T) {
 	if !e.p.batcher.Open() {
 		t.Errorf("no batch is open after the look")
 	}
-	e.clk.Step(DefaultBatchIdle)
+	e.Clock.Step(DefaultBatchIdle)
 	e.batch()
 	if n := len(e.nodeClaims()); n != 2 {
 		t.Errorf("%d NodeClaims after the pod waited again, want 2", n)

@@ -3,228 +3,58 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/state"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
-	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-const clusterName = "test"
+func TestMain(m *testing.M) { environment.Main(m) }
 
-var (
-	kube    client.Client
-	kubeCfg *rest.Config
-	scheme  = apiserver.Scheme()
-	runs    atomic.Int64
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(cfg *rest.Config, c client.Client) { kubeCfg, kube = cfg, c }))
-}
-
-// event is one recorded event.
-type event struct {
-	kind, namespace, name string
-	eventType, reason     string
-	note                  string
-}
-
-// recorder keeps the events recorded.
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-}
-
-func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, eventType, reason, _, note string, args ...any) {
-	o := regarding.(client.Object)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, event{
-		kind: fmt.Sprintf("%T", o), namespace: o.GetNamespace(), name: o.GetName(),
-		eventType: eventType, reason: reason, note: fmt.Sprintf(note, args...),
-	})
-}
-
-// about returns the events about the object with the reason given.
-func (r *recorder) about(namespace, name, reason string) []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []event
-	for _, e := range r.events {
-		if e.namespace == namespace && e.name == name && e.reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(_, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, args)
-}
-
-func (l *logLines) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, `"msg"="`+msg+`"`) {
-			n++
-		}
-	}
-	return n
-}
-
-// env is one test's world: its own in-memory AWS, clock, state, namespace,
-// EC2NodeClass and NodePool, sharing the API server with the other tests.
+// env is one test's world and the provisioner.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	name  string // of the namespace, the EC2NodeClass and the NodePool
-	clk   *clocktesting.FakeClock
-	aws   *fake.AWS
-	world *fake.ClusterWorld
-	cloud *aws.Provider
-	st    *state.Cluster
-	rec   *recorder
-	logs  *logLines
-	p     *Provisioner
-	reg   *prometheus.Registry
-	m     *metrics.Metrics
+	*environment.Env
+	p *Provisioner
 }
 
 func newEnv(t *testing.T, name string, seed uint64) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: seed, Clock: clk, InstanceTypes: []string{"c6i.large", "m6i.large", "c6i.xlarge", "m6i.xlarge"}})
-	w, err := f.StandardCluster(clusterName, "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddInstanceProfile("test-profile", w.NodeRole); err != nil {
-		t.Fatal(err)
-	}
-	logs := &logLines{}
-	// Namespaces are never finished deleting here (no namespace
-	// controller runs), so each run of a test takes fresh names.
-	name = fmt.Sprintf("%s-%d", name, runs.Add(1))
-	e := &env{t: t, name: name, clk: clk, aws: f, world: w, st: state.NewCluster(), rec: &recorder{}, logs: logs}
-	e.ctx = log.IntoContext(context.Background(), funcr.New(logs.add, funcr.Options{}))
-	s := settings.Default()
-	s.ClusterName = clusterName
-	e.cloud, err = aws.New(aws.Options{
-		Clients:  f.Clients(),
-		Settings: s,
-		Clock:    clk,
-		NodeClass: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
-			nc := &awsv1.EC2NodeClass{}
-			if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-				return nil, client.IgnoreNotFound(err)
-			}
-			return nc, nil
-		},
-		Cluster: aws.ClusterInfo{Endpoint: "https://example.eks.amazonaws.com", CABundle: "Q0E=", ServiceCIDR: "10.100.0.0/16", DNS: []string{"10.100.0.10"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.reg = prometheus.NewRegistry()
-	if e.m, err = metrics.New(e.reg); err != nil {
-		t.Fatal(err)
-	}
+	e := &env{Env: environment.New(t, environment.Options{
+		Name: name, Seed: seed, InstanceTypes: []string{"c6i.large", "m6i.large", "c6i.xlarge", "m6i.xlarge"},
+	})}
 	// The node gauges describe the cluster state, as the controller wiring
 	// sets them up.
-	e.m.WatchState(metrics.StateOptions{State: e.st, Clock: clk})
-	e.p = New(kube, e.st, e.cloud, clk, e.rec, Options{}, e.m)
-	t.Cleanup(e.cleanup)
-	if err := kube.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
+	e.Metrics.WatchState(metrics.StateOptions{State: e.State, Clock: e.Clock})
+	e.p = New(e.Kube, e.State, e.Cloud, e.Clock, e.Events, Options{}, e.Metrics)
 	return e
 }
 
 // nodeClass creates the test's EC2NodeClass with the given Ready condition.
 func (e *env) nodeClass(ready metav1.ConditionStatus, reason, message string) {
-	e.t.Helper()
-	var subnets []awsv1.Subnet
-	for i, id := range e.world.SubnetIDs {
-		z := e.aws.Zones()[i]
-		zid, _ := e.aws.ZoneID(z)
-		subnets = append(subnets, awsv1.Subnet{ID: id, Zone: z, ZoneID: zid})
-	}
-	arch := func(a string) []corev1.NodeSelectorRequirement {
-		return []corev1.NodeSelectorRequirement{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{a}}}
-	}
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: e.name},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": clusterName}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": clusterName}}},
-			Role:                       e.world.NodeRole,
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	nc.Status = awsv1.EC2NodeClassStatus{
-		Subnets:        subnets,
-		SecurityGroups: []awsv1.SecurityGroup{{ID: e.world.SecurityGroupID}},
-		AMIs: []awsv1.AMI{
-			{ID: e.world.Images["al2023/x86_64/standard"], Requirements: arch(wellknown.ArchAMD64)},
-			{ID: e.world.Images["al2023/arm64/standard"], Requirements: arch(wellknown.ArchARM64)},
-		},
-		InstanceProfile: "test-profile",
-		Conditions: []metav1.Condition{{
-			Type: awsv1.ConditionTypeReady, Status: ready, ObservedGeneration: nc.Generation, Reason: reason, Message: message,
-			LastTransitionTime: metav1.NewTime(e.clk.Now()),
-		}},
-	}
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
+	e.T.Helper()
+	e.CreateNodeClass(func(nc *awsv1.EC2NodeClass) {
+		c := &nc.Status.Conditions[0]
+		c.Status, c.Reason, c.Message = ready, reason, message
+	})
 }
 
 var (
@@ -232,172 +62,70 @@ var (
 	agentTaint = corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute}
 )
 
-// nodePool creates the test's NodePool.
-func (e *env) nodePool(mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
-	e.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: e.name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{
-				Metadata: karpv1.NodeClaimTemplateMetadata{
-					Labels:      map[string]karpv1.LabelValue{"example.com/team": "a"},
-					Annotations: map[string]string{"example.com/owner": "team-a"},
-				},
-				Spec: karpv1.NodeClaimTemplateSpec{
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-						{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
-						{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-					},
-					Taints:                 []corev1.Taint{teamTaint},
-					StartupTaints:          []corev1.Taint{agentTaint},
-					NodeClassRef:           &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: e.name},
-					ExpireAfter:            karpv1.NewNillableDuration(24 * time.Hour),
-					TerminationGracePeriod: &karpv1.Duration{Duration: time.Hour},
-				},
-			},
-		},
-	}
-	for _, m := range mutate {
-		m(np)
-	}
-	if err := kube.Create(e.ctx, np); err != nil {
-		e.t.Fatal(err)
-	}
-	return np
+// nodePool creates the test's NodePool: its template labels, annotates
+// and taints its nodes, which have a startup taint, expire after a day and
+// get an hour to terminate.
+func (e *env) nodePool(change ...func(*karpv1.NodePool)) *karpv1.NodePool {
+	e.T.Helper()
+	return e.CreateNodePool(append([]func(*karpv1.NodePool){func(np *karpv1.NodePool) {
+		np.Spec.Template.Metadata = karpv1.NodeClaimTemplateMetadata{
+			Labels:      map[string]karpv1.LabelValue{"example.com/team": "a"},
+			Annotations: map[string]string{"example.com/owner": "team-a"},
+		}
+		t := &np.Spec.Template.Spec
+		t.Taints = []corev1.Taint{teamTaint}
+		t.StartupTaints = []corev1.Taint{agentTaint}
+		t.ExpireAfter = karpv1.NewNillableDuration(24 * time.Hour)
+		t.TerminationGracePeriod = &karpv1.Duration{Duration: time.Hour}
+	}}, change...)...)
 }
 
-// pod creates a pending pod and marks it unschedulable, as kube-scheduler
-// would.
-func (e *env) pod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	e.t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.name, Name: name},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:  "app",
-				Image: "registry.example/app:1",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU:    resource.MustParse("500m"),
-					corev1.ResourceMemory: resource.MustParse("512Mi"),
-				}},
-			}},
-			Tolerations: []corev1.Toleration{{Key: teamTaint.Key, Operator: corev1.TolerationOpEqual, Value: teamTaint.Value, Effect: teamTaint.Effect}},
-		},
+// pod creates a pending pod that tolerates the team taint, and marks it
+// unschedulable, as e.Kube-scheduler would.
+func (e *env) pod(name string, change ...func(*corev1.Pod)) *corev1.Pod {
+	e.T.Helper()
+	p := environment.NewPod(name, "500m", "512Mi")
+	p.Spec.Tolerations = []corev1.Toleration{{Key: teamTaint.Key, Operator: corev1.TolerationOpEqual, Value: teamTaint.Value, Effect: teamTaint.Effect}}
+	for _, c := range change {
+		c(p)
 	}
-	for _, m := range mutate {
-		m(pod)
-	}
-	if err := kube.Create(e.ctx, pod); err != nil {
-		e.t.Fatal(err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: "0/0 nodes are available", LastTransitionTime: metav1.NewTime(e.clk.Now()),
-	}}
-	if err := kube.Status().Update(e.ctx, pod); err != nil {
-		e.t.Fatal(err)
-	}
-	return pod
+	return e.CreateUnschedulable(p)
 }
 
-// sync feeds the state what the API server holds, as the informers would.
-func (e *env) sync() {
-	e.t.Helper()
-	var nps karpv1.NodePoolList
-	var ncls awsv1.EC2NodeClassList
-	var ncs karpv1.NodeClaimList
-	var nodes corev1.NodeList
-	var pods corev1.PodList
-	var daemonSets appsv1.DaemonSetList
-	var limitRanges corev1.LimitRangeList
-	for _, l := range []client.ObjectList{&nps, &ncls, &ncs, &nodes} {
-		if err := kube.List(e.ctx, l); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	for _, l := range []client.ObjectList{&pods, &daemonSets, &limitRanges} {
-		if err := kube.List(e.ctx, l, client.InNamespace(e.name)); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	for i := range nps.Items {
-		e.st.UpdateNodePool(&nps.Items[i])
-	}
-	for i := range ncls.Items {
-		e.st.UpdateEC2NodeClass(&ncls.Items[i])
-	}
-	for i := range ncs.Items {
-		e.st.UpdateNodeClaim(&ncs.Items[i])
-	}
-	for i := range nodes.Items {
-		e.st.UpdateNode(&nodes.Items[i])
-	}
-	for i := range pods.Items {
-		e.st.UpdatePod(&pods.Items[i])
-	}
-	for i := range daemonSets.Items {
-		e.st.UpdateDaemonSet(&daemonSets.Items[i])
-	}
-	for i := range limitRanges.Items {
-		e.st.UpdateLimitRange(&limitRanges.Items[i])
-	}
+// podEvents returns the events about the pod of the test's namespace named
+// name with the reason given.
+func (e *env) podEvents(name, reason string) []environment.Event {
+	return e.Events.Matching(environment.Event{Namespace: e.Name, Name: name, Reason: reason})
 }
 
 // batch reconciles the provisioner, syncing the state and moving the clock
 // on by the wait it asks for, until it has provisioned once.
 func (e *env) batch() {
-	e.t.Helper()
+	e.T.Helper()
 	for range 20 {
-		e.sync()
-		res, err := e.p.Reconcile(e.ctx, Request())
+		e.SyncState()
+		res, err := e.p.Reconcile(e.Ctx, Request())
 		if err != nil {
-			e.t.Fatalf("reconcile: %v", err)
+			e.T.Fatalf("reconcile: %v", err)
 		}
 		if res.RequeueAfter == Period {
 			return
 		}
 		if res.RequeueAfter <= 0 {
-			e.t.Fatalf("reconcile asked for no requeue")
+			e.T.Fatalf("reconcile asked for no requeue")
 		}
-		e.clk.Step(res.RequeueAfter)
+		e.Clock.Step(res.RequeueAfter)
 	}
-	e.t.Fatal("the provisioner never provisioned")
+	e.T.Fatal("the provisioner never provisioned")
 }
 
 func (e *env) nodeClaims() []karpv1.NodeClaim {
-	e.t.Helper()
+	e.T.Helper()
 	var list karpv1.NodeClaimList
-	if err := kube.List(e.ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: e.name}); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.List(e.Ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: e.Name}); err != nil {
+		e.T.Fatal(err)
 	}
 	return list.Items
-}
-
-// cleanup removes what the test left in the shared API server.
-func (e *env) cleanup() {
-	ctx := context.Background()
-	strip := func(o client.Object) {
-		if len(o.GetFinalizers()) > 0 {
-			_ = kube.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-		}
-		_ = kube.Delete(ctx, o)
-	}
-	var nodes corev1.NodeList
-	if err := kube.List(ctx, &nodes); err == nil {
-		for i := range nodes.Items {
-			strip(&nodes.Items[i])
-		}
-	}
-	var ncs karpv1.NodeClaimList
-	if err := kube.List(ctx, &ncs); err == nil {
-		for i := range ncs.Items {
-			strip(&ncs.Items[i])
-		}
-	}
-	_ = kube.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.name), client.GracePeriodSeconds(0))
-	_ = kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: e.name}})
-	_ = kube.Delete(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: e.name}})
-	_ = kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.name}})
 }
 
 // TestPendingPodsToReadyNodes takes ten unschedulable pods to NodeClaims and
@@ -418,32 +146,34 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 	e.batch()
 	claims := e.nodeClaims()
 	if len(claims) == 0 {
-		t.Fatalf("no NodeClaim created; events %+v", e.rec.events)
+		t.Fatalf("no NodeClaim created; events %+v", e.Events)
 	}
 	for _, nc := range claims {
 		checkNodeClaim(t, np, &nc)
 	}
-	if n := e.logs.count("created nodeclaim"); n != len(claims) {
+	if n := len(e.Logs.Lines("created nodeclaim")); n != len(claims) {
 		t.Errorf("%d \"created nodeclaim\" log lines for %d NodeClaims", n, len(claims))
 	}
-	if got := testutil.ToFloat64(createdCounter(t, e.reg, ReasonProvisioning, e.name)); got != float64(len(claims)) {
-		t.Errorf("%s{reason=%s,nodepool=%s} = %v, want %d", metrics.NameNodeClaimsCreated, ReasonProvisioning, e.name, got, len(claims))
+	if got := e.Metric(metrics.NameNodeClaimsCreated, map[string]string{
+		metrics.LabelReason: ReasonProvisioning, metrics.LabelNodePool: e.Name, metrics.LabelMinValuesRelaxed: "false",
+	}); got != float64(len(claims)) {
+		t.Errorf("%s{reason=%s,nodepool=%s} = %v, want %d", metrics.NameNodeClaimsCreated, ReasonProvisioning, e.Name, got, len(claims))
 	}
 
 	// Every pod is nominated for one of the new NodeClaims, once.
 	onClaim := map[string]int{}
 	for _, name := range pods {
-		evs := e.rec.about(e.name, name, ReasonNominated)
-		if len(evs) != 1 || evs[0].eventType != corev1.EventTypeNormal {
+		evs := e.podEvents(name, ReasonNominated)
+		if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal {
 			t.Fatalf("pod %s: Nominated events %+v, want one", name, evs)
 		}
-		onClaim[strings.TrimPrefix(evs[0].note, "Pod should schedule on: nodeclaim/")]++
+		onClaim[strings.TrimPrefix(evs[0].Note, "Pod should schedule on: nodeclaim/")]++
 	}
 	for _, nc := range claims {
 		if onClaim[nc.Name] == 0 {
 			t.Errorf("NodeClaim %s has no pod nominated for it: %v", nc.Name, onClaim)
 		}
-		if !e.st.IsNominated(nc.Name, e.clk.Now()) {
+		if !e.State.IsNominated(nc.Name, e.Clock.Now()) {
 			t.Errorf("NodeClaim %s is not nominated in the state", nc.Name)
 		}
 	}
@@ -451,13 +181,13 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 		t.Errorf("pods nominated for %v, NodeClaims %d", onClaim, len(claims))
 	}
 	for _, r := range []string{ReasonNominated, ReasonFailedScheduling} {
-		if evs := e.rec.about(e.name, "ds-pod", r); len(evs) != 0 {
+		if evs := e.podEvents("ds-pod", r); len(evs) != 0 {
 			t.Errorf("the DaemonSet pod got events %+v", evs)
 		}
 	}
 
 	// Right after, and a batch later, the same pods launch nothing more.
-	if _, err := e.p.Reconcile(e.ctx, Request()); err != nil {
+	if _, err := e.p.Reconcile(e.Ctx, Request()); err != nil {
 		t.Fatal(err)
 	}
 	e.batch()
@@ -465,58 +195,48 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 		t.Fatalf("%d NodeClaims after a second batch, want %d", len(got), len(claims))
 	}
 	for _, name := range pods {
-		if evs := e.rec.about(e.name, name, ReasonFailedScheduling); len(evs) != 0 {
+		if evs := e.podEvents(name, ReasonFailedScheduling); len(evs) != 0 {
 			t.Errorf("pod %s: %+v", name, evs)
 		}
 	}
 
 	// The NodeClaims launch, their nodes register and initialize.
-	lc := lifecycle.New(kube, e.cloud, e.clk, e.rec, e.m)
+	lc := lifecycle.New(e.Kube, e.Cloud, e.Clock, e.Events, e.Metrics)
 	drive := func(name string) *karpv1.NodeClaim {
 		t.Helper()
 		for range 10 {
-			if _, err := lc.Reconcile(e.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			if _, err := lc.Reconcile(e.Ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
 				t.Fatalf("lifecycle %s: %v", name, err)
 			}
 		}
-		nc := &karpv1.NodeClaim{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			t.Fatal(err)
-		}
-		return nc
+		return e.NodeClaim(name)
 	}
 	for _, nc := range claims {
 		if got := drive(nc.Name); !meta.IsStatusConditionTrue(got.Status.Conditions, karpv1.ConditionTypeLaunched) {
 			t.Fatalf("NodeClaim %s not launched: %+v", nc.Name, got.Status.Conditions)
 		}
 	}
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName)
-	if err != nil || len(names) != len(claims) {
-		t.Fatalf("kubelet.Sync = %v, %v; want %d nodes", names, err, len(claims))
+	names := e.Boot()
+	if len(names) != len(claims) {
+		t.Fatalf("nodes %v registered, want %d", names, len(claims))
 	}
 	for _, nc := range claims {
 		drive(nc.Name)
 	}
 	for _, name := range names {
-		if err := kubelet.MarkReady(e.ctx, kube, name); err != nil {
-			t.Fatal(err)
-		}
+		e.MarkReady(name)
 		// The agent the startup taint waits for comes up.
-		node := &corev1.Node{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, node); err != nil {
-			t.Fatal(err)
-		}
+		node := e.Node(name)
 		base := node.DeepCopy()
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == agentTaint.Key })
-		if err := kube.Patch(e.ctx, node, client.MergeFrom(base)); err != nil {
+		if err := e.Kube.Patch(e.Ctx, node, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, nc := range claims {
 		drive(nc.Name)
 	}
-	e.sync() // the node gauges read the cluster state
+	e.SyncState() // the node gauges read the cluster state
 	for _, nc := range claims {
 		got := drive(nc.Name)
 		for _, c := range []string{karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, karpv1.ConditionTypeReady} {
@@ -524,14 +244,13 @@ func TestPendingPodsToReadyNodes(t *testing.T) {
 				t.Errorf("NodeClaim %s: %s is not True: %+v", nc.Name, c, got.Status.Conditions)
 			}
 		}
-		node := &corev1.Node{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: got.Status.NodeName}, node); err != nil {
-			t.Fatal(err)
-		}
-		if node.Labels[wellknown.LabelInitialized] != "true" || node.Labels["example.com/team"] != "a" || node.Labels[wellknown.LabelNodePool] != e.name {
+		node := e.Node(got.Status.NodeName)
+		if node.Labels[wellknown.LabelInitialized] != "true" || node.Labels["example.com/team"] != "a" || node.Labels[wellknown.LabelNodePool] != e.Name {
 			t.Errorf("node %s labels = %v", node.Name, node.Labels)
 		}
-		if got, want := allocatable(t, e.reg, node.Name, corev1.ResourceCPU), node.Status.Allocatable.Cpu().AsApproximateFloat64(); got != want || got == 0 {
+		if got, want := e.Metric(metrics.NameNodesAllocatable, map[string]string{
+			metrics.LabelNodeName: node.Name, metrics.LabelResourceType: string(corev1.ResourceCPU),
+		}), node.Status.Allocatable.Cpu().AsApproximateFloat64(); got != want || got == 0 {
 			t.Errorf("%s{node_name=%s,resource_type=cpu} = %v, want %v", metrics.NameNodesAllocatable, node.Name, got, want)
 		}
 	}
@@ -628,23 +347,23 @@ func TestLimitsPreventLaunch(t *testing.T) {
 	if claims := e.nodeClaims(); len(claims) != 0 {
 		t.Fatalf("%d NodeClaims created past the limit", len(claims))
 	}
-	evs := e.rec.about(e.name, "app", ReasonFailedScheduling)
-	if len(evs) != 1 || evs[0].eventType != corev1.EventTypeWarning {
+	evs := e.podEvents("app", ReasonFailedScheduling)
+	if len(evs) != 1 || evs[0].Type != corev1.EventTypeWarning {
 		t.Fatalf("FailedScheduling events = %+v, want one warning", evs)
 	}
-	if note := evs[0].note; !strings.Contains(note, "limit") || !strings.Contains(note, "cpu") || !strings.Contains(note, e.name) {
+	if note := evs[0].Note; !strings.Contains(note, "limit") || !strings.Contains(note, "cpu") || !strings.Contains(note, e.Name) {
 		t.Errorf("event %q does not name the NodePool's cpu limit", note)
 	}
 
 	// The event is not repeated within the minute, but is after it.
-	e.clk.Step(10 * time.Second)
+	e.Clock.Step(10 * time.Second)
 	e.batch()
-	if evs := e.rec.about(e.name, "app", ReasonFailedScheduling); len(evs) != 1 {
+	if evs := e.podEvents("app", ReasonFailedScheduling); len(evs) != 1 {
 		t.Errorf("%d FailedScheduling events within a minute, want 1", len(evs))
 	}
-	e.clk.Step(EventInterval)
+	e.Clock.Step(EventInterval)
 	e.batch()
-	if evs := e.rec.about(e.name, "app", ReasonFailedScheduling); len(evs) != 2 {
+	if evs := e.podEvents("app", ReasonFailedScheduling); len(evs) != 2 {
 		t.Errorf("%d FailedScheduling events after a minute, want 2", len(evs))
 	}
 }
@@ -658,18 +377,18 @@ func TestNodeClassNotReady(t *testing.T) {
 	if claims := e.nodeClaims(); len(claims) != 0 {
 		t.Fatalf("%d NodeClaims created from a NodeClass that is not ready", len(claims))
 	}
-	evs := e.rec.about("", e.name, ReasonNodeClassNotReady)
-	want := fmt.Sprintf("NodeClass %s is not ready: no subnet matches the selector", e.name)
-	if len(evs) != 1 || evs[0].note != want || evs[0].kind != "*v1.NodePool" || evs[0].eventType != corev1.EventTypeWarning {
+	evs := e.Events.Matching(environment.Event{Kind: "NodePool", Name: e.Name, Reason: ReasonNodeClassNotReady})
+	want := fmt.Sprintf("NodeClass %s is not ready: no subnet matches the selector", e.Name)
+	if len(evs) != 1 || evs[0].Note != want || evs[0].Kind != "NodePool" || evs[0].Type != corev1.EventTypeWarning {
 		t.Errorf("NodePool events = %+v, want one warning %q", evs, want)
 	}
-	evs = e.rec.about(e.name, "app", ReasonFailedScheduling)
+	evs = e.podEvents("app", ReasonFailedScheduling)
 	if len(evs) != 1 {
 		t.Fatalf("pod events = %+v, want one FailedScheduling", evs)
 	}
 	// The pod's event names the NodePool left out and why.
-	if want := fmt.Sprintf("nodepool %s: left out: NodeClass %s is not ready: no subnet matches the selector (%s)", e.name, e.name, ReasonNodeClassNotReady); !strings.Contains(evs[0].note, want) {
-		t.Errorf("FailedScheduling %q does not say %q", evs[0].note, want)
+	if want := fmt.Sprintf("nodepool %s: left out: NodeClass %s is not ready: no subnet matches the selector (%s)", e.Name, e.Name, ReasonNodeClassNotReady); !strings.Contains(evs[0].Note, want) {
+		t.Errorf("FailedScheduling %q does not say %q", evs[0].Note, want)
 	}
 }
 
@@ -681,12 +400,12 @@ func TestNodeClassUnreportedGetsNoEvent(t *testing.T) {
 	e := newEnv(t, "prov-ncunrep", 205)
 	e.nodeClass(metav1.ConditionFalse, "SubnetsNotFound", "no subnet matches the selector")
 	nc := &awsv1.EC2NodeClass{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: e.name}, nc); err != nil {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: e.Name}, nc); err != nil {
 		t.Fatal(err)
 	}
 	reported := nc.Status.Conditions
 	nc.Status.Conditions = nil
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Status().Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	e.nodePool()
@@ -695,18 +414,18 @@ func TestNodeClassUnreportedGetsNoEvent(t *testing.T) {
 	if claims := e.nodeClaims(); len(claims) != 0 {
 		t.Fatalf("%d NodeClaims created from a NodeClass that is not ready", len(claims))
 	}
-	if evs := e.rec.about("", e.name, ReasonNodeClassNotReady); len(evs) != 0 {
+	if evs := e.Events.Matching(environment.Event{Kind: "NodePool", Name: e.Name, Reason: ReasonNodeClassNotReady}); len(evs) != 0 {
 		t.Fatalf("NodePool events before the node class was reconciled = %+v, want none", evs)
 	}
 
 	nc.Status.Conditions = reported
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Status().Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	e.clk.Step(10 * time.Second)
+	e.Clock.Step(10 * time.Second)
 	e.batch()
-	want := fmt.Sprintf("NodeClass %s is not ready: no subnet matches the selector", e.name)
-	if evs := e.rec.about("", e.name, ReasonNodeClassNotReady); len(evs) != 1 || evs[0].note != want {
+	want := fmt.Sprintf("NodeClass %s is not ready: no subnet matches the selector", e.Name)
+	if evs := e.Events.Matching(environment.Event{Kind: "NodePool", Name: e.Name, Reason: ReasonNodeClassNotReady}); len(evs) != 1 || evs[0].Note != want {
 		t.Errorf("NodePool events once Ready was reported = %+v, want one saying %q", evs, want)
 	}
 }
@@ -719,32 +438,24 @@ func TestWaitsForBatchAndSync(t *testing.T) {
 	e.nodePool()
 
 	// Nothing pending: the periodic look.
-	e.sync()
-	if res, err := e.p.Reconcile(e.ctx, Request()); err != nil || res.RequeueAfter != Period {
+	e.SyncState()
+	if res, err := e.p.Reconcile(e.Ctx, Request()); err != nil || res.RequeueAfter != Period {
 		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s", res, err, Period)
 	}
 
 	e.pod("app")
-	e.sync()
+	e.SyncState()
 	e.p.Trigger()
-	e.clk.Step(400 * time.Millisecond)
-	if res, _ := e.p.Reconcile(e.ctx, Request()); res.RequeueAfter != 600*time.Millisecond {
+	e.Clock.Step(400 * time.Millisecond)
+	if res, _ := e.p.Reconcile(e.Ctx, Request()); res.RequeueAfter != 600*time.Millisecond {
 		t.Fatalf("RequeueAfter = %s, want the rest of the idle window", res.RequeueAfter)
 	}
 
 	// A NodeClaim the state has not seen yet holds the batch back.
-	stranger := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "prov-gates-stranger", Labels: map[string]string{wellknown.LabelNodePool: "elsewhere"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: e.name},
-		},
-	}
-	if err := kube.Create(e.ctx, stranger); err != nil {
-		t.Fatal(err)
-	}
-	e.clk.Step(600 * time.Millisecond)
-	if res, err := e.p.Reconcile(e.ctx, Request()); err != nil || res.RequeueAfter != SyncRetry {
+	stranger := environment.NewNodeClaim("prov-gates-stranger", "elsewhere", e.Name)
+	e.Create(stranger)
+	e.Clock.Step(600 * time.Millisecond)
+	if res, err := e.p.Reconcile(e.Ctx, Request()); err != nil || res.RequeueAfter != SyncRetry {
 		t.Fatalf("Reconcile = %+v, %v; want a retry after %s while unsynced", res, err, SyncRetry)
 	}
 	if claims := e.nodeClaims(); len(claims) != 0 {
@@ -759,16 +470,8 @@ func TestWaitsForBatchAndSync(t *testing.T) {
 // TestRegister checks that the Provisioner can be wired into a manager, and
 // that a provisionable pod triggers it while others do not.
 func TestRegister(t *testing.T) {
-	mgr, err := manager.New(kubeCfg, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	mgr := environment.NewManager(t)
+	clk := clocktesting.NewFakeClock(environment.Start)
 	p := New(mgr.GetClient(), state.NewCluster(), nil, clk, nil, Options{}, nil)
 	if err := p.Register(mgr); err != nil {
 		t.Fatal(err)
@@ -782,58 +485,4 @@ func TestRegister(t *testing.T) {
 	if got := p.podTrigger(context.Background(), pending); len(got) != 1 || got[0] != Request() || !p.batcher.Open() {
 		t.Fatalf("a provisionable pod did not trigger the provisioner: %v", got)
 	}
-}
-
-// createdCounter returns the karpenter_nodeclaims_created_total series of
-// reason and nodePool, with minValues not relaxed.
-func createdCounter(t *testing.T, reg *prometheus.Registry, reason, nodePool string) prometheus.Collector {
-	t.Helper()
-	return gathered(t, reg, metrics.NameNodeClaimsCreated, map[string]string{
-		metrics.LabelReason: reason, metrics.LabelNodePool: nodePool, metrics.LabelMinValuesRelaxed: "false",
-	})
-}
-
-// allocatable returns the karpenter_nodes_allocatable value of a node's
-// resource, or 0 when there is none.
-func allocatable(t *testing.T, reg *prometheus.Registry, node string, res corev1.ResourceName) float64 {
-	t.Helper()
-	return testutil.ToFloat64(gathered(t, reg, metrics.NameNodesAllocatable, map[string]string{
-		metrics.LabelNodeName: node, metrics.LabelResourceType: string(res),
-	}))
-}
-
-// gathered returns, as a collector of one gauge, the value of the series of
-// metric name whose labels include want (0 when there is none).
-func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) prometheus.Collector {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gathered"})
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				g.Set(m.GetCounter().GetValue())
-			case m.GetGauge() != nil:
-				g.Set(m.GetGauge().GetValue())
-			}
-			return g
-		}
-	}
-	return g
 }

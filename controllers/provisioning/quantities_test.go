@@ -51,12 +51,12 @@ func TestQuantitiesBeyondInt64(t *testing.T) {
 			if tc.huge == "" {
 				return
 			}
-			evs := e.rec.about(e.name, "huge", ReasonFailedScheduling)
+			evs := e.podEvents("huge", ReasonFailedScheduling)
 			if len(evs) != 1 {
 				t.Fatalf("FailedScheduling events for the huge pod = %+v, want one", evs)
 			}
 			q := resource.MustParse(tc.huge)
-			if note := evs[0].note; !strings.Contains(note, fmt.Sprintf("cpu: requests %s", q.String())) {
+			if note := evs[0].Note; !strings.Contains(note, fmt.Sprintf("cpu: requests %s", q.String())) {
 				t.Errorf("event %q does not name the cpu the pod requests", note)
 			}
 		})

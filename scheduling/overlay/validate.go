@@ -16,12 +16,9 @@ import (
 )
 
 // Field is one problem with an overlay that the API server does not catch:
-// the field and what to do.
-type Field struct {
-	Path    string
-	Message string
-	Fix     string
-}
+// the field and what to do. The API layer finds some of them
+// (NodeOverlay.RuntimeProblems), so it is that layer's type.
+type Field = v1alpha1.FieldProblem
 
 // reservedResources are the resources an overlay may not set: they come
 // from the instance type.
@@ -35,16 +32,16 @@ var (
 )
 
 // Problems returns what is wrong with the overlay, as Karpenter checks it
-// before applying an overlay: the checks of RuntimeProblems, and for
-// overlays that did not come through the API server (a simulator scenario,
-// a unit test), what the CRD would have refused.
+// before applying an overlay: the checks of NodeOverlay.RuntimeProblems,
+// and for overlays that did not come through the API server (a simulator
+// scenario, a unit test), what the CRD would have refused.
 func Problems(o *v1alpha1.NodeOverlay) []Field {
 	var out []Field
 	for i, r := range o.Spec.Requirements {
 		p := fmt.Sprintf("spec.requirements[%d]", i)
 		key := wellknown.NormalizeLabel(r.Key)
-		if key == wellknown.LabelHostname || inCoreDomain(key) && key != wellknown.LabelNodePool && key != wellknown.LabelCapacityType {
-			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is reserved for stevedore and no instance type defines it", r.Key), Fix: keyFix})
+		if key == wellknown.LabelHostname || wellknown.InCoreDomain(key) && key != wellknown.LabelNodePool && key != wellknown.LabelCapacityType {
+			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is reserved for stevedore and no instance type defines it", r.Key), Fix: v1alpha1.RequirementKeyFix})
 		}
 		for _, e := range validation.IsQualifiedName(r.Key) {
 			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("%q is not a label key: %s", r.Key, e), Fix: "use a label key"})
@@ -62,7 +59,7 @@ func Problems(o *v1alpha1.NodeOverlay) []Field {
 			out = append(out, Field{Path: p + ".values", Message: fmt.Sprintf("%s In %v names no capacity type, so the overlay matches nothing", r.Key, r.Values), Fix: "use spot, on-demand or reserved"})
 		}
 	}
-	out = append(out, RuntimeProblems(o)...)
+	out = append(out, o.RuntimeProblems()...)
 	names := make([]string, 0, len(o.Spec.Capacity))
 	for name := range o.Spec.Capacity {
 		names = append(names, string(name))
@@ -86,38 +83,6 @@ func Problems(o *v1alpha1.NodeOverlay) []Field {
 		out = append(out, Field{Path: "spec.weight", Message: fmt.Sprintf("weight %d is out of range", *w), Fix: "use a weight from 1 to 10000, or none"})
 	}
 	return out
-}
-
-// RuntimeProblems returns what the API server accepts in an overlay but
-// stevedore cannot use, as Karpenter's controller refuses it: a requirement
-// key in the karpenter.k8s.aws domain that is not one of its well-known
-// labels, and values that are not label values (which no label has).
-// `stevedore validate` reports these too.
-func RuntimeProblems(o *v1alpha1.NodeOverlay) []Field {
-	var out []Field
-	for i, r := range o.Spec.Requirements {
-		p := fmt.Sprintf("spec.requirements[%d]", i)
-		key := wellknown.NormalizeLabel(r.Key)
-		if key != wellknown.LabelHostname && !inCoreDomain(key) && wellknown.IsRestrictedLabel(key) {
-			out = append(out, Field{Path: p + ".key", Message: fmt.Sprintf("label %s is in a domain reserved for stevedore and no instance type defines it", r.Key), Fix: keyFix})
-		}
-		for j, v := range r.Values {
-			for _, e := range validation.IsValidLabelValue(v) {
-				out = append(out, Field{Path: fmt.Sprintf("%s.values[%d]", p, j), Message: fmt.Sprintf("%q is not a label value, so no label matches it: %s", v, e), Fix: "use a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"})
-			}
-		}
-	}
-	return out
-}
-
-// keyFix is the fix for a requirement key no instance type defines.
-const keyFix = "use a well-known label (such as node.kubernetes.io/instance-type or karpenter.k8s.aws/instance-family), karpenter.sh/nodepool, karpenter.sh/capacity-type, or a NodePool template label"
-
-// inCoreDomain reports whether key is in the karpenter.sh domain, as the
-// CRD's rule judges it (the prefix ends with karpenter.sh).
-func inCoreDomain(key string) bool {
-	prefix, _, _ := strings.Cut(key, "/")
-	return strings.HasSuffix(prefix, wellknown.GroupCore)
 }
 
 // Validate returns the overlay's Problems as one error, nil when it has

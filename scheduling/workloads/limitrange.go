@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/defaults"
 )
 
 // ApplyLimitRanges gives pod the resource defaults of the LimitRanges of its
@@ -26,9 +28,9 @@ import (
 // the plugin leaves them.
 //
 // The API server fills a container's missing requests from its own limits
-// (DefaultRequests) before admission runs, so that request wins over a
-// LimitRange's default request; callers should apply DefaultRequests first,
-// as DefaultPod does. The plugin's order of LimitRanges is its informer's,
+// (defaults.ContainerRequests) before admission runs, so that request wins
+// over a LimitRange's default request; callers should apply that first, as
+// DefaultPod does. The plugin's order of LimitRanges is its informer's,
 // which is not defined; name order makes the answer deterministic when two
 // LimitRanges of a namespace default the same resource differently.
 // Limits the LimitRanges would reject (a request above a defaulted limit,
@@ -61,12 +63,12 @@ func ApplyLimitRanges(pod *corev1.Pod, limitRanges []*corev1.LimitRange) {
 // DefaultPod gives pod what the API server fills in when it is created, in
 // the API server's order: requests from the containers' own limits, then the
 // LimitRanges' defaults (see ApplyLimitRanges), then the pod-level requests
-// (see DefaultRequests). Pods made from templates need it; pods read back
-// from the API server already have it.
+// (see package api/defaults). Pods made from templates need it; pods read
+// back from the API server already have it.
 func DefaultPod(pod *corev1.Pod, limitRanges []*corev1.LimitRange) {
-	defaultContainerRequests(pod)
+	defaults.ContainerRequests(pod)
 	ApplyLimitRanges(pod, limitRanges)
-	defaultPodLevelRequests(pod)
+	defaults.PodLevelRequests(pod)
 }
 
 // containerDefaults returns the default limits and requests that lr's

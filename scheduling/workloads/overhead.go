@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stevedore-autoscaler/stevedore/api/defaults"
 )
 
 // DaemonSetPod returns the pod that stands for ds when a new node is sized:
@@ -47,7 +49,7 @@ func DaemonSetPod(ds *appsv1.DaemonSet, pods []*corev1.Pod, limitRanges []*corev
 	}
 	out.Spec.Tolerations = addDaemonTolerations(out.Spec.Tolerations, out.Spec.HostNetwork)
 	// A real pod has its requests already; a pod given by hand may not.
-	DefaultRequests(out)
+	defaults.PodRequests(out)
 	return out
 }
 

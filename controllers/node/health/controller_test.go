@@ -1,149 +1,51 @@
 package health
 
 import (
-	"context"
 	"fmt"
-	"os"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-// hold is a finalizer the tests put on NodeClaims so that a deleted
-// NodeClaim stays readable, as the lifecycle controller's finalizer keeps it
-// while its node terminates.
-const hold = "test.stevedore.dev/hold"
+func TestMain(m *testing.M) { environment.Main(m) }
 
-var (
-	kube    client.Client
-	kubeCfg *rest.Config
-	scheme  = apiserver.Scheme()
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(cfg *rest.Config, c client.Client) { kubeCfg, kube = cfg, c }))
-}
-
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "<kind>/<name> <reason>: <note>"
-}
-
-func (r *recorder) Eventf(obj runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	o := obj.(client.Object)
-	kind := "Node"
-	if _, ok := obj.(*karpv1.NodeClaim); ok {
-		kind = "NodeClaim"
-	}
-	r.events = append(r.events, kind+"/"+o.GetName()+" "+reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) find(prefix string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if strings.HasPrefix(e, prefix) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
+// env is one test's world and the repair controller.
 type env struct {
-	t   *testing.T
-	ctx context.Context
-	clk *clocktesting.FakeClock
-	p   *aws.Provider
-	rec *recorder
-	reg *prometheus.Registry
-	m   *metrics.Metrics
-	r   *Reconciler
+	*environment.Env
+	r *Reconciler
 }
 
-var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// start is where the clock starts.
+var start = environment.Start
 
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(start)
-	f := fake.New(fake.Options{Seed: 1, Clock: clk, InstanceTypes: []string{"m6i.large"}})
-	s := settings.Default()
-	s.ClusterName = "test"
-	p, err := aws.New(aws.Options{
-		Clients:   f.Clients(),
-		Settings:  s,
-		Clock:     clk,
-		NodeClass: func(context.Context, string) (*awsv1.EC2NodeClass, error) { return nil, nil },
-		Cluster:   aws.ClusterInfo{Endpoint: "https://example.eks.amazonaws.com", CABundle: "Q0E=", ServiceCIDR: "10.100.0.0/16"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: context.Background(), clk: clk, p: p, rec: &recorder{}, reg: reg, m: m}
-	e.r = New(kube, p, clk, e.rec, m, opts)
-	t.Cleanup(e.cleanup)
+	e := &env{Env: environment.New(t, environment.Options{Seed: 1, InstanceTypes: []string{"m6i.large"}})}
+	e.r = New(e.Kube, e.Cloud, e.Clock, e.Events, e.Metrics, opts)
 	return e
 }
 
-func (e *env) cleanup() {
-	ctx := context.Background()
-	var ncs karpv1.NodeClaimList
-	if err := kube.List(ctx, &ncs); err == nil {
-		for i := range ncs.Items {
-			n := &ncs.Items[i]
-			base := n.DeepCopy()
-			n.Finalizers = nil
-			_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			_ = kube.Delete(ctx, n)
-		}
-	}
-	var nodes corev1.NodeList
-	if err := kube.List(ctx, &nodes); err == nil {
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			base := n.DeepCopy()
-			n.Finalizers = nil
-			_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			_ = kube.Delete(ctx, n)
-		}
-	}
-}
-
 // machine creates a Node whose Ready condition has had status since the
-// given time, and its NodeClaim in pool (none when pool is empty).
-func (e *env) machine(name, pool string, ready corev1.ConditionStatus, since time.Time, mutate ...func(*karpv1.NodeClaim)) (*corev1.Node, *karpv1.NodeClaim) {
-	e.t.Helper()
+// given time, and its NodeClaim in pool (none when pool is empty), held
+// once deleted.
+func (e *env) machine(name, pool string, ready corev1.ConditionStatus, since time.Time, change ...func(*karpv1.NodeClaim)) (*corev1.Node, *karpv1.NodeClaim) {
+	e.T.Helper()
 	providerID := "aws:///us-east-1a/i-" + name
 	labels := map[string]string{wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand}
 	if pool != "" {
@@ -152,85 +54,70 @@ func (e *env) machine(name, pool string, ready corev1.ConditionStatus, since tim
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID},
+		Status:     corev1.NodeStatus{Conditions: readySince(ready, since)},
 	}
-	if err := kube.Create(e.ctx, node); err != nil {
-		e.t.Fatal(err)
-	}
-	e.setReady(node, ready, since)
+	e.Create(node)
 
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Finalizers: []string{hold}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpExists}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	for _, m := range mutate {
-		m(nc)
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
+	nc := environment.NewNodeClaim(name, pool, "default")
+	nc.Labels = maps.Clone(labels)
+	nc.Finalizers = []string{environment.Hold}
 	nc.Status.ProviderID, nc.Status.NodeName, nc.Status.ImageID = providerID, name, "ami-0123"
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
+	for _, c := range change {
+		c(nc)
 	}
+	e.Create(nc)
 	return node, nc
 }
 
-func (e *env) setReady(node *corev1.Node, status corev1.ConditionStatus, since time.Time) {
-	e.t.Helper()
-	node.Status.Conditions = []corev1.NodeCondition{{
+// readySince is a Node's Ready condition with status since the time given.
+func readySince(status corev1.ConditionStatus, since time.Time) []corev1.NodeCondition {
+	return []corev1.NodeCondition{{
 		Type: corev1.NodeReady, Status: status, Reason: "Test",
 		LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since),
 	}}
-	if err := kube.Status().Update(e.ctx, node); err != nil {
-		e.t.Fatal(err)
+}
+
+func (e *env) setReady(node *corev1.Node, status corev1.ConditionStatus, since time.Time) {
+	e.T.Helper()
+	node.Status.Conditions = readySince(status, since)
+	if err := e.Kube.Status().Update(e.Ctx, node); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
 func (e *env) reconcile(name string) reconcile.Result {
-	e.t.Helper()
-	res, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	e.T.Helper()
+	res, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	if err != nil {
-		e.t.Fatalf("Reconcile %s: %v", name, err)
+		e.T.Fatalf("Reconcile %s: %v", name, err)
 	}
 	return res
 }
 
-func (e *env) nodeClaim(name string) *karpv1.NodeClaim {
-	e.t.Helper()
-	nc := &karpv1.NodeClaim{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	return nc
-}
-
 func (e *env) wantRepaired(name string) *karpv1.NodeClaim {
-	e.t.Helper()
-	nc := e.nodeClaim(name)
+	e.T.Helper()
+	nc := e.NodeClaim(name)
 	if nc.DeletionTimestamp.IsZero() {
-		e.t.Fatalf("NodeClaim %s was not deleted", name)
+		e.T.Fatalf("NodeClaim %s was not deleted", name)
 	}
 	c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonUnhealthy || !strings.Contains(c.Message, "Ready") {
-		e.t.Errorf("DisruptionReason = %+v, want True/%s naming the condition", c, ReasonUnhealthy)
+		e.T.Errorf("DisruptionReason = %+v, want True/%s naming the condition", c, ReasonUnhealthy)
 	}
-	if got, want := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp], e.clk.Now().UTC().Format(time.RFC3339); got != want {
-		e.t.Errorf("termination timestamp = %q, want now (%s)", got, want)
+	if got, want := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp], e.Clock.Now().UTC().Format(time.RFC3339); got != want {
+		e.T.Errorf("termination timestamp = %q, want now (%s)", got, want)
 	}
 	return nc
 }
 
 func (e *env) wantKept(name string) {
-	e.t.Helper()
-	nc := e.nodeClaim(name)
+	e.T.Helper()
+	nc := e.NodeClaim(name)
 	if !nc.DeletionTimestamp.IsZero() {
-		e.t.Fatalf("NodeClaim %s was deleted", name)
+		e.T.Fatalf("NodeClaim %s was deleted", name)
 	}
 	if _, ok := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; ok {
-		e.t.Errorf("NodeClaim %s has a termination timestamp", name)
+		e.T.Errorf("NodeClaim %s has a termination timestamp", name)
 	}
 }
 
@@ -253,14 +140,14 @@ func TestRepairAfterToleration(t *testing.T) {
 	}
 	e.wantKept("repair-a")
 
-	e.clk.Step(26 * time.Minute)
+	e.Clock.Step(26 * time.Minute)
 	if res := e.reconcile("repair-sick"); res.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %s after repair", res.RequeueAfter)
 	}
 	e.wantRepaired("repair-sick")
-	for _, prefix := range []string{"NodeClaim/repair-sick " + ReasonUnhealthy, "Node/repair-sick " + ReasonUnhealthy} {
-		if got := e.rec.find(prefix); len(got) != 1 {
-			t.Errorf("events %q = %v, want one", prefix, e.rec.events)
+	for _, kind := range []string{"NodeClaim", "Node"} {
+		if got := e.Events.Matching(environment.Event{Kind: kind, Name: "repair-sick", Reason: ReasonUnhealthy}); len(got) != 1 {
+			t.Errorf("%s events %v, want one %s", kind, e.Events, ReasonUnhealthy)
 		}
 	}
 	want := `
@@ -271,17 +158,17 @@ karpenter_nodeclaims_disrupted_total{capacity_type="on-demand",nodepool="repair-
 # TYPE karpenter_nodeclaims_unhealthy_disrupted_total counter
 karpenter_nodeclaims_unhealthy_disrupted_total{capacity_type="on-demand",condition="ready",image_id="ami-0123",nodepool="repair-pool"} 1
 `
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodeClaimsDisrupted, metrics.NameNodeClaimsUnhealthyDisrupted); err != nil {
+	if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(want), metrics.NameNodeClaimsDisrupted, metrics.NameNodeClaimsUnhealthyDisrupted); err != nil {
 		t.Error(err)
 	}
 
 	// Once repaired, nothing more happens: no second count or event.
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	e.reconcile("repair-sick")
-	if got := e.rec.find("NodeClaim/repair-sick " + ReasonUnhealthy); len(got) != 1 {
-		t.Errorf("events after a second reconcile: %v", e.rec.events)
+	if got := e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: "repair-sick", Reason: ReasonUnhealthy}); len(got) != 1 {
+		t.Errorf("events after a second reconcile: %v", e.Events)
 	}
-	if got := counterSum(t, e.reg, metrics.NameNodeClaimsDisrupted); got != 1 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, nil); got != 1 {
 		t.Errorf("disrupted_total = %v after a second reconcile", got)
 	}
 }
@@ -330,7 +217,7 @@ func TestRepairPolicyTolerations(t *testing.T) {
 					Type: c.typ, Status: c.status, Reason: "Test", LastHeartbeatTime: since, LastTransitionTime: since,
 				})
 			}
-			if err := kube.Status().Update(e.ctx, node); err != nil {
+			if err := e.Kube.Status().Update(e.Ctx, node); err != nil {
 				t.Fatal(err)
 			}
 			if res := e.reconcile(name); res.RequeueAfter != tt.wait {
@@ -338,15 +225,15 @@ func TestRepairPolicyTolerations(t *testing.T) {
 			}
 			e.wantKept(name)
 			if tt.wait == 0 {
-				e.clk.Step(time.Hour)
+				e.Clock.Step(time.Hour)
 				e.reconcile(name)
 				e.wantKept(name)
 				return
 			}
-			e.clk.Step(tt.wait - time.Second)
+			e.Clock.Step(tt.wait - time.Second)
 			e.reconcile(name)
 			e.wantKept(name)
-			e.clk.Step(time.Second)
+			e.Clock.Step(time.Second)
 			e.reconcile(name)
 			nc := e.wantRepaired(name)
 			c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
@@ -355,24 +242,6 @@ func TestRepairPolicyTolerations(t *testing.T) {
 			}
 		})
 	}
-}
-
-// counterSum sums the series of a counter in the registry.
-func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range fams {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
 }
 
 func TestRepairBlockedByCap(t *testing.T) {
@@ -390,16 +259,13 @@ func TestRepairBlockedByCap(t *testing.T) {
 		t.Errorf("RequeueAfter = %s, want %s", res.RequeueAfter, BlockedRequeue)
 	}
 	e.wantKept("cap-sick-1")
-	blocked := e.rec.find("Node/cap-sick-1 " + ReasonNodeRepairBlocked)
-	if len(blocked) != 1 || !strings.Contains(blocked[0], "2 of 4 nodes are unhealthy") || !strings.Contains(blocked[0], "NodePool cap-pool") {
-		t.Errorf("blocked events = %v", e.rec.events)
+	blocked := e.Events.Matching(environment.Event{Kind: "Node", Name: "cap-sick-1", Reason: ReasonNodeRepairBlocked})
+	if len(blocked) != 1 || !strings.Contains(blocked[0].Note, "2 of 4 nodes are unhealthy") || !strings.Contains(blocked[0].Note, "NodePool cap-pool") {
+		t.Errorf("blocked events = %v", e.Events)
 	}
 
 	// The second one recovers: the first is repaired.
-	node := &corev1.Node{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: "cap-sick-2"}, node); err != nil {
-		t.Fatal(err)
-	}
+	node := e.Node("cap-sick-2")
 	e.setReady(node, corev1.ConditionTrue, start)
 	e.reconcile("cap-sick-1")
 	e.wantRepaired("cap-sick-1")
@@ -425,8 +291,8 @@ func TestRepairWithoutNodePoolCountsCluster(t *testing.T) {
 	// 2 of the cluster's 4 nodes are unhealthy: more than 20%.
 	e.reconcile("solo-sick")
 	e.wantKept("solo-sick")
-	if got := e.rec.find("Node/solo-sick " + ReasonNodeRepairBlocked); len(got) != 1 || !strings.Contains(got[0], "in the cluster") {
-		t.Errorf("blocked events = %v", e.rec.events)
+	if got := e.Events.Matching(environment.Event{Kind: "Node", Name: "solo-sick", Reason: ReasonNodeRepairBlocked}); len(got) != 1 || !strings.Contains(got[0].Note, "in the cluster") {
+		t.Errorf("blocked events = %v", e.Events)
 	}
 }
 
@@ -445,16 +311,16 @@ func TestDeletingNodeClaimGetsEarlierDeadline(t *testing.T) {
 		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
 			Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue, Reason: "Expired", LastTransitionTime: metav1.NewTime(start),
 		})
-		if err := kube.Status().Update(e.ctx, nc); err != nil {
+		if err := e.Kube.Status().Update(e.Ctx, nc); err != nil {
 			t.Fatal(err)
 		}
-		if err := kube.Delete(e.ctx, nc); err != nil {
+		if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// 6 nodes, 2 unhealthy: 20% of 6 rounds up to 2.
 	e.reconcile("late-later")
-	nc := e.nodeClaim("late-later")
+	nc := e.NodeClaim("late-later")
 	if got := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; got != start.Format(time.RFC3339) {
 		t.Errorf("deadline = %s, want it brought forward to now (%s)", got, start.Format(time.RFC3339))
 	}
@@ -462,11 +328,11 @@ func TestDeletingNodeClaimGetsEarlierDeadline(t *testing.T) {
 		t.Errorf("DisruptionReason = %s, want the original reason kept", c.Reason)
 	}
 	e.reconcile("late-earlier")
-	if got := e.nodeClaim("late-earlier").Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; got != earlier {
+	if got := e.NodeClaim("late-earlier").Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; got != earlier {
 		t.Errorf("deadline = %s, want the earlier %s kept", got, earlier)
 	}
 	// Not deleted by repair: not counted as repaired.
-	if got := counterSum(t, e.reg, metrics.NameNodeClaimsDisrupted); got != 0 {
+	if got := e.Metric(metrics.NameNodeClaimsDisrupted, nil); got != 0 {
 		t.Errorf("disrupted_total = %v", got)
 	}
 }
@@ -484,23 +350,20 @@ func TestLifecycleKeepsRepairDeadline(t *testing.T) {
 	// The Node's own finalizer keeps it while it drains, as in a cluster.
 	base := node.DeepCopy()
 	node.Finalizers = []string{wellknown.FinalizerTermination}
-	if err := kube.Patch(e.ctx, node, client.MergeFrom(base)); err != nil {
+	if err := e.Kube.Patch(e.Ctx, node, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("tgp-sick")
 	stamp := e.wantRepaired("tgp-sick").Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]
 
-	if _, err := lifecycle.New(kube, e.p, e.clk, nil, nil).Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "tgp-sick"}}); err != nil {
+	if _, err := lifecycle.New(e.Kube, e.Cloud, e.Clock, nil, nil).Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "tgp-sick"}}); err != nil {
 		t.Fatal(err)
 	}
-	nc := e.nodeClaim("tgp-sick")
+	nc := e.NodeClaim("tgp-sick")
 	if got := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; got != stamp {
 		t.Errorf("after finalize the deadline is %s, want repair's %s", got, stamp)
 	}
-	node = &corev1.Node{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: "tgp-sick"}, node); err != nil {
-		t.Fatal(err)
-	}
+	node = e.Node("tgp-sick")
 	if node.DeletionTimestamp.IsZero() || node.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp] != stamp {
 		t.Errorf("node: deleting %v, deadline %q; want deleting with deadline %s",
 			!node.DeletionTimestamp.IsZero(), node.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp], stamp)
@@ -511,12 +374,12 @@ func TestNothingToRepair(t *testing.T) {
 	e := newEnv(t, Options{Enabled: true})
 	// A failing Node that stevedore does not manage.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unmanaged"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-unmanaged"}}
-	if err := kube.Create(e.ctx, node); err != nil {
+	if err := e.Kube.Create(e.Ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	e.setReady(node, corev1.ConditionFalse, start.Add(-time.Hour))
-	if res := e.reconcile("unmanaged"); res.RequeueAfter != 0 || len(e.rec.events) != 0 {
-		t.Errorf("unmanaged node: %+v, events %v", res, e.rec.events)
+	if res := e.reconcile("unmanaged"); res.RequeueAfter != 0 || len(e.Events.All()) != 0 {
+		t.Errorf("unmanaged node: %+v, events %v", res, e.Events)
 	}
 	if res := e.reconcile("no-such-node"); res.RequeueAfter != 0 {
 		t.Errorf("missing node: %+v", res)

@@ -1,9 +1,6 @@
 package disruption
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,241 +10,64 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/nodeclaim"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
-	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-const clusterName = "test"
+func TestMain(m *testing.M) { environment.Main(m) }
 
-var (
-	kube    client.Client
-	kubeCfg *rest.Config
-	scheme  = apiserver.Scheme()
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(cfg *rest.Config, c client.Client) { kubeCfg, kube = cfg, c }))
-}
-
-// recorder keeps the events the reconciler records.
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "<reason>: <note>"
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if strings.HasPrefix(e, reason+": ") {
-			n++
-		}
-	}
-	return n
-}
-
-// env is one test's world: its own in-memory AWS and clock, sharing the API
-// server with the other tests (so each test uses its own names).
+// env is one test's world, with its EC2NodeClass held in memory, and the
+// condition controller; the lifecycle controller takes NodeClaims up.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	clk   *clocktesting.FakeClock
-	aws   *fake.AWS
-	world *fake.ClusterWorld
-	ncMu  sync.Mutex // guards nc, which the provider reads from controller goroutines
-	nc    *awsv1.EC2NodeClass
-	// afterNodeClassRead, when set, runs each time the provider has read
-	// the node class, before the provider goes on with what it read.
-	afterNodeClassRead func()
-	p                  *aws.Provider
-	rec                *recorder
-	lc                 *lifecycle.Reconciler
-	r                  *Reconciler
+	*environment.Env
+	lc *lifecycle.Reconciler
+	r  *Reconciler
 }
 
 func newEnv(t *testing.T, seed uint64) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: seed, Clock: clk, InstanceTypes: []string{"m6i.large", "m6g.large"}})
-	w, err := f.StandardCluster(clusterName, "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddInstanceProfile("test-profile", w.NodeRole); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: context.Background(), clk: clk, aws: f, world: w, rec: &recorder{}}
-	e.nc = e.nodeClass()
-	s := settings.Default()
-	s.ClusterName = clusterName
-	p, err := aws.New(aws.Options{
-		Clients:  f.Clients(),
-		Settings: s,
-		Clock:    clk,
-		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
-			e.ncMu.Lock()
-			var nc *awsv1.EC2NodeClass
-			if e.nc != nil && e.nc.Name == name {
-				nc = e.nc.DeepCopy()
-			}
-			after := e.afterNodeClassRead
-			e.ncMu.Unlock()
-			if after != nil {
-				after()
-			}
-			return nc, nil
-		},
-		Cluster: aws.ClusterInfo{Endpoint: "https://example.eks.amazonaws.com", CABundle: "Q0E=", ServiceCIDR: "10.100.0.0/16", DNS: []string{"10.100.0.10"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.p = p
-	e.lc = lifecycle.New(kube, p, clk, nil, nil)
-	e.r = New(kube, p, clk, e.rec)
-	t.Cleanup(e.cleanup)
+	e := &env{Env: environment.New(t, environment.Options{Seed: seed, InstanceTypes: []string{"m6i.large", "m6g.large"}, NodeClassInMemory: true})}
+	e.lc = lifecycle.New(e.Kube, e.Cloud, e.Clock, nil, nil)
+	e.r = New(e.Kube, e.Cloud, e.Clock, e.Events)
 	return e
-}
-
-// nodeClass is a resolved EC2NodeClass, held in memory and served to the
-// provider by its getter.
-func (e *env) nodeClass() *awsv1.EC2NodeClass {
-	var subnets []awsv1.Subnet
-	for i, id := range e.world.SubnetIDs {
-		z := e.aws.Zones()[i]
-		zid, _ := e.aws.ZoneID(z)
-		subnets = append(subnets, awsv1.Subnet{ID: id, Zone: z, ZoneID: zid})
-	}
-	return &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			Role:             e.world.NodeRole,
-		},
-		Status: awsv1.EC2NodeClassStatus{
-			Subnets:         subnets,
-			SecurityGroups:  []awsv1.SecurityGroup{{ID: e.world.SecurityGroupID}},
-			AMIs:            e.amis(e.world.Images["al2023/x86_64/standard"]),
-			InstanceProfile: "test-profile",
-			Conditions: []metav1.Condition{{
-				Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready",
-				LastTransitionTime: metav1.NewTime(e.clk.Now()),
-			}},
-		},
-	}
 }
 
 // setImage makes the node class select image for amd64 instances.
 func (e *env) setImage(image string) {
-	e.ncMu.Lock()
-	defer e.ncMu.Unlock()
-	e.nc.Status.AMIs = e.amis(image)
-}
-
-func (e *env) amis(amd64 string) []awsv1.AMI {
-	arch := func(a string) []corev1.NodeSelectorRequirement {
-		return []corev1.NodeSelectorRequirement{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{a}}}
-	}
-	return []awsv1.AMI{
-		{ID: amd64, Requirements: arch(wellknown.ArchAMD64)},
-		{ID: e.world.Images["al2023/arm64/standard"], Requirements: arch(wellknown.ArchARM64)},
-	}
-}
-
-// cleanup removes what the test left in the shared API server.
-func (e *env) cleanup() {
-	ctx := context.Background()
-	var nodes corev1.NodeList
-	if err := kube.List(ctx, &nodes); err == nil {
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			if len(n.Finalizers) > 0 {
-				base := n.DeepCopy()
-				n.Finalizers = nil
-				_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			}
-			_ = kube.Delete(ctx, n)
-		}
-	}
-	var ncs karpv1.NodeClaimList
-	if err := kube.List(ctx, &ncs); err == nil {
-		for i := range ncs.Items {
-			n := &ncs.Items[i]
-			if len(n.Finalizers) > 0 {
-				base := n.DeepCopy()
-				n.Finalizers = nil
-				_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			}
-			_ = kube.Delete(ctx, n)
-		}
-	}
-	var pods corev1.PodList
-	if err := kube.List(ctx, &pods, client.InNamespace("default")); err == nil {
-		for i := range pods.Items {
-			_ = kube.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
-		}
-	}
+	e.UpdateNodeClass(func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = e.AMIs(image) })
 }
 
 // nodePool creates a NodePool for amd64 on-demand nodes of the default node
 // class and stamps its hash annotations, as the NodePool status controller
 // does.
 func (e *env) nodePool(name string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
-	e.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-					{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
-					{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-				},
-				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-			}},
-		},
-	}
+	e.T.Helper()
+	np := environment.NewNodePool(name, "default")
 	if mutate != nil {
 		mutate(np)
 	}
-	if err := kube.Create(e.ctx, np); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
+	e.Create(np)
 	return e.updatePool(name, nil)
 }
 
 // updatePool changes the NodePool and stamps the hash of its new template.
 func (e *env) updatePool(name string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
-	e.t.Helper()
+	e.T.Helper()
 	np := &karpv1.NodePool{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, np); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: name}, np); err != nil {
+		e.T.Fatal(err)
 	}
 	base := np.DeepCopy()
 	if mutate != nil {
@@ -260,8 +80,8 @@ func (e *env) updatePool(name string, mutate func(*karpv1.NodePool)) *karpv1.Nod
 	if np.Annotations[wellknown.AnnotationNodePoolHashVersion] == "" {
 		np.Annotations[wellknown.AnnotationNodePoolHashVersion] = hash.Version
 	}
-	if err := kube.Patch(e.ctx, np, client.MergeFrom(base)); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Patch(e.Ctx, np, client.MergeFrom(base)); err != nil {
+		e.T.Fatal(err)
 	}
 	return np
 }
@@ -269,31 +89,17 @@ func (e *env) updatePool(name string, mutate func(*karpv1.NodePool)) *karpv1.Nod
 // launched creates a NodeClaim of the NodePool, as the provisioner would,
 // and drives the lifecycle controller until it is launched.
 func (e *env) launched(name string, np *karpv1.NodePool) *karpv1.NodeClaim {
-	e.t.Helper()
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name,
-			Labels: map[string]string{wellknown.LabelNodePool: np.Name, wellknown.LabelEC2NodeClass: "default"},
-			Annotations: map[string]string{
-				wellknown.AnnotationNodePoolHash:        np.Annotations[wellknown.AnnotationNodePoolHash],
-				wellknown.AnnotationNodePoolHashVersion: np.Annotations[wellknown.AnnotationNodePoolHashVersion],
-			},
-		},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-				{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
-			},
-			Resources:    karpv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-		},
+	e.T.Helper()
+	nc := environment.NewNodeClaim(name, np.Name, "default")
+	nc.Labels[wellknown.LabelEC2NodeClass] = "default"
+	nc.Annotations = map[string]string{
+		wellknown.AnnotationNodePoolHash:        np.Annotations[wellknown.AnnotationNodePoolHash],
+		wellknown.AnnotationNodePoolHashVersion: np.Annotations[wellknown.AnnotationNodePoolHashVersion],
 	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
+	e.Create(nc)
 	nc = e.driveLifecycle(name)
 	if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
-		e.t.Fatalf("NodeClaim %s did not launch: %+v", name, nc.Status.Conditions)
+		e.T.Fatalf("NodeClaim %s did not launch: %+v", name, nc.Status.Conditions)
 	}
 	return nc
 }
@@ -301,61 +107,41 @@ func (e *env) launched(name string, np *karpv1.NodePool) *karpv1.NodeClaim {
 // initialized boots the launched NodeClaim's node, registers it and marks
 // it ready, and returns the initialized NodeClaim.
 func (e *env) initialized(name string) *karpv1.NodeClaim {
-	e.t.Helper()
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName)
-	if err != nil || len(names) != 1 {
-		e.t.Fatalf("kubelet.Sync = %v, %v; want one node", names, err)
+	e.T.Helper()
+	names := e.Boot()
+	if len(names) != 1 {
+		e.T.Fatalf("nodes %v registered, want one", names)
 	}
 	e.driveLifecycle(name)
-	if err := kubelet.MarkReady(e.ctx, kube, names[0]); err != nil {
-		e.t.Fatal(err)
-	}
+	e.MarkReady(names[0])
 	nc := e.driveLifecycle(name)
 	if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
-		e.t.Fatalf("NodeClaim %s did not initialize: %+v", name, nc.Status.Conditions)
+		e.T.Fatalf("NodeClaim %s did not initialize: %+v", name, nc.Status.Conditions)
 	}
 	return nc
 }
 
 func (e *env) driveLifecycle(name string) *karpv1.NodeClaim {
-	e.t.Helper()
-	last := ""
-	for range 20 {
-		if _, err := e.lc.Reconcile(e.ctx, request(name)); err != nil {
-			e.t.Logf("lifecycle %s: %v", name, err)
-		}
-		nc := e.get(name)
-		if nc.ResourceVersion == last {
-			return nc
-		}
-		last = nc.ResourceVersion
+	e.T.Helper()
+	nc, _ := e.Settle(e.lc, name)
+	if nc == nil {
+		e.T.Fatalf("NodeClaim %s is gone", name)
 	}
-	e.t.Fatalf("NodeClaim %s kept changing", name)
-	return nil
+	return nc
 }
 
 func request(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}
 }
 
-func (e *env) get(name string) *karpv1.NodeClaim {
-	e.t.Helper()
-	nc := &karpv1.NodeClaim{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	return nc
-}
-
 // reconcile runs the condition controller once and returns the NodeClaim.
 func (e *env) reconcile(name string) (*karpv1.NodeClaim, reconcile.Result) {
-	e.t.Helper()
-	res, err := e.r.Reconcile(e.ctx, request(name))
+	e.T.Helper()
+	res, err := e.r.Reconcile(e.Ctx, request(name))
 	if err != nil {
-		e.t.Fatalf("Reconcile %s: %v", name, err)
+		e.T.Fatalf("Reconcile %s: %v", name, err)
 	}
-	return e.get(name), res
+	return e.NodeClaim(name), res
 }
 
 func condition(nc *karpv1.NodeClaim, typ string) *metav1.Condition {
@@ -394,19 +180,19 @@ func TestNodePoolDrift(t *testing.T) {
 	nc, _ = e.reconcile("drift-a")
 	wantDrift(t, nc, decide.ReasonNodePoolDrifted)
 	since := condition(nc, karpv1.ConditionTypeDrifted).LastTransitionTime
-	if !since.Time.Equal(e.clk.Now()) {
-		t.Errorf("Drifted transition = %s, want the clock's %s", since, e.clk.Now())
+	if !since.Time.Equal(e.Clock.Now()) {
+		t.Errorf("Drifted transition = %s, want the clock's %s", since, e.Clock.Now())
 	}
-	if n := e.rec.count(ReasonDrifted); n != 1 {
-		t.Errorf("%d Drifted events, want 1: %v", n, e.rec.events)
+	if n := len(e.Events.Matching(environment.Event{Reason: ReasonDrifted})); n != 1 {
+		t.Errorf("%d Drifted events, want 1: %v", n, e.Events)
 	}
 
 	// Reconciling again changes nothing: the transition time stays, no
 	// second event.
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	nc, _ = e.reconcile("drift-a")
-	if got := condition(nc, karpv1.ConditionTypeDrifted).LastTransitionTime; !got.Equal(&since) || e.rec.count(ReasonDrifted) != 1 {
-		t.Errorf("transition %s (want %s), %d events", got, since, e.rec.count(ReasonDrifted))
+	if got := condition(nc, karpv1.ConditionTypeDrifted).LastTransitionTime; !got.Equal(&since) || len(e.Events.Matching(environment.Event{Reason: ReasonDrifted})) != 1 {
+		t.Errorf("transition %s (want %s), %d events", got, since, len(e.Events.Matching(environment.Event{Reason: ReasonDrifted})))
 	}
 
 	// The hash algorithm changes (an upgrade): the hashes cannot be
@@ -478,20 +264,20 @@ func TestCloudDrift(t *testing.T) {
 	e.launched("cloud-drift", np)
 
 	// Launched but not initialized: the cloud is not asked.
-	before := e.aws.Calls("DescribeInstances")
+	before := e.AWS.Calls("DescribeInstances")
 	nc, _ := e.reconcile("cloud-drift")
 	wantDrift(t, nc, "")
-	if got := e.aws.Calls("DescribeInstances"); got != before {
+	if got := e.AWS.Calls("DescribeInstances"); got != before {
 		t.Errorf("%d DescribeInstances calls for an uninitialized NodeClaim", got-before)
 	}
 
 	e.initialized("cloud-drift")
 	nc, _ = e.reconcile("cloud-drift")
 	wantDrift(t, nc, "")
-	asked := e.aws.Calls("DescribeInstances")
+	asked := e.AWS.Calls("DescribeInstances")
 
 	// AWS releases a new AL2023 image and the node class resolves to it.
-	img, err := e.aws.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-new"})
+	img, err := e.AWS.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-new"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,13 +286,13 @@ func TestCloudDrift(t *testing.T) {
 	// Within DriftInterval the last answer is reused: no cloud call.
 	nc, _ = e.reconcile("cloud-drift")
 	wantDrift(t, nc, "")
-	if got := e.aws.Calls("DescribeInstances"); got != asked {
+	if got := e.AWS.Calls("DescribeInstances"); got != asked {
 		t.Errorf("%d DescribeInstances calls within the drift interval, want 0", got-asked)
 	}
 
 	// A change to the node class maps to its NodeClaims and forgets the
 	// answer; the next reconcile asks the cloud.
-	reqs := e.r.nodeClaimsForNodeClass(e.ctx, e.nc)
+	reqs := e.r.nodeClaimsForNodeClass(e.Ctx, e.NodeClass())
 	if len(reqs) != 1 || reqs[0].Name != "cloud-drift" {
 		t.Fatalf("node class maps to %v", reqs)
 	}
@@ -515,8 +301,8 @@ func TestCloudDrift(t *testing.T) {
 
 	// The node class goes back to the node's image; after DriftInterval the
 	// cloud is asked again and the condition goes.
-	e.setImage(e.world.Images["al2023/x86_64/standard"])
-	e.clk.Step(DriftInterval)
+	e.setImage(e.World.Images["al2023/x86_64/standard"])
+	e.Clock.Step(DriftInterval)
 	nc, _ = e.reconcile("cloud-drift")
 	wantDrift(t, nc, "")
 
@@ -525,7 +311,7 @@ func TestCloudDrift(t *testing.T) {
 	e.updatePool(np.Name, func(np *karpv1.NodePool) {
 		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "example.com/dedicated", Effect: corev1.TaintEffectNoSchedule}}
 	})
-	e.clk.Step(DriftInterval)
+	e.Clock.Step(DriftInterval)
 	nc, _ = e.reconcile("cloud-drift")
 	wantDrift(t, nc, decide.ReasonNodePoolDrifted)
 }
@@ -541,21 +327,21 @@ func TestCloudDriftClassChangesDuringCheck(t *testing.T) {
 	e.launched("class-race", np)
 	e.initialized("class-race")
 
-	img, err := e.aws.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-during"})
+	img, err := e.AWS.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-during"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mapped []reconcile.Request
 	var once sync.Once
-	e.afterNodeClassRead = func() {
+	e.AfterNodeClassRead(func() {
 		// On the first read only: the class resolves to the new image, and
 		// its watch maps the change to the NodeClaim, while the reconcile
 		// goes on with the copy it read.
 		once.Do(func() {
 			e.setImage(img.ID)
-			mapped = e.r.nodeClaimsForNodeClass(e.ctx, e.nc)
+			mapped = e.r.nodeClaimsForNodeClass(e.Ctx, e.NodeClass())
 		})
-	}
+	})
 	nc, _ := e.reconcile("class-race")
 	wantDrift(t, nc, "")
 	if len(mapped) != 1 || mapped[0].Name != "class-race" {
@@ -563,10 +349,10 @@ func TestCloudDriftClassChangesDuringCheck(t *testing.T) {
 	}
 
 	// The reconcile the change enqueued, at the same instant.
-	asked := e.aws.Calls("DescribeInstances")
+	asked := e.AWS.Calls("DescribeInstances")
 	nc, _ = e.reconcile("class-race")
 	wantDrift(t, nc, string(drift.AMIDrift))
-	if got := e.aws.Calls("DescribeInstances"); got != asked+1 {
+	if got := e.AWS.Calls("DescribeInstances"); got != asked+1 {
 		t.Errorf("%d DescribeInstances calls after the change, want 1", got-asked)
 	}
 }
@@ -576,7 +362,7 @@ func TestCloudDriftErrorKeepsCondition(t *testing.T) {
 	np := e.nodePool("drift-error-pool", nil)
 	e.launched("drift-error", np)
 	e.initialized("drift-error")
-	img, err := e.aws.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-next"})
+	img, err := e.AWS.ReleaseImage(fake.FamilyAL2023, "1.33", "x86_64", "standard", fake.Image{Name: "al2023-next"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,23 +372,21 @@ func TestCloudDriftErrorKeepsCondition(t *testing.T) {
 
 	// The node class loses its resolved images: drift cannot be decided,
 	// and the condition stays as it was rather than being cleared.
-	e.ncMu.Lock()
-	e.nc.Status.AMIs = nil
-	e.ncMu.Unlock()
-	e.clk.Step(DriftInterval)
-	if _, err := e.r.Reconcile(e.ctx, request("drift-error")); err == nil {
+	e.UpdateNodeClass(func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = nil })
+	e.Clock.Step(DriftInterval)
+	if _, err := e.r.Reconcile(e.Ctx, request("drift-error")); err == nil {
 		t.Error("Reconcile succeeded although drift could not be decided")
 	}
-	wantDrift(t, e.get("drift-error"), string(drift.AMIDrift))
+	wantDrift(t, e.NodeClaim("drift-error"), string(drift.AMIDrift))
 
 	// The instance is terminated behind stevedore's back: there is nothing
 	// to judge and nothing to retry (garbage collection deletes the
 	// NodeClaim); the condition stays.
 	e.setImage(img.ID)
-	if err := e.p.Delete(e.ctx, e.get("drift-error")); err != nil {
+	if err := e.Cloud.Delete(e.Ctx, e.NodeClaim("drift-error")); err != nil {
 		t.Fatal(err)
 	}
-	e.clk.Step(fake.DefaultShutdownDelay + DriftInterval)
+	e.Clock.Step(fake.DefaultShutdownDelay + DriftInterval)
 	nc, res := e.reconcile("drift-error")
 	wantDrift(t, nc, string(drift.AMIDrift))
 	if res.RequeueAfter != DriftInterval {
@@ -628,14 +412,14 @@ func TestConsolidatable(t *testing.T) {
 		t.Errorf("RequeueAfter = %s, want the 3m left", res.RequeueAfter)
 	}
 
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	if _, res = e.reconcile("consolidate"); res.RequeueAfter != 2*time.Minute {
 		t.Errorf("RequeueAfter = %s, want the 2m left", res.RequeueAfter)
 	}
-	e.clk.Step(2 * time.Minute)
+	e.Clock.Step(2 * time.Minute)
 	nc, res = e.reconcile("consolidate")
 	c = condition(nc, karpv1.ConditionTypeConsolidatable)
-	if c == nil || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(e.clk.Now()) {
+	if c == nil || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(e.Clock.Now()) {
 		t.Fatalf("Consolidatable = %+v, want True since now", c)
 	}
 	if res.RequeueAfter != DriftInterval {
@@ -643,12 +427,12 @@ func TestConsolidatable(t *testing.T) {
 	}
 
 	// A pod lands on the node: the window starts again.
-	if _, err := e.r.ReconcilePodEvent(e.ctx, request("consolidate")); err != nil {
+	if _, err := e.r.ReconcilePodEvent(e.Ctx, request("consolidate")); err != nil {
 		t.Fatal(err)
 	}
 	nc, res = e.reconcile("consolidate")
-	if !nc.Status.LastPodEventTime.Time.Equal(e.clk.Now()) {
-		t.Errorf("lastPodEventTime = %s, want %s", nc.Status.LastPodEventTime, e.clk.Now())
+	if !nc.Status.LastPodEventTime.Time.Equal(e.Clock.Now()) {
+		t.Errorf("lastPodEventTime = %s, want %s", nc.Status.LastPodEventTime, e.Clock.Now())
 	}
 	if c = condition(nc, karpv1.ConditionTypeConsolidatable); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "last pod event") {
 		t.Errorf("Consolidatable = %+v after a pod event", c)
@@ -675,35 +459,35 @@ func TestPodEventDedupe(t *testing.T) {
 	np := e.nodePool("podevent-pool", nil)
 	e.launched("podevent", np)
 
-	res, err := e.r.ReconcilePodEvent(e.ctx, request("podevent"))
+	res, err := e.r.ReconcilePodEvent(e.Ctx, request("podevent"))
 	if err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("ReconcilePodEvent = %+v, %v", res, err)
 	}
-	first := e.get("podevent").Status.LastPodEventTime
-	if !first.Time.Equal(e.clk.Now()) {
-		t.Fatalf("lastPodEventTime = %s, want %s", first, e.clk.Now())
+	first := e.NodeClaim("podevent").Status.LastPodEventTime
+	if !first.Time.Equal(e.Clock.Now()) {
+		t.Fatalf("lastPodEventTime = %s, want %s", first, e.Clock.Now())
 	}
 
 	// Another event 4s later is not written now, but comes back when the
 	// dedupe interval is over.
-	e.clk.Step(4 * time.Second)
-	res, err = e.r.ReconcilePodEvent(e.ctx, request("podevent"))
+	e.Clock.Step(4 * time.Second)
+	res, err = e.r.ReconcilePodEvent(e.Ctx, request("podevent"))
 	if err != nil || res.RequeueAfter != 6*time.Second {
 		t.Fatalf("ReconcilePodEvent = %+v, %v; want a requeue after 6s", res, err)
 	}
-	if got := e.get("podevent").Status.LastPodEventTime; !got.Equal(&first) {
+	if got := e.NodeClaim("podevent").Status.LastPodEventTime; !got.Equal(&first) {
 		t.Errorf("lastPodEventTime moved to %s within the dedupe interval", got)
 	}
-	e.clk.Step(6 * time.Second)
-	if _, err := e.r.ReconcilePodEvent(e.ctx, request("podevent")); err != nil {
+	e.Clock.Step(6 * time.Second)
+	if _, err := e.r.ReconcilePodEvent(e.Ctx, request("podevent")); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get("podevent").Status.LastPodEventTime; !got.Time.Equal(e.clk.Now()) {
-		t.Errorf("lastPodEventTime = %s, want %s", got, e.clk.Now())
+	if got := e.NodeClaim("podevent").Status.LastPodEventTime; !got.Time.Equal(e.Clock.Now()) {
+		t.Errorf("lastPodEventTime = %s, want %s", got, e.Clock.Now())
 	}
 
 	// A NodeClaim that is gone is not an error.
-	if _, err := e.r.ReconcilePodEvent(e.ctx, request("podevent-missing")); err != nil {
+	if _, err := e.r.ReconcilePodEvent(e.Ctx, request("podevent-missing")); err != nil {
 		t.Error(err)
 	}
 }
@@ -713,18 +497,18 @@ func TestNodeClaimsOnNodeAndNodePool(t *testing.T) {
 	np := e.nodePool("mapping-pool", nil)
 	e.launched("mapping", np)
 	nc := e.initialized("mapping")
-	if reqs := e.r.nodeClaimsOnNode(e.ctx, nc.Status.NodeName); len(reqs) != 1 || reqs[0].Name != "mapping" {
+	if reqs := e.r.nodeClaimsOnNode(e.Ctx, nc.Status.NodeName); len(reqs) != 1 || reqs[0].Name != "mapping" {
 		t.Errorf("node %s maps to %v", nc.Status.NodeName, reqs)
 	}
-	if reqs := e.r.nodeClaimsOnNode(e.ctx, "no-such-node"); len(reqs) != 0 {
+	if reqs := e.r.nodeClaimsOnNode(e.Ctx, "no-such-node"); len(reqs) != 0 {
 		t.Errorf("unknown node maps to %v", reqs)
 	}
-	if reqs := e.r.nodeClaimsForNodePool(e.ctx, np); len(reqs) != 1 || reqs[0].Name != "mapping" {
+	if reqs := e.r.nodeClaimsForNodePool(e.Ctx, np); len(reqs) != 1 || reqs[0].Name != "mapping" {
 		t.Errorf("NodePool maps to %v", reqs)
 	}
-	other := e.nc.DeepCopy()
+	other := e.NodeClass()
 	other.Name = "other"
-	if reqs := e.r.nodeClaimsForNodeClass(e.ctx, other); len(reqs) != 0 {
+	if reqs := e.r.nodeClaimsForNodeClass(e.Ctx, other); len(reqs) != 0 {
 		t.Errorf("another node class maps to %v", reqs)
 	}
 }
@@ -737,23 +521,16 @@ func TestSkipped(t *testing.T) {
 
 	// Not launched yet: nothing is written, even though the labels do not
 	// meet the NodePool's requirements.
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "skip-unlaunched", Labels: map[string]string{wellknown.LabelNodePool: np.Name}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpExists}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
+	nc := environment.NewNodeClaim("skip-unlaunched", np.Name, "default")
+	nc.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpExists}}
+	e.Create(nc)
 	got, res := e.reconcile(nc.Name)
 	if len(got.Status.Conditions) != 0 || res.RequeueAfter != 0 {
 		t.Errorf("unlaunched NodeClaim: conditions %+v, result %+v", got.Status.Conditions, res)
 	}
 
 	// Gone: no error.
-	if _, err := e.r.Reconcile(e.ctx, request("skip-missing")); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := e.r.Reconcile(e.Ctx, request("skip-missing")); err != nil && !apierrors.IsNotFound(err) {
 		t.Error(err)
 	}
 }
@@ -819,12 +596,12 @@ func TestInstanceTypeDrift(t *testing.T) {
 	}
 	created := nc.CreationTimestamp.Time
 
-	e.aws.SetOffered(typ, zone, false)
-	e.clk.SetTime(created.Add(30 * time.Minute))
+	e.AWS.SetOffered(typ, zone, false)
+	e.Clock.SetTime(created.Add(30 * time.Minute))
 	nc, _ = e.reconcile("type-drift")
 	wantDrift(t, nc, "")
 
-	e.clk.SetTime(created.Add(decide.InstanceTypeCheckMinAge + time.Minute))
+	e.Clock.SetTime(created.Add(decide.InstanceTypeCheckMinAge + time.Minute))
 	nc, _ = e.reconcile("type-drift")
 	wantDrift(t, nc, decide.ReasonInstanceTypeNotFound)
 	if c := condition(nc, karpv1.ConditionTypeDrifted); !strings.Contains(c.Message, typ) || !strings.Contains(c.Message, zone) {
@@ -832,11 +609,11 @@ func TestInstanceTypeDrift(t *testing.T) {
 	}
 
 	// Offered again: the verdict stands until the interval has passed.
-	e.aws.SetOffered(typ, zone, true)
-	e.clk.Step(DriftInterval)
+	e.AWS.SetOffered(typ, zone, true)
+	e.Clock.Step(DriftInterval)
 	nc, _ = e.reconcile("type-drift")
 	wantDrift(t, nc, decide.ReasonInstanceTypeNotFound)
-	e.clk.Step(decide.InstanceTypeCheckInterval)
+	e.Clock.Step(decide.InstanceTypeCheckInterval)
 	nc, _ = e.reconcile("type-drift")
 	wantDrift(t, nc, "")
 }
@@ -857,13 +634,13 @@ func TestStatusWrittenOnChange(t *testing.T) {
 	}
 
 	rv := nc.ResourceVersion
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	if nc, _ = e.reconcile("write"); nc.ResourceVersion != rv {
 		t.Errorf("a reconcile that changed nothing wrote the NodeClaim (resourceVersion %s -> %s)", rv, nc.ResourceVersion)
 	}
 
 	// The window runs out: the condition flips, and is written.
-	e.clk.Step(2 * time.Minute)
+	e.Clock.Step(2 * time.Minute)
 	nc, _ = e.reconcile("write")
 	if c := condition(nc, karpv1.ConditionTypeConsolidatable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("Consolidatable = %+v, want True", c)
@@ -871,27 +648,27 @@ func TestStatusWrittenOnChange(t *testing.T) {
 	if nc.ResourceVersion == rv {
 		t.Error("the changed condition was not written")
 	}
-	if got := e.get("write"); !equality.Semantic.DeepEqual(got.Status.Conditions, nc.Status.Conditions) {
+	if got := e.NodeClaim("write"); !equality.Semantic.DeepEqual(got.Status.Conditions, nc.Status.Conditions) {
 		t.Errorf("stored conditions %+v, want %+v", got.Status.Conditions, nc.Status.Conditions)
 	}
 
 	// A copy older than the stored NodeClaim is not written over it.
 	stale := nc.DeepCopy()
-	if _, err := e.r.ReconcilePodEvent(e.ctx, request("write")); err != nil {
+	if _, err := e.r.ReconcilePodEvent(e.Ctx, request("write")); err != nil {
 		t.Fatal(err)
 	}
 	meta.RemoveStatusCondition(&stale.Status.Conditions, karpv1.ConditionTypeConsolidatable)
-	if err := conditions.Patch(e.ctx, e.r.client, stale); !apierrors.IsConflict(err) {
+	if err := conditions.Patch(e.Ctx, e.r.client, stale); !apierrors.IsConflict(err) {
 		t.Errorf("patching a stale copy: %v, want a conflict", err)
 	}
 
 	// Emptying the conditions removes them.
-	cur := e.get("write")
+	cur := e.NodeClaim("write")
 	cur.Status.Conditions = nil
-	if err := conditions.Patch(e.ctx, e.r.client, cur); err != nil {
+	if err := conditions.Patch(e.Ctx, e.r.client, cur); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get("write"); len(got.Status.Conditions) != 0 {
+	if got := e.NodeClaim("write"); len(got.Status.Conditions) != 0 {
 		t.Errorf("conditions after emptying them: %+v", got.Status.Conditions)
 	}
 }

@@ -1,280 +1,67 @@
 package lifecycle
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
-	"github.com/stevedore-autoscaler/stevedore/test/kubelet"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-const clusterName = "test"
+func TestMain(m *testing.M) { environment.Main(m) }
 
-var (
-	kube    client.Client
-	kubeCfg *rest.Config
-	scheme  = apiserver.Scheme()
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(cfg *rest.Config, c client.Client) { kubeCfg, kube = cfg, c }))
-}
-
-// recorder keeps the events the reconciler records.
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "<reason>: <note>"
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) find(reason string) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if strings.HasPrefix(e, reason+": ") {
-			return e, true
-		}
-	}
-	return "", false
-}
-
-// env is one test's world: its own in-memory AWS and clock, sharing the API
-// server with the other tests (so each test uses its own seed and names).
+// env is one test's world, with its EC2NodeClass held in memory, and the
+// lifecycle controller.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	clk   *clocktesting.FakeClock
-	aws   *fake.AWS
-	world *fake.ClusterWorld
-	nc    *awsv1.EC2NodeClass
-	p     *aws.Provider
-	rec   *recorder
-	r     *Reconciler
-	logs  *logLines
-	reg   *prometheus.Registry
-}
-
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(prefix, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, args)
-}
-
-func (l *logLines) has(msg string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.lines, func(s string) bool { return strings.Contains(s, `"msg"="`+msg+`"`) })
+	*environment.Env
+	r *Reconciler
 }
 
 func newEnv(t *testing.T, seed uint64) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: seed, Clock: clk, InstanceTypes: []string{"c6i.large", "m6i.large", "m6g.large"}})
-	w, err := f.StandardCluster(clusterName, "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddInstanceProfile("test-profile", w.NodeRole); err != nil {
-		t.Fatal(err)
-	}
-	logs := &logLines{}
-	e := &env{t: t, clk: clk, aws: f, world: w, rec: &recorder{}, logs: logs}
-	e.ctx = log.IntoContext(context.Background(), funcr.New(logs.add, funcr.Options{}))
-	e.nc = nodeClass(t, e)
-	s := settings.Default()
-	s.ClusterName = clusterName
-	p, err := aws.New(aws.Options{
-		Clients:  f.Clients(),
-		Settings: s,
-		Clock:    clk,
-		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
-			if e.nc == nil || e.nc.Name != name {
-				return nil, nil
-			}
-			return e.nc.DeepCopy(), nil
-		},
-		Cluster: aws.ClusterInfo{Endpoint: "https://example.eks.amazonaws.com", CABundle: "Q0E=", ServiceCIDR: "10.100.0.0/16", DNS: []string{"10.100.0.10"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.p = p
-	e.reg = prometheus.NewRegistry()
-	m, err := metrics.New(e.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.r = New(kube, p, clk, e.rec, m)
-	t.Cleanup(e.cleanup)
+	e := &env{Env: environment.New(t, environment.Options{Seed: seed, InstanceTypes: []string{"c6i.large", "m6i.large", "m6g.large"}, NodeClassInMemory: true})}
+	e.r = New(e.Kube, e.Cloud, e.Clock, e.Events, e.Metrics)
 	return e
 }
 
-func nodeClass(t *testing.T, e *env) *awsv1.EC2NodeClass {
-	t.Helper()
-	var subnets []awsv1.Subnet
-	for i, id := range e.world.SubnetIDs {
-		z := e.aws.Zones()[i]
-		zid, _ := e.aws.ZoneID(z)
-		subnets = append(subnets, awsv1.Subnet{ID: id, Zone: z, ZoneID: zid})
-	}
-	arch := func(a string) []corev1.NodeSelectorRequirement {
-		return []corev1.NodeSelectorRequirement{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{a}}}
-	}
-	return &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			Role:             e.world.NodeRole,
-		},
-		Status: awsv1.EC2NodeClassStatus{
-			Subnets:        subnets,
-			SecurityGroups: []awsv1.SecurityGroup{{ID: e.world.SecurityGroupID}},
-			AMIs: []awsv1.AMI{
-				{ID: e.world.Images["al2023/x86_64/standard"], Requirements: arch(wellknown.ArchAMD64)},
-				{ID: e.world.Images["al2023/arm64/standard"], Requirements: arch(wellknown.ArchARM64)},
-			},
-			InstanceProfile: "test-profile",
-			Conditions: []metav1.Condition{{
-				Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready",
-				LastTransitionTime: metav1.NewTime(e.clk.Now()),
-			}},
-		},
-	}
+// setNodeClassReady sets the Ready condition of the node class.
+func (e *env) setNodeClassReady(status metav1.ConditionStatus, reason, message string) {
+	e.UpdateNodeClass(func(nc *awsv1.EC2NodeClass) {
+		c := &nc.Status.Conditions[0]
+		c.Status, c.Reason, c.Message = status, reason, message
+	})
 }
 
-// cleanup removes what the test left in the shared API server.
-func (e *env) cleanup() {
-	ctx := context.Background()
-	var nodes corev1.NodeList
-	if err := kube.List(ctx, &nodes); err == nil {
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			if len(n.Finalizers) > 0 {
-				base := n.DeepCopy()
-				n.Finalizers = nil
-				_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			}
-			_ = kube.Delete(ctx, n)
-		}
+// create creates a NodeClaim of the default NodePool and node class.
+func (e *env) create(name string, change ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
+	e.T.Helper()
+	nc := environment.NewNodeClaim(name, "default", "default")
+	for _, c := range change {
+		c(nc)
 	}
-	var ncs karpv1.NodeClaimList
-	if err := kube.List(ctx, &ncs); err == nil {
-		for i := range ncs.Items {
-			n := &ncs.Items[i]
-			if len(n.Finalizers) > 0 {
-				base := n.DeepCopy()
-				n.Finalizers = nil
-				_ = kube.Patch(ctx, n, client.MergeFrom(base))
-			}
-			_ = kube.Delete(ctx, n)
-		}
-	}
-}
-
-func (e *env) create(name string, mutate ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
-	e.t.Helper()
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: "default"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-				{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
-			},
-			Resources:    karpv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	for _, m := range mutate {
-		m(nc)
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatalf("creating NodeClaim %s: %v", name, err)
-	}
+	e.Create(nc)
 	return nc
-}
-
-func (e *env) get(name string) (*karpv1.NodeClaim, bool) {
-	e.t.Helper()
-	nc := &karpv1.NodeClaim{}
-	err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc)
-	if apierrors.IsNotFound(err) {
-		return nil, false
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return nc, true
-}
-
-// drive reconciles the NodeClaim with r until it stops changing or is gone,
-// and returns it (nil when gone) with the last result. The clock does not
-// move.
-func (e *env) drive(r *Reconciler, name string) (*karpv1.NodeClaim, reconcile.Result) {
-	e.t.Helper()
-	last := ""
-	for range 20 {
-		res, err := r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
-		nc, ok := e.get(name)
-		if !ok {
-			return nil, res
-		}
-		if err != nil {
-			e.t.Logf("reconcile %s: %v", name, err)
-		} else if nc.ResourceVersion == last {
-			return nc, res
-		}
-		last = nc.ResourceVersion
-	}
-	e.t.Fatalf("NodeClaim %s kept changing", name)
-	return nil, reconcile.Result{}
 }
 
 // driveUntilGone reconciles the NodeClaim, moving the clock on by the
 // requested wait whenever it settles, until it is gone.
 func (e *env) driveUntilGone(name string) {
-	e.t.Helper()
+	e.T.Helper()
 	for range 30 {
-		nc, res := e.drive(e.r, name)
+		nc, res := e.Settle(e.r, name)
 		if nc == nil {
 			return
 		}
@@ -282,18 +69,9 @@ func (e *env) driveUntilGone(name string) {
 		if wait <= 0 {
 			wait = time.Second
 		}
-		e.clk.Step(wait)
+		e.Clock.Step(wait)
 	}
-	e.t.Fatalf("NodeClaim %s was not deleted", name)
-}
-
-func (e *env) node(name string) *corev1.Node {
-	e.t.Helper()
-	n := &corev1.Node{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, n); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
+	e.T.Fatalf("NodeClaim %s was not deleted", name)
 }
 
 func instanceID(t *testing.T, providerID string) string {
@@ -319,15 +97,29 @@ func wantCondition(t *testing.T, nc *karpv1.NodeClaim, typ string, status metav1
 	}
 }
 
+// register boots the launched NodeClaim's instance, whose kubelet registers
+// its Node, and drives the NodeClaim to Registered. It returns the NodeClaim
+// and its Node's name.
+func (e *env) register(name string) (*karpv1.NodeClaim, string) {
+	e.T.Helper()
+	names := e.Boot()
+	if len(names) != 1 {
+		e.T.Fatalf("nodes %v registered, want one", names)
+	}
+	nc, _ := e.Settle(e.r, name)
+	wantCondition(e.T, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	return nc, names[0]
+}
+
 // launched drives a new NodeClaim to Launched and returns it.
 func (e *env) launched(name string, mutate ...func(*karpv1.NodeClaim)) *karpv1.NodeClaim {
-	e.t.Helper()
+	e.T.Helper()
 	e.create(name, mutate...)
-	nc, _ := e.drive(e.r, name)
+	nc, _ := e.Settle(e.r, name)
 	if nc == nil {
-		e.t.Fatalf("NodeClaim %s was deleted: %v", name, e.rec.events)
+		e.T.Fatalf("NodeClaim %s was deleted: %v", name, e.Events)
 	}
-	wantCondition(e.t, nc, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
+	wantCondition(e.T, nc, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
 	return nc
 }
 
@@ -342,7 +134,7 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 
 	// Launched: the instance exists and the NodeClaim says what it is.
 	id := instanceID(t, nc.Status.ProviderID)
-	info, ok := e.aws.Instance(id)
+	info, ok := e.AWS.Instance(id)
 	if !ok {
 		t.Fatalf("instance %s is not in the cloud", id)
 	}
@@ -365,17 +157,11 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	wantCondition(t, nc, karpv1.ConditionTypeReady, metav1.ConditionUnknown)
 
 	// The node boots and its kubelet registers it.
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName)
-	if err != nil || len(names) != 1 {
-		t.Fatalf("kubelet.Sync = %v, %v; want one node", names, err)
+	nc, name := e.register(nc.Name)
+	if nc.Status.NodeName != name {
+		t.Errorf("status.nodeName = %q, want %q", nc.Status.NodeName, name)
 	}
-	nc, _ = e.drive(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
-	if nc.Status.NodeName != names[0] {
-		t.Errorf("status.nodeName = %q, want %q", nc.Status.NodeName, names[0])
-	}
-	node := e.node(names[0])
+	node := e.Node(name)
 	if hasTaint(node.Spec.Taints, wellknown.UnregisteredTaint()) {
 		t.Error("the unregistered taint is still on the node")
 	}
@@ -402,28 +188,26 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	wantCondition(t, nc, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown)
 
 	// Ready, but the startup taint is still there.
-	if err := kubelet.MarkReady(e.ctx, kube, node.Name); err != nil {
-		t.Fatal(err)
-	}
-	nc, _ = e.drive(e.r, nc.Name)
+	e.MarkReady(node.Name)
+	nc, _ = e.Settle(e.r, nc.Name)
 	if c := condition(nc, karpv1.ConditionTypeInitialized); c.Status != metav1.ConditionUnknown || c.Reason != ReasonStartupTaintsPresent {
 		t.Fatalf("Initialized = %s/%s (%s), want Unknown/%s", c.Status, c.Reason, c.Message, ReasonStartupTaintsPresent)
 	}
 
 	// The agent removes its startup taint.
-	node = e.node(node.Name)
+	node = e.Node(node.Name)
 	base := node.DeepCopy()
 	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == agentTaint.Key })
-	if err := kube.Patch(e.ctx, node, client.MergeFrom(base)); err != nil {
+	if err := e.Kube.Patch(e.Ctx, node, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	nc, res := e.drive(e.r, nc.Name)
+	nc, res := e.Settle(e.r, nc.Name)
 	wantCondition(t, nc, karpv1.ConditionTypeInitialized, metav1.ConditionTrue)
 	wantCondition(t, nc, karpv1.ConditionTypeReady, metav1.ConditionTrue)
 	if res.RequeueAfter != 0 {
 		t.Errorf("an initialized NodeClaim asks to be requeued after %s", res.RequeueAfter)
 	}
-	node = e.node(node.Name)
+	node = e.Node(node.Name)
 	if node.Labels[wellknown.LabelInitialized] != "true" {
 		t.Errorf("node labels = %v, want %s=true", node.Labels, wellknown.LabelInitialized)
 	}
@@ -431,49 +215,47 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 		t.Errorf("node taints = %v: the startup taint came back or the NodeClaim taint went", node.Spec.Taints)
 	}
 	for _, msg := range []string{"launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"} {
-		if !e.logs.has(msg) {
-			t.Errorf("no %q log line in %v", msg, e.logs.lines)
+		if len(e.Logs.Lines(msg)) == 0 {
+			t.Errorf("no %q log line in %v", msg, e.Logs)
 		}
 	}
-	if n := len(e.aws.InstanceIDs()); n != 1 {
+	if n := len(e.AWS.InstanceIDs()); n != 1 {
 		t.Errorf("%d instances, want 1", n)
 	}
 }
 
 func TestInsufficientCapacityDeletesNodeClaim(t *testing.T) {
 	e := newEnv(t, 102)
-	e.aws.InjectInsufficientCapacity(nil, nil, "", e.clk.Now().Add(time.Hour))
+	e.AWS.InjectInsufficientCapacity(nil, nil, "", e.Clock.Now().Add(time.Hour))
 	e.create("lifecycle-ice")
-	if nc, _ := e.drive(e.r, "lifecycle-ice"); nc != nil {
+	if nc, _ := e.Settle(e.r, "lifecycle-ice"); nc != nil {
 		t.Fatalf("NodeClaim still exists: %+v", nc.Status.Conditions)
 	}
-	if _, ok := e.rec.find(ReasonInsufficientCapacity); !ok {
-		t.Errorf("no %s event in %v", ReasonInsufficientCapacity, e.rec.events)
+	if len(e.Events.Matching(environment.Event{Reason: ReasonInsufficientCapacity})) == 0 {
+		t.Errorf("no %s event in %v", ReasonInsufficientCapacity, e.Events)
 	}
-	if ids := e.aws.InstanceIDs(); len(ids) != 0 {
+	if ids := e.AWS.InstanceIDs(); len(ids) != 0 {
 		t.Errorf("instances %v exist", ids)
 	}
 }
 
 func TestNodeClassNotReadyDeletesNodeClaim(t *testing.T) {
 	e := newEnv(t, 103)
-	e.nc.Status.Conditions[0].Status = metav1.ConditionFalse
-	e.nc.Status.Conditions[0].Reason = "SubnetsNotFound"
-	e.nc.Status.Conditions[0].Message = "no subnet matches the selector"
+	e.setNodeClassReady(metav1.ConditionFalse, "SubnetsNotFound", "no subnet matches the selector")
 	e.create("lifecycle-ncnr")
-	if nc, _ := e.drive(e.r, "lifecycle-ncnr"); nc != nil {
+	if nc, _ := e.Settle(e.r, "lifecycle-ncnr"); nc != nil {
 		t.Fatalf("NodeClaim still exists: %+v", nc.Status.Conditions)
 	}
-	if ev, ok := e.rec.find(ReasonNodeClassNotReady); !ok || !strings.Contains(ev, "SubnetsNotFound") {
-		t.Errorf("no %s event naming the cause in %v", ReasonNodeClassNotReady, e.rec.events)
+	if evs := e.Events.Matching(environment.Event{Reason: ReasonNodeClassNotReady}); len(evs) == 0 || !strings.Contains(evs[0].Note, "SubnetsNotFound") {
+		t.Errorf("no %s event naming the cause in %v", ReasonNodeClassNotReady, e.Events)
 	}
 }
 
 func TestCreateErrorRetriesThenLaunchTimeout(t *testing.T) {
 	e := newEnv(t, 104)
-	e.nc.Status.Conditions[0].Status = metav1.ConditionUnknown // readiness not known yet: retried
+	e.setNodeClassReady(metav1.ConditionUnknown, "Unknown", "") // readiness not known yet: retried
 	e.create("lifecycle-retry")
-	nc, res := e.drive(e.r, "lifecycle-retry")
+	nc, res := e.Settle(e.r, "lifecycle-retry")
 	if nc == nil {
 		t.Fatal("NodeClaim deleted on a retriable error")
 	}
@@ -483,44 +265,43 @@ func TestCreateErrorRetriesThenLaunchTimeout(t *testing.T) {
 	if res.RequeueAfter != CreateRetry {
 		t.Errorf("RequeueAfter = %s, want %s", res.RequeueAfter, CreateRetry)
 	}
-	e.clk.Step(LaunchTimeout)
+	e.Clock.Step(LaunchTimeout)
 	e.driveUntilGone("lifecycle-retry")
-	if _, ok := e.rec.find(ReasonLaunchTimeout); !ok {
-		t.Errorf("no %s event in %v", ReasonLaunchTimeout, e.rec.events)
+	if len(e.Events.Matching(environment.Event{Reason: ReasonLaunchTimeout})) == 0 {
+		t.Errorf("no %s event in %v", ReasonLaunchTimeout, e.Events)
 	}
 }
 
 func TestRegistrationTimeoutTerminatesInstance(t *testing.T) {
 	e := newEnv(t, 105)
-	e.aws.RemoveAccessEntry(clusterName, e.world.NodeRoleARN)
+	e.AWS.RemoveAccessEntry(environment.ClusterName, e.World.NodeRoleARN)
 	nc := e.launched("lifecycle-noauth")
 	id := instanceID(t, nc.Status.ProviderID)
 
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	if names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName); err != nil || len(names) != 0 {
-		t.Fatalf("kubelet.Sync = %v, %v; want no node without an access entry", names, err)
+	if names := e.Boot(); len(names) != 0 {
+		t.Fatalf("nodes %v registered, want none without an access entry", names)
 	}
-	nc, res := e.drive(e.r, nc.Name)
+	nc, res := e.Settle(e.r, nc.Name)
 	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown)
 	if want := RegistrationTimeout - fake.DefaultBootDelay - time.Second; res.RequeueAfter != want {
 		t.Errorf("RequeueAfter = %s, want %s", res.RequeueAfter, want)
 	}
 
-	e.clk.Step(RegistrationTimeout)
+	e.Clock.Step(RegistrationTimeout)
 	e.driveUntilGone(nc.Name)
-	ev, ok := e.rec.find(ReasonRegistrationTimeout)
-	if !ok {
-		t.Fatalf("no %s event in %v", ReasonRegistrationTimeout, e.rec.events)
+	evs := e.Events.Matching(environment.Event{Reason: ReasonRegistrationTimeout})
+	if len(evs) == 0 {
+		t.Fatalf("no %s event in %v", ReasonRegistrationTimeout, e.Events)
 	}
 	for _, cause := range []string{"access entry", "API server", "user data"} {
-		if !strings.Contains(ev, cause) {
-			t.Errorf("event %q does not mention %q", ev, cause)
+		if !strings.Contains(evs[0].Note, cause) {
+			t.Errorf("event %q does not mention %q", evs[0].Note, cause)
 		}
 	}
-	if info, ok := e.aws.Instance(id); ok && info.State != fake.StateTerminated {
+	if info, ok := e.AWS.Instance(id); ok && info.State != fake.StateTerminated {
 		t.Errorf("instance %s is %s, want terminated", id, info.State)
 	}
-	if !e.logs.has("deleted nodeclaim") {
+	if len(e.Logs.Lines("deleted nodeclaim")) == 0 {
 		t.Errorf("no \"deleted nodeclaim\" log line")
 	}
 	want := fmt.Sprintf(`
@@ -528,40 +309,20 @@ func TestRegistrationTimeoutTerminatesInstance(t *testing.T) {
 # TYPE %[1]s counter
 %[1]s{capacity_type="on-demand",nodepool="default",zone="%[2]s"} 1
 `, metrics.NameNodeClaimsTerminated, nc.Labels[wellknown.LabelTopologyZone])
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodeClaimsTerminated); err != nil {
+	if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(want), metrics.NameNodeClaimsTerminated); err != nil {
 		t.Error(err)
 	}
 }
 
-// nodePool creates a NodePool for the test and deletes it afterwards.
-func (e *env) nodePool(name string) *karpv1.NodePool {
-	e.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.ArchAMD64}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	if err := kube.Create(e.ctx, np); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
-	return np
-}
-
 func TestRegistrationHealthOnNodePool(t *testing.T) {
 	e := newEnv(t, 112)
-	np := e.nodePool("lifecycle-health")
+	np := environment.NewNodePool("lifecycle-health", "default")
+	e.Create(np)
 	inPool := func(nc *karpv1.NodeClaim) { nc.Labels[wellknown.LabelNodePool] = np.Name }
 	health := func() (*karpv1.NodePool, metav1.Condition) {
 		t.Helper()
-		got := &karpv1.NodePool{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: np.Name}, got); err != nil {
-			t.Fatal(err)
-		}
+		got := np.DeepCopy()
+		e.Refresh(got)
 		c := meta.FindStatusCondition(got.Status.Conditions, karpv1.ConditionTypeNodeRegistrationHealthy)
 		if c == nil {
 			t.Fatalf("NodePool %s has no %s condition: %+v", np.Name, karpv1.ConditionTypeNodeRegistrationHealthy, got.Status.Conditions)
@@ -570,10 +331,10 @@ func TestRegistrationHealthOnNodePool(t *testing.T) {
 	}
 
 	// Two nodes in a row cannot join: the node role has no access entry.
-	e.aws.RemoveAccessEntry(clusterName, e.world.NodeRoleARN)
+	e.AWS.RemoveAccessEntry(environment.ClusterName, e.World.NodeRoleARN)
 	for _, name := range []string{"lifecycle-health-a", "lifecycle-health-b"} {
 		e.launched(name, inPool)
-		e.clk.Step(RegistrationTimeout + time.Second)
+		e.Clock.Step(RegistrationTimeout + time.Second)
 		e.driveUntilGone(name)
 	}
 	got, c := health()
@@ -591,16 +352,11 @@ func TestRegistrationHealthOnNodePool(t *testing.T) {
 
 	// The access entry is fixed and the next node joins; the failures are
 	// still remembered.
-	if err := e.aws.AddAccessEntry(clusterName, e.world.NodeRoleARN); err != nil {
+	if err := e.AWS.AddAccessEntry(environment.ClusterName, e.World.NodeRoleARN); err != nil {
 		t.Fatal(err)
 	}
 	nc := e.launched("lifecycle-health-c", inPool)
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	if names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName); err != nil || len(names) != 1 {
-		t.Fatalf("kubelet.Sync = %v, %v; want one node", names, err)
-	}
-	nc, _ = e.drive(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	nc, _ = e.register(nc.Name)
 	got, c = health()
 	if a := got.Annotations[AnnotationRegistrationOutcomes]; a != "0/FFS" {
 		t.Errorf("%s = %q, want 0/FFS", AnnotationRegistrationOutcomes, a)
@@ -650,10 +406,10 @@ func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
 		nc.Spec.TerminationGracePeriod = &karpv1.Duration{Duration: time.Hour}
 	})
 	id := instanceID(t, nc.Status.ProviderID)
-	if err := kube.Delete(e.ctx, nc); err != nil {
+	if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc, _ = e.drive(e.r, nc.Name)
+	nc, _ = e.Settle(e.r, nc.Name)
 	if nc == nil {
 		t.Fatal("NodeClaim gone before its instance terminated")
 	}
@@ -663,45 +419,38 @@ func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
 		t.Errorf("termination timestamp = %q, want %q", got, want)
 	}
 	e.driveUntilGone(nc.Name)
-	if info, ok := e.aws.Instance(id); ok && info.State != fake.StateTerminated {
+	if info, ok := e.AWS.Instance(id); ok && info.State != fake.StateTerminated {
 		t.Errorf("instance %s is %s, want terminated", id, info.State)
 	}
 }
 
 func TestDeleteRegisteredNodeClaimDeletesNodeFirst(t *testing.T) {
 	e := newEnv(t, 107)
-	nc := e.launched("lifecycle-delete-node")
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName)
-	if err != nil || len(names) != 1 {
-		t.Fatalf("kubelet.Sync = %v, %v", names, err)
-	}
-	nc, _ = e.drive(e.r, nc.Name)
-	wantCondition(t, nc, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
-	calls := e.aws.Calls("TerminateInstances")
+	nc, name := e.register(e.launched("lifecycle-delete-node").Name)
+	calls := e.AWS.Calls("TerminateInstances")
 
-	if err := kube.Delete(e.ctx, nc); err != nil {
+	if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc, _ = e.drive(e.r, nc.Name)
+	nc, _ = e.Settle(e.r, nc.Name)
 	if nc == nil {
 		t.Fatal("NodeClaim gone while its node exists")
 	}
-	node := e.node(names[0])
+	node := e.Node(name)
 	if node.DeletionTimestamp.IsZero() {
 		t.Fatal("the node was not deleted")
 	}
-	if got := e.aws.Calls("TerminateInstances"); got != calls {
+	if got := e.AWS.Calls("TerminateInstances"); got != calls {
 		t.Errorf("the instance was terminated while its node was draining")
 	}
 	// The node's termination controller drains it and lets it go.
 	base := node.DeepCopy()
 	node.Finalizers = nil
-	if err := kube.Patch(e.ctx, node, client.MergeFrom(base)); err != nil {
+	if err := e.Kube.Patch(e.Ctx, node, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	e.driveUntilGone(nc.Name)
-	if info, ok := e.aws.Instance(instanceID(t, nc.Status.ProviderID)); ok && info.State != fake.StateTerminated {
+	if info, ok := e.AWS.Instance(instanceID(t, nc.Status.ProviderID)); ok && info.State != fake.StateTerminated {
 		t.Errorf("instance is %s, want terminated", info.State)
 	}
 }
@@ -709,15 +458,15 @@ func TestDeleteRegisteredNodeClaimDeletesNodeFirst(t *testing.T) {
 func TestRestartDoesNotLaunchAgain(t *testing.T) {
 	e := newEnv(t, 108)
 	nc := e.launched("lifecycle-restart")
-	ids, fleets := e.aws.InstanceIDs(), e.aws.Calls("CreateFleet")
+	ids, fleets := e.AWS.InstanceIDs(), e.AWS.Calls("CreateFleet")
 
-	fresh := New(kube, e.p, e.clk, e.rec, nil)
-	got, _ := e.drive(fresh, nc.Name)
+	fresh := New(e.Kube, e.Cloud, e.Clock, e.Events, nil)
+	got, _ := e.Settle(fresh, nc.Name)
 	if got.Status.ProviderID != nc.Status.ProviderID {
 		t.Errorf("provider ID changed from %s to %s", nc.Status.ProviderID, got.Status.ProviderID)
 	}
-	if after := e.aws.InstanceIDs(); !slices.Equal(after, ids) || e.aws.Calls("CreateFleet") != fleets {
-		t.Errorf("instances %v -> %v, CreateFleet calls %d -> %d", ids, after, fleets, e.aws.Calls("CreateFleet"))
+	if after := e.AWS.InstanceIDs(); !slices.Equal(after, ids) || e.AWS.Calls("CreateFleet") != fleets {
+		t.Errorf("instances %v -> %v, CreateFleet calls %d -> %d", ids, after, fleets, e.AWS.Calls("CreateFleet"))
 	}
 }
 
@@ -725,21 +474,21 @@ func TestRestartDoesNotLaunchAgain(t *testing.T) {
 // launching the instance and recording it would: finalizer and Launched
 // condition set, an instance tagged with its name, no provider ID.
 func (e *env) crashAfterCreate(name string) (*karpv1.NodeClaim, string) {
-	e.t.Helper()
+	e.T.Helper()
 	nc := e.create(name)
 	base := nc.DeepCopy()
 	addFinalizer(&nc.ObjectMeta)
-	if err := kube.Patch(e.ctx, nc, client.MergeFrom(base)); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Patch(e.Ctx, nc, client.MergeFrom(base)); err != nil {
+		e.T.Fatal(err)
 	}
 	base = nc.DeepCopy()
 	e.r.initConditions(nc)
-	if err := kube.Status().Patch(e.ctx, nc, client.MergeFrom(base)); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Status().Patch(e.Ctx, nc, client.MergeFrom(base)); err != nil {
+		e.T.Fatal(err)
 	}
-	created, err := e.p.Create(e.ctx, nc)
+	created, err := e.Cloud.Create(e.Ctx, nc)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return nc, created.Status.ProviderID
 }
@@ -747,26 +496,26 @@ func (e *env) crashAfterCreate(name string) (*karpv1.NodeClaim, string) {
 func TestCrashAfterCreateAdoptsInstance(t *testing.T) {
 	e := newEnv(t, 109)
 	nc, providerID := e.crashAfterCreate("lifecycle-adopt")
-	fleets := e.aws.Calls("CreateFleet")
-	got, _ := e.drive(New(kube, e.p, e.clk, e.rec, nil), nc.Name)
+	fleets := e.AWS.Calls("CreateFleet")
+	got, _ := e.Settle(New(e.Kube, e.Cloud, e.Clock, e.Events, nil), nc.Name)
 	wantCondition(t, got, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
 	if got.Status.ProviderID != providerID {
 		t.Errorf("provider ID = %q, want the launched %q", got.Status.ProviderID, providerID)
 	}
-	if e.aws.Calls("CreateFleet") != fleets || len(e.aws.InstanceIDs()) != 1 {
-		t.Errorf("launched again: %d CreateFleet calls, instances %v", e.aws.Calls("CreateFleet")-fleets, e.aws.InstanceIDs())
+	if e.AWS.Calls("CreateFleet") != fleets || len(e.AWS.InstanceIDs()) != 1 {
+		t.Errorf("launched again: %d CreateFleet calls, instances %v", e.AWS.Calls("CreateFleet")-fleets, e.AWS.InstanceIDs())
 	}
 }
 
 func TestDeleteDuringLaunchTerminatesUnrecordedInstance(t *testing.T) {
 	e := newEnv(t, 110)
 	nc, providerID := e.crashAfterCreate("lifecycle-leak")
-	if err := kube.Delete(e.ctx, nc); err != nil {
+	if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	e.driveUntilGone(nc.Name)
 	id := instanceID(t, providerID)
-	if info, ok := e.aws.Instance(id); ok && info.State != fake.StateTerminated {
+	if info, ok := e.AWS.Instance(id); ok && info.State != fake.StateTerminated {
 		t.Errorf("instance %s is %s: leaked", id, info.State)
 	}
 }
@@ -776,51 +525,28 @@ func TestDeleteDuringLaunchTerminatesUnrecordedInstance(t *testing.T) {
 // Node events rather than driven by hand.
 func TestUnderManager(t *testing.T) {
 	e := newEnv(t, 111)
-	mgr, err := manager.New(kubeCfg, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(mgr.GetClient(), e.p, e.clk, mgr.GetEventRecorder(Name), nil)
+	mgr := environment.NewManager(t)
+	r := New(mgr.GetClient(), e.Cloud, e.Clock, mgr.GetEventRecorder(Name), nil)
 	if err := r.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	e.StartManager(mgr)
 
 	e.create("lifecycle-manager")
-	waitFor := func(what string, ok func(*karpv1.NodeClaim) bool) *karpv1.NodeClaim {
+	waitFor := func(what string, ok func(*karpv1.NodeClaim) bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if nc, found := e.get("lifecycle-manager"); found && ok(nc) {
-				return nc
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("timed out waiting for %s", what)
-		return nil
+		environment.Eventually(t, what, func() bool {
+			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "lifecycle-manager"}}
+			return e.Exists(nc) && ok(nc)
+		})
 	}
 	waitFor("launch", func(nc *karpv1.NodeClaim) bool { return isTrue(nc, karpv1.ConditionTypeLaunched) })
-	e.clk.Step(fake.DefaultBootDelay + time.Second)
-	names, err := kubelet.Sync(e.ctx, kube, e.aws, clusterName)
-	if err != nil || len(names) != 1 {
-		t.Fatalf("kubelet.Sync = %v, %v", names, err)
+	names := e.Boot()
+	if len(names) != 1 {
+		t.Fatalf("nodes %v registered, want one", names)
 	}
 	// Only the Node's creation can wake the controller now.
 	waitFor("registration", func(nc *karpv1.NodeClaim) bool { return isTrue(nc, karpv1.ConditionTypeRegistered) })
-	if err := kubelet.MarkReady(e.ctx, kube, names[0]); err != nil {
-		t.Fatal(err)
-	}
+	e.MarkReady(names[0])
 	waitFor("initialization", func(nc *karpv1.NodeClaim) bool { return isTrue(nc, karpv1.ConditionTypeInitialized) })
 }

@@ -3,35 +3,24 @@ package tagging
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	awsprovider "github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-const clusterName = "test"
+const clusterName = environment.ClusterName
 
-var kube client.Client
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
-}
+func TestMain(m *testing.M) { environment.Main(m) }
 
 // launch starts an instance tagged as stevedore tags a launch (plus extra)
 // and returns its provider ID.
@@ -63,26 +52,12 @@ func launch(t *testing.T, f *fake.AWS, w *fake.ClusterWorld, extra map[string]st
 }
 
 // claim creates a NodeClaim with the provider ID and node name.
-func claim(t *testing.T, name, providerID, nodeName string) {
-	t.Helper()
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: "default"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-				Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-			}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	if err := kube.Create(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+func claim(e *environment.Env, name, providerID, nodeName string) {
+	e.T.Helper()
+	nc := environment.NewNodeClaim(name, "default", "default")
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = nodeName
-	if err := kube.Status().Update(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
+	e.Create(nc)
 }
 
 // TestTagsRegisteredInstances: a registered NodeClaim's instance gets Name
@@ -91,22 +66,17 @@ func claim(t *testing.T, name, providerID, nodeName string) {
 // CreateTags requests pass Karpenter's policy. An unregistered NodeClaim is
 // left alone.
 func TestTagsRegisteredInstances(t *testing.T) {
-	ctx := context.Background()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: 5, Clock: clk, InstanceTypes: []string{"m6i.large"}})
-	w, err := f.StandardCluster(clusterName, "1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := environment.New(t, environment.Options{Seed: 5, InstanceTypes: []string{"m6i.large"}})
+	ctx, f, w := e.Ctx, e.AWS, e.World
 	clients, log := iampolicy.Record(f.Clients(), f.Authorization())
-	r := New(kube, clients.EC2, clusterName)
+	r := New(e.Kube, clients.EC2, clusterName)
 
 	plain := launch(t, f, w, nil)
 	named := launch(t, f, w, map[string]string{wellknown.TagName: "from-spec-tags"})
 	pending := launch(t, f, w, nil)
-	claim(t, "tag-plain", plain, "ip-10-0-0-1.ec2.internal")
-	claim(t, "tag-named", named, "ip-10-0-0-2.ec2.internal")
-	claim(t, "tag-pending", pending, "")
+	claim(e, "tag-plain", plain, "ip-10-0-0-1.ec2.internal")
+	claim(e, "tag-named", named, "ip-10-0-0-2.ec2.internal")
+	claim(e, "tag-pending", pending, "")
 
 	for _, name := range []string{"tag-plain", "tag-named", "tag-pending"} {
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
@@ -127,10 +97,7 @@ func TestTagsRegisteredInstances(t *testing.T) {
 		t.Errorf("unregistered instance was tagged: %v", got)
 	}
 	for name, want := range map[string]string{"tag-plain": "true", "tag-named": "true", "tag-pending": ""} {
-		nc := &karpv1.NodeClaim{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			t.Fatal(err)
-		}
+		nc := e.NodeClaim(name)
 		if got := nc.Annotations[wellknown.AnnotationInstanceTagged]; got != want {
 			t.Errorf("%s: %s = %q, want %q", name, wellknown.AnnotationInstanceTagged, got, want)
 		}

@@ -1,25 +1,18 @@
 package status
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,105 +22,53 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
 const (
-	clusterName = "test"
-	k8sVersion  = "1.33"
+	clusterName = environment.ClusterName
+	k8sVersion  = environment.KubernetesVersion
 	caBundle    = "Q0E="
 )
 
-var (
-	kube   client.Client
-	scheme = apiserver.Scheme()
-)
+func TestMain(m *testing.M) { environment.Main(m) }
 
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
-}
-
-// recorder keeps the events the reconciler records.
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "<reason>: <note>"
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) all() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.events, "\n")
-}
-
+// env is one test's world, the resolver over its AWS and the status
+// controller.
 type env struct {
-	t        *testing.T
-	ctx      context.Context
-	clk      *clocktesting.FakeClock
-	aws      *fake.AWS
-	world    *fake.ClusterWorld
+	*environment.Env
 	resolver *nodeclass.Resolver
-	rec      *recorder
 	r        *Reconciler
 }
 
 func newEnv(t *testing.T, seed uint64) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := fake.New(fake.Options{Seed: seed, Clock: clk, InstanceTypes: []string{"c6i.large", "m6i.large", "m6g.large"}})
-	w, err := f.StandardCluster(clusterName, k8sVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := nodeclass.NewResolver(f.Clients(), nodeclass.Options{ClusterName: clusterName, Region: "us-east-1", Clock: clk})
-	e := &env{t: t, ctx: context.Background(), clk: clk, aws: f, world: w, resolver: res, rec: &recorder{}}
-	e.r = New(kube, res, e.rec, Options{KubernetesVersion: k8sVersion, CABundle: caBundle})
+	e := &env{Env: environment.New(t, environment.Options{Seed: seed, InstanceTypes: []string{"c6i.large", "m6i.large", "m6g.large"}})}
+	e.resolver = nodeclass.NewResolver(e.AWS.Clients(), nodeclass.Options{ClusterName: clusterName, Region: "us-east-1", Clock: e.Clock})
+	e.r = New(e.Kube, e.resolver, e.Events, Options{KubernetesVersion: k8sVersion, CABundle: caBundle})
 	return e
 }
 
-// nodeClass creates an EC2NodeClass whose subnets are selected by the
-// discovery tag value subnetTag, and removes it when the test ends.
+// nodeClass creates an EC2NodeClass, not resolved yet, whose subnets are
+// selected by the discovery tag value subnetTag.
 func (e *env) nodeClass(name, subnetTag string) *awsv1.EC2NodeClass {
-	e.t.Helper()
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: awsv1.EC2NodeClassSpec{
-			Role:                       e.world.NodeRole,
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": subnetTag}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": clusterName}}},
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		ctx := context.Background()
-		cur := &awsv1.EC2NodeClass{}
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
-			return
-		}
-		cur.Finalizers = nil
-		_ = kube.Update(ctx, cur)
-		_ = kube.Delete(ctx, cur)
-	})
+	e.T.Helper()
+	nc := e.NewEC2NodeClass(name)
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{fake.DiscoveryTag: subnetTag}}}
+	nc.Status = awsv1.EC2NodeClassStatus{}
+	e.Create(nc)
 	return nc
 }
 
 func (e *env) reconcile(name string) (reconcile.Result, *awsv1.EC2NodeClass, error) {
-	e.t.Helper()
-	res, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	e.T.Helper()
+	res, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	nc := &awsv1.EC2NodeClass{}
-	if getErr := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); getErr != nil {
+	if getErr := e.Kube.Get(e.Ctx, client.ObjectKey{Name: name}, nc); getErr != nil {
 		if apierrors.IsNotFound(getErr) {
 			return res, nil, err
 		}
-		e.t.Fatal(getErr)
+		e.T.Fatal(getErr)
 	}
 	return res, nc, err
 }
@@ -154,7 +95,7 @@ func TestReady(t *testing.T) {
 	if res.RequeueAfter != ReadyRequeue {
 		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, ReadyRequeue)
 	}
-	if len(nc.Status.Subnets) != len(e.world.SubnetIDs) || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) == 0 {
+	if len(nc.Status.Subnets) != len(e.World.SubnetIDs) || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) == 0 {
 		t.Errorf("status = %+v, want the world's subnets, security group and images", nc.Status)
 	}
 	if !slices.Contains(nc.Finalizers, wellknown.FinalizerEC2NodeClassTermination) {
@@ -170,7 +111,7 @@ func TestReady(t *testing.T) {
 	// A spec change changes the hash.
 	old := nc.Annotations[wellknown.AnnotationEC2NodeClassHash]
 	nc.Spec.Tags = map[string]string{"team": "a"}
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	if _, nc, err = e.reconcile("ready"); err != nil {
@@ -193,7 +134,7 @@ func TestUntaggedSubnets(t *testing.T) {
 		t.Fatalf("SubnetsReady = %+v, want False/%s", c, nodeclass.ReasonSubnetsNotFound)
 	}
 	// The message is the resolver's, unchanged.
-	want, _ := e.resolver.Resolve(e.ctx, nc, k8sVersion)
+	want, _ := e.resolver.Resolve(e.Ctx, nc, k8sVersion)
 	if w := meta.FindStatusCondition(want.Conditions, awsv1.ConditionTypeSubnetsReady); w == nil || w.Message != c.Message || c.Message == "" {
 		t.Errorf("SubnetsReady message = %q, want the resolver's %+v", c.Message, w)
 	}
@@ -214,9 +155,9 @@ func TestAWSErrorKeepsConditions(t *testing.T) {
 	if _, _, err := e.reconcile("throttled"); err != nil {
 		t.Fatal(err)
 	}
-	e.aws.InjectError("DescribeSubnets", fake.ThrottlingError("DescribeSubnets"), -1)
-	defer e.aws.ClearErrors()
-	e.clk.Step(ReadyRequeue)
+	e.AWS.InjectError("DescribeSubnets", fake.ThrottlingError("DescribeSubnets"), -1)
+	defer e.AWS.ClearErrors()
+	e.Clock.Step(ReadyRequeue)
 	_, nc, err := e.reconcile("throttled")
 	if err == nil {
 		t.Fatal("Reconcile succeeded with DescribeSubnets throttled; want an error to retry with backoff")
@@ -224,7 +165,7 @@ func TestAWSErrorKeepsConditions(t *testing.T) {
 	if c := condition(t, nc, awsv1.ConditionTypeSubnetsReady); c.Status != metav1.ConditionTrue {
 		t.Errorf("SubnetsReady = %+v, want it kept True", c)
 	}
-	if len(nc.Status.Subnets) != len(e.world.SubnetIDs) {
+	if len(nc.Status.Subnets) != len(e.World.SubnetIDs) {
 		t.Errorf("subnets = %v, want them kept", nc.Status.Subnets)
 	}
 }
@@ -237,10 +178,10 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	profile := resolved.Status.InstanceProfile
-	if _, ok := e.aws.InstanceProfileRoles(profile); !ok {
+	if _, ok := e.AWS.InstanceProfileRoles(profile); !ok {
 		t.Fatalf("managed instance profile %q was not created", profile)
 	}
-	if _, err := e.aws.CreateLaunchTemplate(e.ctx, &ec2.CreateLaunchTemplateInput{
+	if _, err := e.AWS.CreateLaunchTemplate(e.Ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("stevedore/" + clusterName + "/deleting"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{
@@ -250,24 +191,13 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	claim := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "deleting-claim"},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-				Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-			}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "deleting"},
-		},
-	}
-	if err := kube.Create(e.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), claim) })
+	claim := environment.NewNodeClaim("deleting-claim", "", "deleting")
+	e.Create(claim)
 
-	if err := kube.Delete(e.ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "deleting"}}); err != nil {
+	if err := e.Kube.Delete(e.Ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "deleting"}}); err != nil {
 		t.Fatal(err)
 	}
-	calls := e.aws.Calls("DescribeSubnets")
+	calls := e.AWS.Calls("DescribeSubnets")
 	res, nc, err := e.reconcile("deleting")
 	if err != nil {
 		t.Fatal(err)
@@ -278,21 +208,21 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	if res.RequeueAfter != DeletionPoll {
 		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, DeletionPoll)
 	}
-	if ev := e.rec.all(); !strings.Contains(ev, ReasonWaitingOnNodeClaims+": waiting on NodeClaims [deleting-claim]") {
+	if ev := e.Events.String(); !strings.Contains(ev, ReasonWaitingOnNodeClaims+": waiting on NodeClaims [deleting-claim]") {
 		t.Errorf("events = %q, want the waiting event naming the NodeClaim", ev)
 	}
-	if n := e.aws.Calls("DescribeSubnets"); n != calls {
+	if n := e.AWS.Calls("DescribeSubnets"); n != calls {
 		t.Errorf("a deleting node class was resolved (%d DescribeSubnets calls)", n-calls)
 	}
-	if _, ok := e.aws.InstanceProfileRoles(profile); !ok {
+	if _, ok := e.AWS.InstanceProfileRoles(profile); !ok {
 		t.Error("the instance profile was deleted while NodeClaims still use the node class")
 	}
 
 	// A failing clean-up keeps the finalizer.
-	if err := kube.Delete(e.ctx, claim); err != nil {
+	if err := e.Kube.Delete(e.Ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	e.aws.InjectError("DeleteInstanceProfile", fake.APIError("ServiceFailure", "boom"), 1)
+	e.AWS.InjectError("DeleteInstanceProfile", fake.APIError("ServiceFailure", "boom"), 1)
 	if _, nc, err = e.reconcile("deleting"); err == nil || nc == nil {
 		t.Fatalf("reconcile with a failing clean-up: err %v, node class %v; want an error and the node class kept", err, nc)
 	}
@@ -303,10 +233,10 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	if nc != nil {
 		t.Errorf("EC2NodeClass still exists with finalizers %v after its NodeClaims went", nc.Finalizers)
 	}
-	if _, ok := e.aws.InstanceProfileRoles(profile); ok {
+	if _, ok := e.AWS.InstanceProfileRoles(profile); ok {
 		t.Errorf("managed instance profile %s outlived its EC2NodeClass", profile)
 	}
-	if names := e.aws.LaunchTemplateNames(); len(names) != 0 {
+	if names := e.AWS.LaunchTemplateNames(); len(names) != 0 {
 		t.Errorf("launch templates %v outlived their EC2NodeClass", names)
 	}
 }
@@ -323,7 +253,7 @@ func TestReadyRequeueFollowsRefreshInterval(t *testing.T) {
 		{interval: 3 * time.Minute, want: 3 * time.Minute},
 	} {
 		e := newEnv(t, 1)
-		e.r = New(kube, e.resolver, e.rec, Options{KubernetesVersion: k8sVersion, CABundle: caBundle, RefreshInterval: tc.interval})
+		e.r = New(e.Kube, e.resolver, e.Events, Options{KubernetesVersion: k8sVersion, CABundle: caBundle, RefreshInterval: tc.interval})
 		name := fmt.Sprintf("refresh-%d", int(tc.interval.Seconds()))
 		e.nodeClass(name, clusterName)
 		res, nc, err := e.reconcile(name)
@@ -363,28 +293,15 @@ func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
 		{name: "restamp-other-class", class: "other", wantOldHash: true},
 	}
 	for _, tc := range tests {
-		claim := &karpv1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: tc.name, Annotations: map[string]string{
-				wellknown.AnnotationEC2NodeClassHash:        oldHash,
-				wellknown.AnnotationEC2NodeClassHashVersion: oldVersion,
-			}},
-			Spec: karpv1.NodeClaimSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-					Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-				}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: tc.class},
-			},
+		claim := environment.NewNodeClaim(tc.name, "", tc.class)
+		claim.Annotations = map[string]string{
+			wellknown.AnnotationEC2NodeClassHash:        oldHash,
+			wellknown.AnnotationEC2NodeClassHashVersion: oldVersion,
 		}
-		if err := kube.Create(e.ctx, claim); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), claim) })
 		if tc.drifted {
 			claim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrift", LastTransitionTime: metav1.Now()}}
-			if err := kube.Status().Update(e.ctx, claim); err != nil {
-				t.Fatal(err)
-			}
 		}
+		e.Create(claim)
 	}
 	_, nc, err := e.reconcile("restamp")
 	if err != nil {
@@ -392,10 +309,7 @@ func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
 	}
 	check := func(t *testing.T, name, wantHash, wantVersion string) {
 		t.Helper()
-		got := &karpv1.NodeClaim{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, got); err != nil {
-			t.Fatal(err)
-		}
+		got := e.NodeClaim(name)
 		if h, v := got.Annotations[wellknown.AnnotationEC2NodeClassHash], got.Annotations[wellknown.AnnotationEC2NodeClassHashVersion]; h != wantHash || v != wantVersion {
 			t.Errorf("hash %s version %s, want %s %s", h, v, wantHash, wantVersion)
 		}
@@ -415,13 +329,10 @@ func TestRestampsNodeClaimsOfAnotherHashVersion(t *testing.T) {
 
 	// The node class is current now: a NodeClaim of another version is not
 	// compared by hash, and not re-stamped either.
-	claim := &karpv1.NodeClaim{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: "restamp-adopted"}, claim); err != nil {
-		t.Fatal(err)
-	}
+	claim := e.NodeClaim("restamp-adopted")
 	claim.Annotations[wellknown.AnnotationEC2NodeClassHash] = oldHash
 	claim.Annotations[wellknown.AnnotationEC2NodeClassHashVersion] = oldVersion
-	if err := kube.Update(e.ctx, claim); err != nil {
+	if err := e.Kube.Update(e.Ctx, claim); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.reconcile("restamp"); err != nil {

@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,15 +21,10 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/scheduling/overlay"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
-	"github.com/stevedore-autoscaler/stevedore/state"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-var kube client.Client
-
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
-}
+func TestMain(m *testing.M) { environment.Main(m) }
 
 // catalog is a cloud provider that lists two instance types for every
 // NodePool; nothing else is called.
@@ -56,74 +48,61 @@ func (catalog) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*packer.In
 	return out, nil
 }
 
+// env is one test's world and the status controller over the catalog.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	state *state.Cluster
-	c     *Controller
+	*environment.Env
+	c *Controller
 }
 
 func newEnv(t *testing.T) *env {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e := &env{t: t, ctx: context.Background(), state: state.NewCluster()}
-	e.c = New(kube, e.state, catalog{}, clk)
-	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	nc.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
-	e.state.UpdateEC2NodeClass(nc)
+	t.Helper()
+	e := &env{Env: environment.New(t, environment.Options{})}
+	e.c = New(e.Kube, e.State, catalog{}, e.Clock)
+	e.State.UpdateEC2NodeClass(e.NewEC2NodeClass("default"))
 	// The NodePool goes through the API server: the controller waits until
 	// the state holds what its client lists.
-	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
-		Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "default"},
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}},
-		},
-	}}}
-	if err := kube.Create(e.ctx, np); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
-	e.state.UpdateNodePool(np)
+	np := environment.NewNodePool("default", "default")
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}
+	e.Create(np)
+	e.State.UpdateNodePool(np)
 	return e
 }
 
 // overlay creates a NodeOverlay through the API server (so that its CRD's
 // rules apply) and tells the state about it, as the informer would.
 func (e *env) overlay(name string, weight int32, adjustment string, reqs ...v1alpha1.NodeSelectorRequirement) {
-	e.t.Helper()
+	e.T.Helper()
 	o := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeOverlaySpec{
 		Weight: &weight, PriceAdjustment: &adjustment, Requirements: append([]v1alpha1.NodeSelectorRequirement{}, reqs...)}}
-	if err := kube.Create(e.ctx, o); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
-	e.state.UpdateNodeOverlay(o)
+	e.Create(o)
+	e.State.UpdateNodeOverlay(o)
 }
 
 func (e *env) reconcile() {
-	e.t.Helper()
-	res, err := e.c.Reconcile(e.ctx, reconcile.Request{})
+	e.T.Helper()
+	res, err := e.c.Reconcile(e.Ctx, reconcile.Request{})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if res.RequeueAfter != Period {
-		e.t.Fatalf("requeue after %v, want %v", res.RequeueAfter, Period)
+		e.T.Fatalf("requeue after %v, want %v", res.RequeueAfter, Period)
 	}
 }
 
 // conditions returns "ValidationSucceeded/Ready reason" of the stored overlay.
 func (e *env) conditions(name string) (string, string) {
-	e.t.Helper()
+	e.T.Helper()
 	o := &v1alpha1.NodeOverlay{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, o); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: name}, o); err != nil {
+		e.T.Fatal(err)
 	}
 	v := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypeValidationSucceeded)
 	r := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypeReady)
 	if v == nil || r == nil {
-		e.t.Fatalf("%s: conditions %+v", name, o.Status.Conditions)
+		e.T.Fatalf("%s: conditions %+v", name, o.Status.Conditions)
 	}
 	if v.ObservedGeneration != o.Generation {
-		e.t.Errorf("%s: observed generation %d, want %d", name, v.ObservedGeneration, o.Generation)
+		e.T.Errorf("%s: observed generation %d, want %d", name, v.ObservedGeneration, o.Generation)
 	}
 	return string(v.Status) + "/" + string(r.Status) + " " + v.Reason, v.Message
 }
@@ -160,15 +139,15 @@ func TestConditions(t *testing.T) {
 
 	// A new weight ends the conflict at the next pass.
 	o := &v1alpha1.NodeOverlay{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: "loser"}, o); err != nil {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: "loser"}, o); err != nil {
 		t.Fatal(err)
 	}
 	w := int32(10)
 	o.Spec.Weight = &w
-	if err := kube.Update(e.ctx, o); err != nil {
+	if err := e.Kube.Update(e.Ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	e.state.UpdateNodeOverlay(o)
+	e.State.UpdateNodeOverlay(o)
 	e.reconcile()
 	if got, _ := e.conditions("loser"); got != "True/True ValidationSucceeded" {
 		t.Errorf("loser after reweighing: %s", got)
@@ -203,15 +182,12 @@ func TestWaitsForTheState(t *testing.T) {
 	e := newEnv(t)
 	adj := "+1"
 	o := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "unseen"}, Spec: v1alpha1.NodeOverlaySpec{PriceAdjustment: &adj, Requirements: []v1alpha1.NodeSelectorRequirement{}}}
-	if err := kube.Create(e.ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
-	res, err := e.c.Reconcile(e.ctx, reconcile.Request{})
+	e.Create(o)
+	res, err := e.c.Reconcile(e.Ctx, reconcile.Request{})
 	if err != nil || res.RequeueAfter != time.Second {
 		t.Fatalf("Reconcile = %+v, %v; want a requeue after 1s", res, err)
 	}
-	e.state.UpdateNodeOverlay(o)
+	e.State.UpdateNodeOverlay(o)
 	e.reconcile()
 	if got, _ := e.conditions("unseen"); got != "True/True ValidationSucceeded" {
 		t.Errorf("unseen: %s", got)

@@ -3,23 +3,17 @@ package status
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,39 +22,15 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
-	"github.com/stevedore-autoscaler/stevedore/state"
-	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
-var (
-	kube   client.Client
-	scheme = apiserver.Scheme()
-)
+func TestMain(m *testing.M) { environment.Main(m) }
 
-func TestMain(m *testing.M) {
-	os.Exit(apiserver.RunTests(m, func(_ *rest.Config, c client.Client) { kube = c }))
-}
-
-// recorder keeps the events the reconciler records.
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "<reason>: <note>"
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
+// env is one test's world and the status controller, without cluster state.
 type env struct {
-	t   *testing.T
-	ctx context.Context
-	clk *clocktesting.FakeClock
-	rec *recorder
-	reg *prometheus.Registry
-	m   *metrics.Metrics
-	r   *Reconciler
+	*environment.Env
+	r *Reconciler
 }
 
 func newEnv(t *testing.T) *env {
@@ -69,85 +39,59 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e := &env{t: t, ctx: context.Background(), clk: clk, rec: &recorder{}, reg: reg, m: m}
-	e.r = New(kube, nil, clk, e.rec, v, m)
+	e := &env{Env: environment.New(t, environment.Options{})}
+	e.r = New(e.Kube, nil, e.Clock, e.Events, v, e.Metrics)
 	return e
 }
 
 // nodePool creates a NodePool named name that references the EC2NodeClass
-// nodeClass, and deletes it when the test ends.
+// nodeClass, limited to 100 CPUs.
 func (e *env) nodePool(name, nodeClass string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
-	e.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{
-				Spec: karpv1.NodeClaimTemplateSpec{
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-						Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-					}},
-					NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: nodeClass},
-				},
-			},
-			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
-		},
-	}
+	e.T.Helper()
+	np := environment.NewNodePool(name, nodeClass)
+	np.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}
 	if mutate != nil {
 		mutate(np)
 	}
-	if err := kube.Create(e.ctx, np); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), np) })
+	e.Create(np)
 	return np
 }
 
 // nodeClass creates an EC2NodeClass whose Ready condition is ready (for its
 // current generation) with the given reason and message.
 func (e *env) nodeClass(name string, ready metav1.ConditionStatus, reason, message string) *awsv1.EC2NodeClass {
-	e.t.Helper()
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: awsv1.EC2NodeClassSpec{
-			Role:                       "node-role",
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	e.T.Helper()
+	nc := e.NewEC2NodeClass(name)
+	e.Create(nc)
 	e.setNodeClassReady(nc, ready, reason, message)
 	return nc
 }
 
 func (e *env) setNodeClassReady(nc *awsv1.EC2NodeClass, ready metav1.ConditionStatus, reason, message string) {
-	e.t.Helper()
+	e.T.Helper()
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
 		Type: awsv1.ConditionTypeReady, Status: ready, Reason: reason, Message: message,
-		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(e.clk.Now()),
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(e.Clock.Now()),
 	})
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Status().Update(e.Ctx, nc); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
+// nodeClaim returns a NodeClaim of the NodePool pool and its EC2NodeClass
+// (named after it, with "-nc").
+func nodeClaim(name, pool string) *karpv1.NodeClaim {
+	return environment.NewNodeClaim(name, pool, pool+"-nc")
+}
+
 func (e *env) reconcile(name string) *karpv1.NodePool {
-	e.t.Helper()
-	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
-		e.t.Fatalf("Reconcile: %v", err)
+	e.T.Helper()
+	if _, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+		e.T.Fatalf("Reconcile: %v", err)
 	}
 	np := &karpv1.NodePool{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, np); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: name}, np); err != nil {
+		e.T.Fatal(err)
 	}
 	return np
 }
@@ -177,14 +121,14 @@ func TestNodeClassReadiness(t *testing.T) {
 	if v := condition(t, np, karpv1.ConditionTypeValidationSucceeded); v.Status != metav1.ConditionTrue {
 		t.Errorf("ValidationSucceeded = %+v, want True", v)
 	}
-	if !c.LastTransitionTime.Time.Equal(e.clk.Now()) {
-		t.Errorf("transition time %v, want the clock's %v", c.LastTransitionTime, e.clk.Now())
+	if !c.LastTransitionTime.Time.Equal(e.Clock.Now()) {
+		t.Errorf("transition time %v, want the clock's %v", c.LastTransitionTime, e.Clock.Now())
 	}
 
 	// Not ready: reason and message copied.
 	const msg = `no subnet matches subnetSelectorTerms [{tags: karpenter.sh/discovery=test}]: tag your subnets`
 	nc := e.nodeClass("readiness-nc", metav1.ConditionFalse, "SubnetsNotFound", msg)
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	np = e.reconcile("readiness")
 	c = condition(t, np, karpv1.ConditionTypeNodeClassReady)
 	if c.Status != metav1.ConditionFalse || c.Reason != "SubnetsNotFound" || c.Message != msg {
@@ -199,19 +143,19 @@ func TestNodeClassReadiness(t *testing.T) {
 
 	// Ready.
 	e.setNodeClassReady(nc, metav1.ConditionTrue, "Ready", "")
-	e.clk.Step(time.Minute)
+	e.Clock.Step(time.Minute)
 	np = e.reconcile("readiness")
 	if c := condition(t, np, karpv1.ConditionTypeNodeClassReady); c.Status != metav1.ConditionTrue {
 		t.Errorf("NodeClassReady = %+v, want True", c)
 	}
 	r := condition(t, np, karpv1.ConditionTypeReady)
-	if r.Status != metav1.ConditionTrue || !r.LastTransitionTime.Time.Equal(e.clk.Now()) {
-		t.Errorf("Ready = %+v, want True since %v", r, e.clk.Now())
+	if r.Status != metav1.ConditionTrue || !r.LastTransitionTime.Time.Equal(e.Clock.Now()) {
+		t.Errorf("Ready = %+v, want True since %v", r, e.Clock.Now())
 	}
 
 	// Spec changed, not yet resolved for the new generation: Unknown.
 	nc.Spec.Tags = map[string]string{"team": "a"}
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	np = e.reconcile("readiness")
@@ -221,21 +165,21 @@ func TestNodeClassReadiness(t *testing.T) {
 
 	// Terminating.
 	nc.Finalizers = []string{wellknown.FinalizerEC2NodeClassTermination}
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.Delete(e.ctx, nc); err != nil {
+	if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	np = e.reconcile("readiness")
 	if c := condition(t, np, karpv1.ConditionTypeNodeClassReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonNodeClassTerminating {
 		t.Errorf("NodeClassReady = %+v, want False/%s", c, ReasonNodeClassTerminating)
 	}
-	if err := kube.Get(e.ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+	if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
 		t.Fatal(err)
 	}
 	nc.Finalizers = nil
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -254,7 +198,7 @@ func TestEmptyPoolReportsZeroes(t *testing.T) {
 		}
 	}
 	want := usageExposition("empty", "0", "0", "0", "0", "0")
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
+	if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
 		t.Error(err)
 	}
 }
@@ -277,37 +221,19 @@ func TestResources(t *testing.T) {
 	e.nodePool("resources", "resources-nc", nil)
 	claim := func(name, cpu, mem string, deleting bool) {
 		t.Helper()
-		nc := &karpv1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: "resources"}},
-			Spec: karpv1.NodeClaimSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-					Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-				}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "resources-nc"},
-			},
-		}
+		nc := nodeClaim(name, "resources")
 		if deleting {
 			nc.Finalizers = []string{wellknown.FinalizerTermination}
 		}
-		if err := kube.Create(e.ctx, nc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			nc.Finalizers = nil
-			_ = kube.Update(context.Background(), nc)
-			_ = kube.Delete(context.Background(), nc)
-		})
 		nc.Status.Capacity = corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse("29"),
 		}
-		if err := kube.Status().Update(e.ctx, nc); err != nil {
-			t.Fatal(err)
-		}
+		e.Create(nc)
 		if deleting {
-			if err := kube.Delete(e.ctx, nc); err != nil {
+			if err := e.Kube.Delete(e.Ctx, nc); err != nil {
 				t.Fatal(err)
 			}
-			if err := kube.Get(e.ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+			if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -340,7 +266,7 @@ func TestResources(t *testing.T) {
 # TYPE karpenter_nodepools_limit gauge
 karpenter_nodepools_limit{nodepool="resources",resource_type="cpu"} 100
 ` + usageExposition("resources", "6", "0", "2.5769803776e+10", "2", "58")
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(wantMetrics), metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); err != nil {
+	if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(wantMetrics), metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); err != nil {
 		t.Error(err)
 	}
 
@@ -351,13 +277,13 @@ karpenter_nodepools_limit{nodepool="resources",resource_type="cpu"} 100
 	}
 
 	// Once the NodePool is gone its gauges go too.
-	if err := kube.Delete(e.ctx, np); err != nil {
+	if err := e.Kube.Delete(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "resources"}}); err != nil {
+	if _, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "resources"}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(e.reg, metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); n != 0 {
+	if n := testutil.CollectAndCount(e.Registry, metrics.NameNodePoolUsage, metrics.NameNodePoolLimit); n != 0 {
 		t.Errorf("%d series left after the NodePool was deleted", n)
 	}
 }
@@ -385,29 +311,17 @@ func (w conflictingWriter) Patch(ctx context.Context, obj client.Object, patch c
 // reconcile backs off.
 func TestUsageGaugeDespiteConflicts(t *testing.T) {
 	e := newEnv(t)
-	conflicting := conflictingStatus{Client: kube}
+	conflicting := conflictingStatus{Client: e.Kube}
 	e.r.client = conflicting
 	e.nodePool("conflicted", "conflicted-nc", nil)
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "conflicted-a", Labels: map[string]string{wellknown.LabelNodePool: "conflicted"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "conflicted-nc"},
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	nc := nodeClaim("conflicted-a", "conflicted")
 	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "conflicted"}}); !apierrors.IsConflict(err) {
+	e.Create(nc)
+	if _, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "conflicted"}}); !apierrors.IsConflict(err) {
 		t.Fatalf("Reconcile = %v, want the conflict", err)
 	}
 	want := usageExposition("conflicted", "2", "0", "0", "1", "0")
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
+	if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(want), metrics.NameNodePoolUsage); err != nil {
 		t.Error(err)
 	}
 }
@@ -426,7 +340,7 @@ func TestHashAnnotations(t *testing.T) {
 
 	np.Spec.Template.Spec.Requirements[0].Values = []string{"arm64"}
 	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "5"}}
-	if err := kube.Update(e.ctx, np); err != nil {
+	if err := e.Kube.Update(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
 	if np = e.reconcile("hash"); np.Annotations[wellknown.AnnotationNodePoolHash] != h {
@@ -434,7 +348,7 @@ func TestHashAnnotations(t *testing.T) {
 	}
 
 	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "example.com/dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
-	if err := kube.Update(e.ctx, np); err != nil {
+	if err := e.Kube.Update(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
 	if np = e.reconcile("hash"); np.Annotations[wellknown.AnnotationNodePoolHash] == h {
@@ -458,23 +372,12 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 	})
 	claim := func(name, pool string, annotations map[string]string, drifted bool) {
 		t.Helper()
-		nc := &karpv1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: pool}, Annotations: annotations},
-			Spec: karpv1.NodeClaimSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: "restamp-nc"},
-			},
-		}
-		if err := kube.Create(e.ctx, nc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+		nc := environment.NewNodeClaim(name, pool, "restamp-nc")
+		nc.Annotations = annotations
 		if drifted {
 			meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
-			if err := kube.Status().Update(e.ctx, nc); err != nil {
-				t.Fatal(err)
-			}
 		}
+		e.Create(nc)
 	}
 	stamped := func(hash, version string) map[string]string {
 		return map[string]string{wellknown.AnnotationNodePoolHash: hash, wellknown.AnnotationNodePoolHashVersion: version}
@@ -492,10 +395,7 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 	}
 	check := func(name, wantHash, wantVersion string) {
 		t.Helper()
-		nc := &karpv1.NodeClaim{}
-		if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			t.Fatal(err)
-		}
+		nc := e.NodeClaim(name)
 		if got := nc.Annotations[wellknown.AnnotationNodePoolHash]; got != wantHash {
 			t.Errorf("%s: hash %q, want %q", name, got, wantHash)
 		}
@@ -511,12 +411,9 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 
 	// The NodePool is current now: a NodeClaim of another version is not
 	// compared by hash, and not re-stamped either.
-	nc := &karpv1.NodeClaim{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: "restamp-old"}, nc); err != nil {
-		t.Fatal(err)
-	}
+	nc := e.NodeClaim("restamp-old")
 	nc.Annotations = stamped("1", "old-version")
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile("restamp")
@@ -542,17 +439,14 @@ func TestInvalidBudgetSchedule(t *testing.T) {
 	if n := condition(t, np, karpv1.ConditionTypeNodeClassReady); n.Status != metav1.ConditionTrue {
 		t.Errorf("NodeClassReady = %+v, want True", n)
 	}
-	e.rec.mu.Lock()
-	events := strings.Join(e.rec.events, "\n")
-	e.rec.mu.Unlock()
-	if !strings.Contains(events, ReasonValidationFailed+": NodePool invalid is invalid") {
+	if events := e.Events.String(); !strings.Contains(events, ReasonValidationFailed+": NodePool invalid is invalid") {
 		t.Errorf("events = %q, want a %s warning", events, ReasonValidationFailed)
 	}
 
 	// Fixing the schedule makes the NodePool valid again.
 	fixed := "0 23 * * *"
 	np.Spec.Disruption.Budgets[0].Schedule = &fixed
-	if err := kube.Update(e.ctx, np); err != nil {
+	if err := e.Kube.Update(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
 	np = e.reconcile("invalid")
@@ -564,29 +458,16 @@ func TestInvalidBudgetSchedule(t *testing.T) {
 	}
 }
 
-// events returns the events recorded so far with the given reason.
-func (e *env) events(reason string) []string {
-	e.rec.mu.Lock()
-	defer e.rec.mu.Unlock()
-	var out []string
-	for _, ev := range e.rec.events {
-		if strings.HasPrefix(ev, reason+": ") {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 // reconcileFor reconciles the NodePool name and returns it with the result.
 func (e *env) reconcileFor(name string) (*karpv1.NodePool, reconcile.Result) {
-	e.t.Helper()
-	res, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	e.T.Helper()
+	res, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	if err != nil {
-		e.t.Fatalf("Reconcile: %v", err)
+		e.T.Fatalf("Reconcile: %v", err)
 	}
 	np := &karpv1.NodePool{}
-	if err := kube.Get(e.ctx, client.ObjectKey{Name: name}, np); err != nil {
-		e.t.Fatal(err)
+	if err := e.Kube.Get(e.Ctx, client.ObjectKey{Name: name}, np); err != nil {
+		e.T.Fatal(err)
 	}
 	return np, res
 }
@@ -594,61 +475,18 @@ func (e *env) reconcileFor(name string) (*karpv1.NodePool, reconcile.Result) {
 // readyNode creates a NodeClaim of nodePool and its initialized, Ready
 // Node, both named name, and deletes them when the test ends.
 func (e *env) readyNode(nodePool, name string) {
-	e.t.Helper()
+	e.T.Helper()
 	providerID := "aws:///us-east-1a/i-" + name
-	labels := map[string]string{wellknown.LabelNodePool: nodePool}
-	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{
-				Key: wellknown.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
-			}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: nodePool + "-nc"},
-		},
-	}
-	if err := kube.Create(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	nc := nodeClaim(name, nodePool)
 	nc.Status.ProviderID = providerID
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
-		Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.clk.Now()),
+		Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.Clock.Now()),
 	})
-	if err := kube.Status().Update(e.ctx, nc); err != nil {
-		e.t.Fatal(err)
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+	e.Create(nc, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelNodePool: nodePool}},
 		Spec:       corev1.NodeSpec{ProviderID: providerID},
-	}
-	if err := kube.Create(e.ctx, node); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = kube.Delete(context.Background(), node) })
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if err := kube.Status().Update(e.ctx, node); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-// syncState copies every NodeClaim and Node of the API server into cluster,
-// as the informers would.
-func (e *env) syncState(cluster *state.Cluster) {
-	e.t.Helper()
-	var claims karpv1.NodeClaimList
-	if err := kube.List(e.ctx, &claims); err != nil {
-		e.t.Fatal(err)
-	}
-	for i := range claims.Items {
-		cluster.UpdateNodeClaim(&claims.Items[i])
-	}
-	var nodes corev1.NodeList
-	if err := kube.List(e.ctx, &nodes); err != nil {
-		e.t.Fatal(err)
-	}
-	for i := range nodes.Items {
-		cluster.UpdateNode(&nodes.Items[i])
-	}
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	})
 }
 
 func allowed(np *karpv1.NodePool) string {
@@ -661,8 +499,7 @@ func allowed(np *karpv1.NodePool) string {
 
 func TestDisruptionBudgets(t *testing.T) {
 	e := newEnv(t)
-	cluster := state.NewCluster()
-	e.r = New(kube, cluster, e.clk, e.rec, nil, e.m)
+	e.r = New(e.Kube, e.State, e.Clock, e.Events, nil, e.Metrics)
 	// At most 20%, and nothing during weekday business hours.
 	e.nodePool("budgets", "budgets-nc", func(np *karpv1.NodePool) {
 		schedule := "0 9 * * mon-fri"
@@ -674,7 +511,7 @@ func TestDisruptionBudgets(t *testing.T) {
 	for i := range 5 {
 		e.readyNode("budgets", fmt.Sprintf("budgets-%d", i))
 	}
-	e.syncState(cluster)
+	e.SyncState()
 
 	gauge := func(want string) {
 		t.Helper()
@@ -687,13 +524,13 @@ karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Empty"} ` + w
 karpenter_nodepools_allowed_disruptions{nodepool="budgets",reason="Underutilized"} ` + want + `
 `
 		}
-		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), metrics.NameNodePoolAllowedDisruptions); err != nil {
+		if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(want), metrics.NameNodePoolAllowedDisruptions); err != nil {
 			t.Error(err)
 		}
 	}
 	check := func(at time.Time, wantStatus string, wantRequeue time.Duration) *karpv1.NodePool {
 		t.Helper()
-		e.clk.SetTime(at)
+		e.Clock.SetTime(at)
 		np, res := e.reconcileFor("budgets")
 		if got := allowed(np); got != wantStatus {
 			t.Errorf("at %v: allowedDisruptions %s, want %s", at, got, wantStatus)
@@ -716,17 +553,17 @@ karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Drifted"}
 karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Empty"} ` + want + `
 karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Underutilized"} ` + want + `
 `
-		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(exp), metrics.NameNodePoolConsumingBudgets); err != nil {
+		if err := testutil.GatherAndCompare(e.Registry, strings.NewReader(exp), metrics.NameNodePoolConsumingBudgets); err != nil {
 			t.Error(err)
 		}
 	}
 	consuming("0")
 	// A node being disrupted uses the allowance up; the budget still allows 1.
-	cluster.MarkForDeletion("budgets-0")
+	e.State.MarkForDeletion("budgets-0")
 	np := check(time.Date(2026, 3, 3, 18, 1, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
 	gauge("1")
 	consuming("1")
-	if ev := e.events(ReasonDisruptionBlocked); len(ev) != 0 {
+	if ev := e.Events.Matching(environment.Event{Reason: ReasonDisruptionBlocked}); len(ev) != 0 {
 		t.Errorf("events %q while only used up, not blocked", ev)
 	}
 	// Nothing changed: nothing written.
@@ -734,26 +571,26 @@ karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Underutil
 	if np = check(time.Date(2026, 3, 3, 18, 2, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue); np.ResourceVersion != rv {
 		t.Errorf("resource version %s -> %s on a no-op reconcile", rv, np.ResourceVersion)
 	}
-	cluster.UnmarkForDeletion("budgets-0")
+	e.State.UnmarkForDeletion("budgets-0")
 
 	// Just before the window opens the requeue lands on its opening.
 	check(time.Date(2026, 3, 4, 8, 58, 0, 0, time.UTC), "Drifted=1 Empty=1 Underutilized=1", 2*time.Minute)
 	// Business hours: blocked, with one event per reason.
 	check(time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
 	gauge("0")
-	ev := e.events(ReasonDisruptionBlocked)
+	ev := e.Events.Matching(environment.Event{Reason: ReasonDisruptionBlocked})
 	if len(ev) != 3 {
 		t.Fatalf("events %q, want one %s per reason", ev, ReasonDisruptionBlocked)
 	}
 	for i, reason := range []string{"Drifted", "Empty", "Underutilized"} {
-		want := fmt.Sprintf(`%s: NodePool budgets blocks %s disruption: spec.disruption.budgets[1] (nodes "0", schedule "0 9 * * mon-fri", duration 8h0m0s) allows none of its 5 nodes now`, ReasonDisruptionBlocked, reason)
-		if ev[i] != want {
-			t.Errorf("event %q, want %q", ev[i], want)
+		want := fmt.Sprintf(`NodePool budgets blocks %s disruption: spec.disruption.budgets[1] (nodes "0", schedule "0 9 * * mon-fri", duration 8h0m0s) allows none of its 5 nodes now`, reason)
+		if ev[i].Note != want {
+			t.Errorf("event %q, want %q", ev[i].Note, want)
 		}
 	}
 	// Still blocked: no more events.
 	check(time.Date(2026, 3, 4, 16, 57, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", 3*time.Minute)
-	if n := len(e.events(ReasonDisruptionBlocked)); n != 3 {
+	if n := len(e.Events.Matching(environment.Event{Reason: ReasonDisruptionBlocked})); n != 3 {
 		t.Errorf("%d events, want still 3", n)
 	}
 	// The window closes.
@@ -761,7 +598,7 @@ karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Underutil
 	gauge("1")
 	// And opens again the next morning: blocked again, events again.
 	check(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", MaxBudgetRequeue)
-	if n := len(e.events(ReasonDisruptionBlocked)); n != 6 {
+	if n := len(e.Events.Matching(environment.Event{Reason: ReasonDisruptionBlocked})); n != 6 {
 		t.Errorf("%d events, want 6 after the second opening", n)
 	}
 
@@ -769,14 +606,14 @@ karpenter_nodepools_nodes_consuming_budgets{nodepool="budgets",reason="Underutil
 	// as they were and looked at again soon.
 	e.readyNode("budgets", "budgets-late")
 	check(time.Date(2026, 3, 5, 18, 0, 0, 0, time.UTC), "Drifted=0 Empty=0 Underutilized=0", unsyncedRequeue)
-	e.syncState(cluster)
+	e.SyncState()
 	check(time.Date(2026, 3, 5, 18, 0, 0, 0, time.UTC), "Drifted=2 Empty=2 Underutilized=2", MaxBudgetRequeue)
 
 	// Once the NodePool is gone its gauge goes too.
-	if err := kube.Delete(e.ctx, np); err != nil {
+	if err := e.Kube.Delete(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.r.Reconcile(e.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "budgets"}}); err != nil {
+	if _, err := e.r.Reconcile(e.Ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "budgets"}}); err != nil {
 		t.Fatal(err)
 	}
 	gauge("")
@@ -790,7 +627,7 @@ func TestNoClusterStateLeavesBudgetsAlone(t *testing.T) {
 	if len(np.Status.AllowedDisruptions) != 0 || res.RequeueAfter != 0 {
 		t.Errorf("allowedDisruptions %v, requeue %v; want none", np.Status.AllowedDisruptions, res.RequeueAfter)
 	}
-	if n := testutil.CollectAndCount(e.reg, metrics.NameNodePoolAllowedDisruptions); n != 0 {
+	if n := testutil.CollectAndCount(e.Registry, metrics.NameNodePoolAllowedDisruptions); n != 0 {
 		t.Errorf("%d allowed-disruption series, want 0", n)
 	}
 }
@@ -885,7 +722,7 @@ func TestValidationRemembered(t *testing.T) {
 
 	// A new generation is validated again.
 	np.Spec.Template.Spec.Requirements[0].Values = []string{"amd64", "arm64"}
-	if err := kube.Update(e.ctx, np); err != nil {
+	if err := e.Kube.Update(e.Ctx, np); err != nil {
 		t.Fatal(err)
 	}
 	np = e.reconcile("memo")
@@ -902,7 +739,7 @@ func TestValidationRemembered(t *testing.T) {
 		plant()
 		gen := np.Generation
 		change(np)
-		if err := kube.Update(e.ctx, np); err != nil {
+		if err := e.Kube.Update(e.Ctx, np); err != nil {
 			t.Fatal(err)
 		}
 		np = e.reconcile("memo")

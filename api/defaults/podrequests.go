@@ -1,31 +1,40 @@
-package workloads
+// Package defaults gives objects the defaults the API server gives them when
+// they are created, for objects stevedore meets that have not been through
+// an API server: manifests that `validate`, `plan` and `simulate` read, and
+// pods made from the templates of workloads.
+//
+// It is part of the API layer, below the scheduler that packs the pods and
+// the validation that checks the manifests, so that both can use it.
+package defaults
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// DefaultRequests gives pod the requests the API server defaults when it
-// creates a pod, so that the packer sees what the kube-scheduler will:
+// PodRequests gives pod the requests the API server defaults when it
+// creates a pod, so that what is packed is what the kube-scheduler will
+// see:
 //
 //   - a container (or init container) with a limit but no request for a
-//     resource requests its limit;
+//     resource requests its limit (ContainerRequests);
 //   - with pod-level limits (spec.resources.limits), a pod-level request
 //     left unset becomes what the containers request together (cpu and
-//     memory), or else the pod-level limit.
+//     memory), or else the pod-level limit (PodLevelRequests).
 //
 // A request already set is kept. Requests of templates are not defaulted by
-// the API server, only those of pods, so the caller applies this to the pods
-// it makes from templates (through DefaultPod, which also applies the
-// namespace's LimitRanges).
-func DefaultRequests(pod *corev1.Pod) {
-	defaultContainerRequests(pod)
-	defaultPodLevelRequests(pod)
+// the API server, only those of pods, so callers apply this to the pods
+// they make from templates. The API server applies a namespace's
+// LimitRanges between the two steps; callers that model them call the
+// steps themselves.
+func PodRequests(pod *corev1.Pod) {
+	ContainerRequests(pod)
+	PodLevelRequests(pod)
 }
 
-// defaultContainerRequests gives each container and init container a
+// ContainerRequests gives each container and init container of pod a
 // request for every resource it limits without requesting.
-func defaultContainerRequests(pod *corev1.Pod) {
+func ContainerRequests(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			r := &cs[i].Resources
@@ -42,10 +51,10 @@ func defaultContainerRequests(pod *corev1.Pod) {
 	}
 }
 
-// defaultPodLevelRequests defaults the pod-level requests from the
-// containers' and the pod-level limits, as the API server's defaultPodRequests
-// does.
-func defaultPodLevelRequests(pod *corev1.Pod) {
+// PodLevelRequests defaults the pod-level requests of pod from its
+// containers' requests and its pod-level limits, as the API server's
+// defaultPodRequests does.
+func PodLevelRequests(pod *corev1.Pod) {
 	r := pod.Spec.Resources
 	if r == nil || len(r.Limits) == 0 {
 		return
