@@ -17,6 +17,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/userdata"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
@@ -96,6 +97,14 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not resolve the placement group")
 	}
 	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName, placement)
+	var se *userdata.SizeError
+	if errors.As(err, &se) {
+		// The node class's own check passed (it is Ready), so what tipped
+		// it over are the NodeClaim's labels and taints, which it cannot
+		// know.
+		return nil, cloud.NewCreateError(nil, cloud.ReasonUserDataTooLarge, fmt.Sprintf(
+			"EC2NodeClass %q, for NodeClaim %q (whose labels and taints the user data carries): %s; %s", nc.Name, nodeClaim.Name, se.Message(), se.Fix()))
+	}
 	if err != nil {
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not build the launch template")
 	}
