@@ -81,6 +81,11 @@ type ClusterInfo struct {
 	DNS []string
 }
 
+// ForUserData returns what the user data says about the cluster.
+func (c ClusterInfo) ForUserData() launch.Cluster {
+	return launch.Cluster{Name: c.Name, Endpoint: c.Endpoint, CABundle: c.CABundle, ServiceCIDR: c.ServiceCIDR, DNS: c.DNS}
+}
+
 // Options configure a Provider.
 type Options struct {
 	Clients   sdk.Clients
