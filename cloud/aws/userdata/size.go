@@ -21,14 +21,24 @@ type SizeError struct {
 	UserSize int
 }
 
-// Message says what is wrong, starting with the field: "spec.userData: ...".
-func (e *SizeError) Message() string {
-	if e.Family == awsv1.AMIFamilyCustom || e.UserSize > MaxBytes {
-		return fmt.Sprintf("spec.userData is %d bytes, over EC2's limit of %d bytes of user data (16 KB, counted before base64 encoding)",
+// Message says what is wrong, starting with the field: "spec.userData is
+// ...".
+func (e *SizeError) Message() string { return "spec.userData " + e.Detail() }
+
+// Detail is Message without the field's name: "is ... bytes, ...".
+func (e *SizeError) Detail() string {
+	if !e.Merged() {
+		return fmt.Sprintf("is %d bytes, over EC2's limit of %d bytes of user data (16 KB, counted before base64 encoding)",
 			e.UserSize, MaxBytes)
 	}
-	return fmt.Sprintf("spec.userData is %d bytes, and %d bytes once merged with the %s bootstrap configuration stevedore adds (%s), over EC2's limit of %d bytes of user data (16 KB, counted before base64 encoding)",
+	return fmt.Sprintf("is %d bytes, and %d bytes once merged with the %s bootstrap configuration stevedore adds (%s), over EC2's limit of %d bytes of user data (16 KB, counted before base64 encoding)",
 		e.UserSize, e.Size, e.Family, merge(e.Family), MaxBytes)
+}
+
+// Merged reports whether it is the merge that takes the user data over the
+// limit: spec.userData alone is within it.
+func (e *SizeError) Merged() bool {
+	return e.Family != awsv1.AMIFamilyCustom && e.UserSize <= MaxBytes
 }
 
 // Fix says what to do.
