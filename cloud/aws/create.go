@@ -227,7 +227,7 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
+			tmpl, err = p.launchTemplateFor(nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
 				nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
 			if err != nil {
 				return nil, err
@@ -241,15 +241,16 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
+func (p *Provider) launchTemplateFor(nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
+	c := p.cluster
 	return launch.BuildTemplate(launch.TemplateParams{
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
 		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints, Placement: placement,
 		Reservation: reservation, OptOutOfReservations: reservedCapacity && reservation == nil,
-		NodePool: nodePool, CapacityType: capacityType,
+		NodePool: nodePool, CapacityType: capacityType, UserData: p.userData,
 	})
 }
 

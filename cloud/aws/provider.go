@@ -116,6 +116,7 @@ type Provider struct {
 	ttl       time.Duration
 	ice       *launch.ICECache
 	templates *launch.Templates
+	userData  *launch.UserDataCache
 	typeCache typeCache
 	pgs       placementGroups
 	// reservations are the instance counts left in capacity reservations.
@@ -184,6 +185,7 @@ func New(opts Options) (*Provider, error) {
 		ttl:        opts.CacheTTL,
 		ice:        launch.NewICECache(opts.Clock),
 		templates:  launch.NewTemplates(opts.Clients.EC2),
+		userData:   launch.NewUserDataCache(),
 		region:     opts.Region,
 
 		reservations:    newReservationCounts(),

@@ -42,7 +42,7 @@ func UserData(gvk schema.GroupVersionKind, obj map[string]interface{}) []validat
 		// The schema checks have said what is wrong with it.
 		return nil
 	}
-	se := launch.CheckUserData(nc, launch.Cluster{})
+	se := launch.CheckUserData(nc, launch.Cluster{}, nil)
 	if se == nil {
 		return nil
 	}

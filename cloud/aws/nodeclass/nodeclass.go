@@ -97,6 +97,9 @@ type Resolver struct {
 	ssm  sdk.SSM
 	iam  sdk.IAM
 	opts Options
+	// userData remembers the user data checked, which is checked on
+	// every pass.
+	userData *launch.UserDataCache
 }
 
 // NewResolver returns a Resolver that calls AWS through clients (EC2, SSM
@@ -105,7 +108,7 @@ func NewResolver(clients sdk.Clients, opts Options) *Resolver {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, opts: opts}
+	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, opts: opts, userData: launch.NewUserDataCache()}
 }
 
 // outcome is a decided condition.

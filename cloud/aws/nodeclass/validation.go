@@ -39,7 +39,7 @@ var validationDependencies = []string{
 // what the other parts resolved.
 func (r *Resolver) validate(ctx context.Context, nc *awsv1.EC2NodeClass, st *awsv1.EC2NodeClassStatus, p profile) (outcome, error) {
 	// Every launch would fail on it, whatever the other parts resolve to.
-	if se := launch.CheckUserData(nc, r.opts.Cluster); se != nil {
+	if se := launch.CheckUserData(nc, r.opts.Cluster, r.userData); se != nil {
 		return failed(ReasonUserDataTooLarge, "%s; %s", se.Message(), se.Fix()), nil
 	}
 	var notReady, unknown []string
