@@ -25,6 +25,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/checks"
 )
 
 // Objects are the manifests a plan is made from, in the order they were read.
@@ -60,7 +61,7 @@ func Load(paths []string, stdin io.Reader) (*Objects, []validation.Problem, erro
 	if len(paths) == 0 {
 		return nil, nil, fmt.Errorf("name the manifests to plan with -f FILE, -f DIR or -f - for standard input")
 	}
-	v, err := validation.Default()
+	v, err := checks.Validator()
 	if err != nil {
 		return nil, nil, err
 	}

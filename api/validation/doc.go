@@ -14,6 +14,9 @@
 // taints), cross-object checks within the validated set, and migration
 // messages for manifests written against older Karpenter APIs
 // (v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate, the v1beta1 kinds).
+// Checks that need code this package may not use are added by the caller
+// with With: the AWS provider's (cloud/aws/checks) measure an
+// EC2NodeClass's user data as stevedore would send it.
 //
 // Other kinds built into Kubernetes (Deployments, PodDisruptionBudgets, ...) are
 // strictly decoded so that misspelt fields are caught. A kind or version that

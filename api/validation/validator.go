@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +26,25 @@ type Validator struct {
 	versions map[schema.GroupKind][]string
 	// kinds lists the served kinds of every group that has CRDs.
 	kinds map[string][]string
+	// checks are the callers' own checks of served objects (With).
+	checks []Check
+}
+
+// Check is a check of objects of the served kinds that needs code this
+// package may not use, such as the AWS provider's user data generation: the
+// caller adds it with With. It receives the object's kind and the object as
+// the API server would store it (defaults applied), which it must not
+// modify, and returns the problems it finds with Field, Message, Fix and
+// Severity set. It is not called for fields that already have an error.
+type Check func(gvk schema.GroupVersionKind, obj map[string]interface{}) []Problem
+
+// With returns a Validator that also runs checks on every object of a
+// served kind, after its own. v is unchanged, and the two share what they
+// prepared from the CRDs.
+func (v *Validator) With(checks ...Check) *Validator {
+	out := *v
+	out.checks = append(slices.Clip(v.checks), checks...)
+	return &out
 }
 
 // New prepares a Validator for the served versions of the given CRDs, the way
@@ -386,11 +406,27 @@ func (v *Validator) checkServed(ctx context.Context, d *docResult, sk *servedKin
 			errFields[c.fieldOf()] = true
 		}
 	}
+	var semanticErrs []string
 	for _, p := range semanticChecks(sk.gvk.Kind, res.object) {
 		if coveredBy(p.Field, errFields) {
 			continue
 		}
 		d.add(p)
+		if p.Severity == SeverityError {
+			semanticErrs = append(semanticErrs, p.Field)
+		}
+	}
+	if len(v.checks) > 0 {
+		for _, f := range semanticErrs {
+			errFields[f] = true
+		}
+		for _, check := range v.checks {
+			for _, p := range check(sk.gvk, res.object) {
+				if !coveredBy(p.Field, errFields) {
+					d.add(p)
+				}
+			}
+		}
 	}
 	d.object = res.object
 }

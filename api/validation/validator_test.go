@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -476,5 +477,50 @@ func TestOddDocuments(t *testing.T) {
 				t.Errorf("problem without message or fix: %#v", p)
 			}
 		}
+	}
+}
+
+// TestWith: a check added with With sees each served object with its
+// defaults, its problems are reported like the validator's own, and fields
+// that already have an error are left to that error.
+func TestWith(t *testing.T) {
+	base := testValidator(t)
+	var seen []string
+	check := func(gvk schema.GroupVersionKind, obj map[string]interface{}) []Problem {
+		name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+		seen = append(seen, gvk.Kind+"/"+name)
+		if gvk.Kind != "EC2NodeClass" {
+			return nil
+		}
+		// Defaulted by the CRD: the check sees the stored object.
+		tokens, _, _ := unstructured.NestedString(obj, "spec", "metadataOptions", "httpTokens")
+		return []Problem{
+			{Field: "spec.metadataOptions.httpTokens", Message: "is " + tokens, Fix: "leave it", Severity: SeverityWarning},
+			{Field: "spec.role", Message: "checked again", Fix: "f", Severity: SeverityError},
+		}
+	}
+	v := base.With(check)
+	badRole := strings.Replace(validNodeClass, "role: KarpenterNodeRole-my-cluster", "role: ''", 1)
+	problems := validate(t, v, validNodeClass+"---\n"+validNodePool+"---\n"+strings.Replace(badRole, "name: default", "name: other", 1))
+	if want := []string{"EC2NodeClass/default", "NodePool/default", "EC2NodeClass/other"}; !reflect.DeepEqual(seen, want) {
+		t.Errorf("the check saw %v, want %v", seen, want)
+	}
+	p, ok := find(problems, "spec.metadataOptions.httpTokens", SeverityWarning, "is required")
+	if !ok || p.Source != "test.yaml#1" || p.Kind != "EC2NodeClass" || p.Name != "default" || p.Fix != "leave it" {
+		t.Errorf("the check's problem is %+v (found %v), want it at test.yaml#1 on EC2NodeClass/default; all:%s", p, ok, dump(problems))
+	}
+	var roleProblems []Problem
+	for _, p := range problems {
+		if p.Field == "spec.role" {
+			roleProblems = append(roleProblems, p)
+		}
+	}
+	// default: the check's error; other: the schema's error only.
+	if len(roleProblems) != 2 || roleProblems[0].Name != "default" || roleProblems[0].Message != "checked again" ||
+		roleProblems[1].Name != "other" || roleProblems[1].Message == "checked again" {
+		t.Errorf("spec.role problems:%s\nwant the check's on default and only the schema's on other", dump(roleProblems))
+	}
+	if errs := errorsOf(validate(t, base, validNodeClass)); len(errs) != 0 {
+		t.Errorf("With changed the validator it was called on:%s", dump(errs))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/userdata"
 	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
@@ -96,6 +97,14 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not resolve the placement group")
 	}
 	tmpls, err := p.templatesFor(nodeClaim, nc, sel, byName, placement)
+	var se *userdata.SizeError
+	if errors.As(err, &se) {
+		// The node class's own check passed (it is Ready), so what tipped
+		// it over are the NodeClaim's labels and taints, which it cannot
+		// know.
+		return nil, cloud.NewCreateError(nil, cloud.ReasonUserDataTooLarge, fmt.Sprintf(
+			"EC2NodeClass %q, for NodeClaim %q (whose labels and taints the user data carries): %s; %s", nc.Name, nodeClaim.Name, se.Message(), se.Fix()))
+	}
 	if err != nil {
 		return nil, cloud.NewCreateError(err, cloud.ReasonLaunchFailed, "could not build the launch template")
 	}
@@ -218,7 +227,7 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 		tmpl, ok := built[g]
 		if !ok {
 			var err error
-			tmpl, err = launchTemplateFor(p.cluster, nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
+			tmpl, err = p.launchTemplateFor(nc, g.image, g.maxPods, labels, taints, placement, o.Reservation, p.reservedCapacity(),
 				nodeClaim.Labels[wellknown.LabelNodePool], sel.CapacityType)
 			if err != nil {
 				return nil, err
@@ -232,15 +241,16 @@ func (p *Provider) templatesFor(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeCl
 	return out, nil
 }
 
-func launchTemplateFor(c ClusterInfo, nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
+func (p *Provider) launchTemplateFor(nc *awsv1.EC2NodeClass, image string, maxPods int32, labels map[string]string, taints []corev1.Taint, placement launch.Placement, reservation *launch.Reservation, reservedCapacity bool, nodePool, capacityType string) (*launch.Template, error) {
 	if image == "" {
 		return nil, fmt.Errorf("EC2NodeClass %q has no image for the instance type", nc.Name)
 	}
+	c := p.cluster
 	return launch.BuildTemplate(launch.TemplateParams{
 		ClusterName: c.Name, ClusterEndpoint: c.Endpoint, CABundle: c.CABundle, ClusterCIDR: c.ServiceCIDR, ClusterDNS: c.DNS,
 		NodeClass: nc, ImageID: image, MaxPods: maxPods, Labels: labels, Taints: taints, Placement: placement,
 		Reservation: reservation, OptOutOfReservations: reservedCapacity && reservation == nil,
-		NodePool: nodePool, CapacityType: capacityType,
+		NodePool: nodePool, CapacityType: capacityType, UserData: p.userData,
 	})
 }
 

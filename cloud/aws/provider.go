@@ -81,6 +81,11 @@ type ClusterInfo struct {
 	DNS []string
 }
 
+// ForUserData returns what the user data says about the cluster.
+func (c ClusterInfo) ForUserData() launch.Cluster {
+	return launch.Cluster{Name: c.Name, Endpoint: c.Endpoint, CABundle: c.CABundle, ServiceCIDR: c.ServiceCIDR, DNS: c.DNS}
+}
+
 // Options configure a Provider.
 type Options struct {
 	Clients   sdk.Clients
@@ -111,6 +116,7 @@ type Provider struct {
 	ttl       time.Duration
 	ice       *launch.ICECache
 	templates *launch.Templates
+	userData  *launch.UserDataCache
 	typeCache typeCache
 	pgs       placementGroups
 	// reservations are the instance counts left in capacity reservations.
@@ -179,6 +185,7 @@ func New(opts Options) (*Provider, error) {
 		ttl:        opts.CacheTTL,
 		ice:        launch.NewICECache(opts.Clock),
 		templates:  launch.NewTemplates(opts.Clients.EC2),
+		userData:   launch.NewUserDataCache(),
 		region:     opts.Region,
 
 		reservations:    newReservationCounts(),

@@ -393,6 +393,19 @@ func TestCreateErrors(t *testing.T) {
 				t.Fatalf("Create = %v, want InsufficientCapacityError", err)
 			}
 		}},
+		{"user data too large", func(e *env) {
+			e.nc.Spec.UserData = ptr("#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 600))
+		}, func(t *testing.T, err error) {
+			ce, ok := cloud.AsCreateError(err)
+			if !ok || ce.Reason != cloud.ReasonUserDataTooLarge {
+				t.Fatalf("Create = %v, want CreateError %s", err, cloud.ReasonUserDataTooLarge)
+			}
+			for _, want := range []string{`EC2NodeClass "default"`, "spec.userData", "16384", "AL2023", "S3 or SSM Parameter Store"} {
+				if !strings.Contains(ce.Message, want) {
+					t.Errorf("message %q does not say %q", ce.Message, want)
+				}
+			}
+		}},
 		{"nothing fits", func(e *env) {}, func(t *testing.T, err error) {
 			if err == nil {
 				t.Fatal("Create succeeded")

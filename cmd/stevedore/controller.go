@@ -809,6 +809,7 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		Resolver: nodeclass.NewResolver(clients, nodeclass.Options{
 			ClusterName:   st.ClusterName,
 			Region:        region,
+			Cluster:       cluster.ForUserData(),
 			DisableDryRun: st.DisableDryRun,
 
 			DisableCapacityReservations: !gates[gateReservedCapacity],

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,5 +136,41 @@ func TestScenarioKind(t *testing.T) {
 			!strings.Contains(out, `-#4: Scenaro/small: kind: stevedore.io/v1alpha1 has no kind "Scenaro"; fix: write kind: Scenario`) {
 			t.Errorf("%s: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// TestOversizeUserDataIsRefused checks that every command refuses an
+// EC2NodeClass whose user data EC2 would refuse: within the 16 KB limit as
+// written, over it once merged with the AL2023 bootstrap configuration.
+// Before, all three took it and simulate ran into EC2's refusal at every
+// launch.
+func TestOversizeUserDataIsRefused(t *testing.T) {
+	userData := "#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 600)
+	input := strings.Replace(smallScenario, "  role: KarpenterNodeRole-demo\n",
+		"  role: KarpenterNodeRole-demo\n  userData: "+strconv.Quote(userData)+"\n", 1)
+	for name, args := range commands {
+		out, _, err := run(t, input, args...)
+		if !errors.Is(err, errSilentFailure) {
+			t.Errorf("%s: %v, want it refused\n%s", name, err, out)
+			continue
+		}
+		for _, want := range []string{
+			"-#1: EC2NodeClass/default: spec.userData: is 16212 bytes, and ",
+			"bytes once merged with the AL2023 bootstrap configuration",
+			"over EC2's limit of 16384 bytes of user data (16 KB, counted before base64 encoding)",
+			"; fix: make spec.userData smaller: keep large scripts and files in S3 or SSM Parameter Store",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", name, want, out)
+			}
+		}
+	}
+	// Far over as written, with the family that sends it as is.
+	custom := strings.Replace(input, "  amiSelectorTerms: [{alias: al2023@latest}]\n",
+		"  amiFamily: Custom\n  amiSelectorTerms: [{id: ami-0123456789abcdef0}]\n", 1)
+	custom = strings.Replace(custom, strconv.Quote(userData), strconv.Quote(strings.Repeat(userData, 100)), 1)
+	out, _, err := run(t, custom, commands["validate"]...)
+	if want := "-#1: EC2NodeClass/default: spec.userData: is 1621200 bytes, over EC2's limit of 16384 bytes"; !errors.Is(err, errSilentFailure) || !strings.Contains(out, want) {
+		t.Errorf("validate, Custom: %v, want %q in\n%s", err, want, out)
 	}
 }

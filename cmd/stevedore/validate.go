@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/checks"
 )
 
 // validateReport is the --output json document of stevedore validate.
@@ -42,7 +43,7 @@ field, what is wrong, and the fix.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: use text or json", output)
 			}
-			v, err := validation.Default()
+			v, err := checks.Validator()
 			if err != nil {
 				return err
 			}

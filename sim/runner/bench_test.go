@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
@@ -84,6 +85,17 @@ func TestChurnScenarioLoads(t *testing.T) {
 	}
 }
 
+// TestUserDataScenarioLoads keeps the user data benchmark's input valid.
+func TestUserDataScenarioLoads(t *testing.T) {
+	run, problems, err := scenario.Load([]string{"testdata/userdata"}, testScheme(t))
+	if err != nil {
+		t.Fatalf("%v: %v", err, problems)
+	}
+	if run.Duration != 2*time.Hour || len(run.Events) != 6 {
+		t.Errorf("userdata: %v with %d events, want 2h with 6 scales", run.Duration, len(run.Events))
+	}
+}
+
 // TestRestartScenarioLoads keeps the restart benchmark's input valid.
 func TestRestartScenarioLoads(t *testing.T) {
 	run, problems, err := scenario.Load([]string{"testdata/restarts"}, testScheme(t))
@@ -93,4 +105,95 @@ func TestRestartScenarioLoads(t *testing.T) {
 	if run.Duration != 15*time.Minute || len(run.Events) != 600 {
 		t.Errorf("restarts: %v with %d events, want 15m with 600 restarts", run.Duration, len(run.Events))
 	}
+}
+
+// BenchmarkUserDataSize runs testdata/userdata, two hours in which 160
+// nodes launch, register and go, with spec.userData of the node class small
+// and large: for AL2023 a shell script of 40 and of 15,000 bytes, for
+// Bottlerocket TOML settings of about 100 and 12,000 bytes (rewritten with
+// stevedore's settings, which indents them, 12,000 bytes come to some
+// 15,000). Each stays within EC2's 16 KB limit once merged with the
+// simulated cluster's bootstrap configuration. The time per run should not
+// depend on the size (docs/performance.md):
+//
+//	go test ./sim/runner -run '^$' -bench UserDataSize -benchtime 3x
+func BenchmarkUserDataSize(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		alias string
+		data  string
+	}{
+		{"AL2023/userData=small", "al2023@latest", shellScript(40)},
+		{"AL2023/userData=15KB", "al2023@latest", shellScript(15000)},
+		{"Bottlerocket/userData=small", "bottlerocket@latest", sysctlSettings(100)},
+		{"Bottlerocket/userData=12KB", "bottlerocket@latest", sysctlSettings(12000)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := testScheme(b)
+			run, problems, err := scenario.Load([]string{"testdata/userdata"}, s)
+			if err != nil {
+				b.Fatalf("%v: %v", err, problems)
+			}
+			for _, o := range run.Objects {
+				if nc, ok := o.Object.(*awsv1.EC2NodeClass); ok {
+					nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.alias}}
+					nc.Spec.UserData = &tc.data
+				}
+			}
+			var doc *report.Document
+			cpu0, cpuKnown := cpuTime()
+			for b.Loop() {
+				r, err := New(Options{Run: run, Scheme: s})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if doc, err = r.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if cpu1, ok := cpuTime(); ok && cpuKnown {
+				b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			}
+			launched := 0
+			for _, e := range doc.Events {
+				switch e.Kind {
+				case report.KindNodeClaimLaunched:
+					launched++
+				case report.KindNodeClaimLaunchFailed:
+					b.Fatalf("a launch failed, so the run does not measure launches: %s %s", e.Reason, e.Message)
+				}
+			}
+			if launched < 100 {
+				b.Fatalf("%d launches, want the scenario's 160", launched)
+			}
+			b.ReportMetric(float64(launched), "launches/run")
+		})
+	}
+}
+
+// shellScript is a shell script of n bytes (n >= 13): echo lines, then a
+// comment that makes up the rest.
+func shellScript(n int) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	for i := 0; ; i++ {
+		line := fmt.Sprintf("echo 'setting up the node: step %05d' >> /var/log/setup.log\n", i)
+		if b.Len()+len(line)+1 > n {
+			break
+		}
+		b.WriteString(line)
+	}
+	b.WriteString(strings.Repeat("#", n-b.Len()-1) + "\n")
+	return b.String()
+}
+
+// sysctlSettings is Bottlerocket TOML of about n bytes (at least one
+// setting): kernel settings, which the merge keeps.
+func sysctlSettings(n int) string {
+	var b strings.Builder
+	b.WriteString("[settings.kernel.sysctl]\n")
+	for i := 0; i == 0 || b.Len() < n-45; i++ {
+		fmt.Fprintf(&b, "\"net.ipv4.conf.eth%05d.rp_filter\" = \"1\"\n", i)
+	}
+	return b.String()
 }

@@ -145,7 +145,7 @@ func (r *Runner) newDeps() (*Deps, error) {
 		Cloud:   provider,
 		Clients: r.world.clients,
 		Resolver: nodeclass.NewResolver(r.world.clients, nodeclass.Options{
-			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun,
+			ClusterName: st.ClusterName, Region: run.AWS.Region, Clock: r.clock, DisableDryRun: st.DisableDryRun, Cluster: info.ForUserData(),
 			DisableCapacityReservations: !run.Controller.ReservedCapacity,
 		}),
 		State:     st2,

@@ -27,6 +27,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/validation"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/checks"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	disruptionctl "github.com/stevedore-autoscaler/stevedore/controllers/disruption"
@@ -242,7 +243,7 @@ func LoadFrom(paths []string, stdin io.Reader, scheme *runtime.Scheme) (*Run, []
 		return nil, nil, fmt.Errorf("name the scenario: a directory or files with the manifests and at most one Scenario")
 	}
 	l := &loader{scheme: scheme, decoder: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
-	v, err := validation.Default()
+	v, err := checks.Validator()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -70,6 +70,19 @@ type InstanceStorePolicy string
 // fast ephemeral storage the size of all the disks together.
 const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
 
+// MaxUserDataBytes is the most user data EC2 takes for an instance: 16 KB,
+// counted on the raw text before base64 encoding (the Amazon EC2 User
+// Guide, "Work with instance user data": "User data is limited to 16 KB, in
+// raw form, before it is base64-encoded"; the encoded text may then be up
+// to ceil(16384/3)*4 = 21,848 characters). RunInstances, CreateFleet and
+// launch templates share the limit. What counts is the user data stevedore
+// sends: spec.userData merged with the bootstrap configuration of the AMI
+// family.
+const MaxUserDataBytes = 16384
+
+// UserDataTooLargeFix is what to do about user data over MaxUserDataBytes.
+const UserDataTooLargeFix = "make spec.userData smaller: keep large scripts and files in S3 or SSM Parameter Store and fetch them at boot (with aws s3 cp or aws ssm get-parameter from a short script, or from a bootstrap container on Bottlerocket)"
+
 // EC2NodeClassSpec says how to launch instances.
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances are launched in. A

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -765,6 +766,70 @@ func TestDescribeInstancesFiltersAndTags(t *testing.T) {
 	if _, err := e.f.DescribeInstances(ctx, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(5), InstanceIds: ids}); code(err) != "InvalidParameterCombination" {
 		t.Errorf("MaxResults with IDs: %v", err)
 	}
+}
+
+// TestInstanceLaunchData: an instance snapshot carries a copy of the launch
+// data, user data included, which can be changed without changing the fake;
+// and a snapshot of an instance launched with 15,512 bytes of user data
+// allocates no more than one of an instance launched with 20 bytes (the
+// simulated kubelets take one on every pass). Before, each snapshot ran the
+// user data through a JSON round trip.
+func TestInstanceLaunchData(t *testing.T) {
+	e := newEnv(t, 1)
+	small := e.launchWithUserData(t, "small", "#!/bin/bash\necho hi\n")
+	large := e.launchWithUserData(t, "large", "#!/bin/bash\n"+strings.Repeat("echo 'a line of the user data'\n", 500))
+
+	want := base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\necho hi\n"))
+	info, _ := e.f.Instance(small)
+	d := info.LaunchTemplateData
+	if d == nil || d.UserData == nil || *d.UserData != want || info.UserData != want || d.ImageId == nil || len(d.SecurityGroupIds) != 1 {
+		t.Fatalf("launch data %+v (user data %q), want the template's", d, info.UserData)
+	}
+	*d.UserData, *d.ImageId, d.SecurityGroupIds[0] = "changed", "changed", "changed"
+	d.MetadataOptions.HttpPutResponseHopLimit = aws.Int32(9)
+	again, _ := e.f.Instance(small)
+	if a := again.LaunchTemplateData; *a.UserData != want || *a.ImageId == "changed" || a.SecurityGroupIds[0] == "changed" || *a.MetadataOptions.HttpPutResponseHopLimit != 1 {
+		t.Errorf("after changing a snapshot's launch data the next one has %+v", a)
+	}
+	if data, _ := e.f.LaunchTemplateData("small"); *data.UserData != want {
+		t.Errorf("after changing a snapshot's launch data the template's user data is %q", *data.UserData)
+	}
+
+	allocated := func(id string) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 20 {
+			if _, ok := e.f.Instance(id); !ok {
+				t.Fatalf("no instance %s", id)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / 20
+	}
+	allocated(large) // the first snapshot may grow caches
+	if s, l := allocated(small), allocated(large); l > s+1024 {
+		t.Errorf("a snapshot allocates %d bytes with 15,512 bytes of user data and %d with 20, want no more than 1 KiB apart", l, s)
+	}
+}
+
+// launchWithUserData launches an instance from a new launch template named
+// name with the user data and returns its ID.
+func (e *env) launchWithUserData(t *testing.T, name, userData string) string {
+	t.Helper()
+	data, ok := e.f.LaunchTemplateData(e.lt)
+	if !ok {
+		t.Fatal("no launch template")
+	}
+	data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(userData)))
+	if _, err := e.f.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: data}); err != nil {
+		t.Fatal(err)
+	}
+	e.lt = name
+	fl, err := e.f.CreateFleet(ctx, e.fleet("on-demand", 1, [2]string{"m5.large", "us-east-1a"}))
+	if err != nil || len(fl.Instances) != 1 {
+		t.Fatalf("CreateFleet: %v %+v", err, fl)
+	}
+	return fl.Instances[0].InstanceIds[0]
 }
 
 func TestLaunchTemplates(t *testing.T) {

@@ -118,10 +118,24 @@ func (f *AWS) Instance(id string) (InstanceInfo, bool) {
 	}
 	if d := inst.launchData; d != nil {
 		info.UserData = deref(d.UserData)
-		c := clone(*d)
-		info.LaunchTemplateData = &c
+		info.LaunchTemplateData = cloneLaunchData(d)
 	}
 	return info, true
+}
+
+// cloneLaunchData returns a deep copy of launch template content. The user
+// data, which is most of it and may be 20 KB of base64, is not run through
+// the JSON round trip: strings cannot be changed, so the copy shares it.
+// The simulated kubelets ask for their instance on every pass, and the
+// round trip made each ask cost in proportion to the user data.
+func cloneLaunchData(d *ec2types.RequestLaunchTemplateData) *ec2types.RequestLaunchTemplateData {
+	rest := *d
+	rest.UserData = nil
+	c := clone(rest)
+	if d.UserData != nil {
+		c.UserData = ptr(*d.UserData)
+	}
+	return &c
 }
 
 // InstanceIDs returns the IDs of every instance DescribeInstances would show,

@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -74,6 +73,10 @@ type TemplateParams struct {
 	// the launches that target them: Karpenter's behaviour while its
 	// ReservedCapacity feature gate is on.
 	OptOutOfReservations bool
+	// UserData, when set, remembers the user data generated before, which
+	// launches with the same node class, labels, taints and pod limit
+	// share.
+	UserData *UserDataCache
 }
 
 // Template is a resolved launch template, ready to be created.
@@ -146,7 +149,7 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 		return nil, fmt.Errorf("launch template for EC2NodeClass %q: status.instanceProfile is empty; the node class has not resolved its instance profile yet", nc.Name)
 	}
 	family := amifamily.ResolvedFamily(&nc.Spec)
-	ud, err := userdata.Generate(family, userdata.Options{
+	encoded, err := p.UserData.generate(family, userdata.Options{
 		ClusterName:         p.ClusterName,
 		ClusterEndpoint:     p.ClusterEndpoint,
 		CABundle:            p.CABundle,
@@ -177,7 +180,7 @@ func BuildTemplate(p TemplateParams) (*Template, error) {
 	}
 	data := ec2types.RequestLaunchTemplateData{
 		ImageId:             ptr(p.ImageID),
-		UserData:            ptr(base64.StdEncoding.EncodeToString([]byte(ud))),
+		UserData:            ptr(encoded),
 		IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: ptr(nc.Status.InstanceProfile)},
 		BlockDeviceMappings: blockDeviceMappings(bdms),
 		MetadataOptions:     metadataOptions(nc.Spec.MetadataOptions),

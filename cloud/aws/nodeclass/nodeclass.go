@@ -25,6 +25,8 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
+	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 )
 
@@ -53,6 +55,10 @@ const (
 	// the spec does not use it (CapacityReservationsReady without
 	// capacityReservationSelectorTerms). The condition is True.
 	ReasonNotConfigured = "NotConfigured"
+	// ReasonUserDataTooLarge: the user data stevedore would send for the
+	// node class is over EC2's limit (ValidationSucceeded=False); the
+	// message gives the sizes and the fix.
+	ReasonUserDataTooLarge = cloud.ReasonUserDataTooLarge
 	// ReasonCapacityReservationsNotFound: capacityReservationSelectorTerms
 	// match no active reservation. CapacityReservationsReady stays True with
 	// it, as nodes still launch on on-demand and spot capacity; the message
@@ -71,6 +77,10 @@ type Options struct {
 	// Clock stamps condition transitions and decides image deprecation.
 	// Default: the real clock.
 	Clock clock.PassiveClock
+	// Cluster is the cluster's identity, which the user data carries: its
+	// size is checked with it. Fields left empty are those of
+	// launch.StandInCluster.
+	Cluster launch.Cluster
 	// DisableDryRun skips the dry-run launch checks; ValidationSucceeded is
 	// then True as soon as its dependencies are.
 	DisableDryRun bool
@@ -87,6 +97,9 @@ type Resolver struct {
 	ssm  sdk.SSM
 	iam  sdk.IAM
 	opts Options
+	// userData remembers the user data checked, which is checked on
+	// every pass.
+	userData *launch.UserDataCache
 }
 
 // NewResolver returns a Resolver that calls AWS through clients (EC2, SSM
@@ -95,7 +108,7 @@ func NewResolver(clients sdk.Clients, opts Options) *Resolver {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, opts: opts}
+	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, opts: opts, userData: launch.NewUserDataCache()}
 }
 
 // outcome is a decided condition.

@@ -13,6 +13,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 )
 
 const (
@@ -263,6 +264,15 @@ func TestResolveFailures(t *testing.T) {
 			condition: awsv1.ConditionTypeValidationSucceeded, reason: ReasonTagValidationFailed,
 			contains: []string{"karpenter.sh/nodepool"}, readyReason: ReasonTagValidationFailed,
 		},
+		{
+			name: "user data within EC2's limit alone, over it once merged",
+			breakIt: func(t *testing.T, w *world, nc *awsv1.EC2NodeClass) {
+				nc.Spec.UserData = new("#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 600))
+			},
+			condition: awsv1.ConditionTypeValidationSucceeded, reason: ReasonUserDataTooLarge,
+			contains:    []string{"spec.userData is 16212 bytes", "AL2023", "over EC2's limit of 16384 bytes", "S3 or SSM Parameter Store"},
+			readyReason: ReasonUserDataTooLarge,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,6 +303,30 @@ func TestResolveFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveUserDataSizeWithTheCluster: the user data is measured with
+// the cluster's own identity, here a CA bundle far longer than EKS's.
+func TestResolveUserDataSizeWithTheCluster(t *testing.T) {
+	w := newWorld(t)
+	nc := nodeClass(w)
+	nc.Spec.UserData = new("#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 450))
+	st, err := w.resolver.Resolve(context.Background(), nc, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(st, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("with the stand-in cluster Ready = %s/%s (%s), want True", c.Status, c.Reason, c.Message)
+	}
+	r := NewResolver(w.aws.Clients(), Options{ClusterName: cluster, Region: w.aws.Region(), Clock: w.clk,
+		Cluster: launch.Cluster{CABundle: strings.Repeat("Q", 8000)}})
+	st, err = r.Resolve(context.Background(), nc, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(st, awsv1.ConditionTypeValidationSucceeded); c.Status != metav1.ConditionFalse || c.Reason != ReasonUserDataTooLarge {
+		t.Errorf("with an 8000-character CA bundle ValidationSucceeded = %s/%s (%s), want False/%s", c.Status, c.Reason, c.Message, ReasonUserDataTooLarge)
 	}
 }
 

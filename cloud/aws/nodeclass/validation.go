@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 )
 
 // dryRunLaunchTemplate is the launch template the CreateFleet authorization
@@ -33,9 +34,14 @@ var validationDependencies = []string{
 	awsv1.ConditionTypeInstanceProfileReady,
 }
 
-// validate decides ValidationSucceeded: the node class's tags are allowed,
-// and the controller may launch with what the other parts resolved.
+// validate decides ValidationSucceeded: the node class's user data fits
+// EC2's limit, its tags are allowed, and the controller may launch with
+// what the other parts resolved.
 func (r *Resolver) validate(ctx context.Context, nc *awsv1.EC2NodeClass, st *awsv1.EC2NodeClassStatus, p profile) (outcome, error) {
+	// Every launch would fail on it, whatever the other parts resolve to.
+	if se := launch.CheckUserData(nc, r.opts.Cluster, r.userData); se != nil {
+		return failed(ReasonUserDataTooLarge, "%s; %s", se.Message(), se.Fix()), nil
+	}
 	var notReady, unknown []string
 	for _, t := range validationDependencies {
 		switch c := meta.FindStatusCondition(st.Conditions, t); {

@@ -17,7 +17,8 @@
 // which stevedore removes once the node is matched to its NodeClaim. Labels
 // the kubelet may not set on itself are left out. The output is
 // deterministic: maps are written in key order and MIME boundaries are
-// fixed. It is plain text; the caller base64-encodes it for EC2.
+// fixed. It is plain text; the caller base64-encodes it for EC2. EC2 takes
+// at most MaxBytes of it, which Generate checks.
 package userdata
 
 import (
@@ -56,8 +57,17 @@ type Options struct {
 	UserData *string
 }
 
-// Generate returns the user data for the family.
+// Generate returns the user data for the family. User data that EC2 would
+// refuse for its size, over MaxBytes, is a *SizeError.
 func Generate(family awsv1.AMIFamily, opts Options) (string, error) {
+	out, err := generate(family, opts)
+	if err != nil {
+		return "", err
+	}
+	return checkSize(family, opts, out)
+}
+
+func generate(family awsv1.AMIFamily, opts Options) (string, error) {
 	if family != awsv1.AMIFamilyCustom {
 		if opts.ClusterName == "" || opts.ClusterEndpoint == "" || opts.CABundle == "" {
 			return "", fmt.Errorf("%s user data needs the cluster name, endpoint and CA bundle", family)

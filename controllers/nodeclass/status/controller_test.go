@@ -149,6 +149,50 @@ func TestUntaggedSubnets(t *testing.T) {
 	}
 }
 
+// TestUserDataTooLarge: user data that EC2 would refuse, once merged with
+// the AL2023 bootstrap configuration, makes the node class not Ready, with
+// the field, the sizes and the fix in the condition.
+func TestUserDataTooLarge(t *testing.T) {
+	e := newEnv(t, 5)
+	nc := e.nodeClass("big-user-data", clusterName)
+	nc.Spec.UserData = new("#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 600))
+	if err := kube.Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	res, nc, err := e.reconcile("big-user-data")
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	v := condition(t, nc, awsv1.ConditionTypeValidationSucceeded)
+	if v.Status != metav1.ConditionFalse || v.Reason != nodeclass.ReasonUserDataTooLarge {
+		t.Fatalf("ValidationSucceeded = %+v, want False/%s", v, nodeclass.ReasonUserDataTooLarge)
+	}
+	r := condition(t, nc, awsv1.ConditionTypeReady)
+	if r.Status != metav1.ConditionFalse || r.Reason != nodeclass.ReasonUserDataTooLarge {
+		t.Fatalf("Ready = %+v, want False/%s", r, nodeclass.ReasonUserDataTooLarge)
+	}
+	for _, want := range []string{"spec.userData is 16212 bytes", "AL2023", "limit of 16384 bytes", "S3 or SSM Parameter Store"} {
+		if !strings.Contains(r.Message, want) {
+			t.Errorf("Ready message %q does not say %q", r.Message, want)
+		}
+	}
+	if res.RequeueAfter != NotReadyRequeue {
+		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, NotReadyRequeue)
+	}
+
+	// Shrunk, it is Ready again.
+	nc.Spec.UserData = new("#!/bin/bash\necho hello\n")
+	if err := kube.Update(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, nc, err = e.reconcile("big-user-data"); err != nil {
+		t.Fatal(err)
+	}
+	if r := condition(t, nc, awsv1.ConditionTypeReady); r.Status != metav1.ConditionTrue {
+		t.Errorf("Ready after shrinking the user data = %+v, want True", r)
+	}
+}
+
 func TestAWSErrorKeepsConditions(t *testing.T) {
 	e := newEnv(t, 3)
 	e.nodeClass("throttled", clusterName)
