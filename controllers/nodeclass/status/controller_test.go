@@ -156,7 +156,7 @@ func TestUserDataTooLarge(t *testing.T) {
 	e := newEnv(t, 5)
 	nc := e.nodeClass("big-user-data", clusterName)
 	nc.Spec.UserData = new("#!/bin/bash\n" + strings.Repeat("echo padding the user data\n", 600))
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	res, nc, err := e.reconcile("big-user-data")
@@ -182,7 +182,7 @@ func TestUserDataTooLarge(t *testing.T) {
 
 	// Shrunk, it is Ready again.
 	nc.Spec.UserData = new("#!/bin/bash\necho hello\n")
-	if err := kube.Update(e.ctx, nc); err != nil {
+	if err := e.Kube.Update(e.Ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	if _, nc, err = e.reconcile("big-user-data"); err != nil {
