@@ -73,37 +73,26 @@ func BenchmarkScenario(b *testing.B) {
 	}
 }
 
-// TestChurnScenarioLoads keeps the churn benchmark's input valid: the
-// benchmark itself is too long to run with the tests.
-func TestChurnScenarioLoads(t *testing.T) {
-	run, problems, err := scenario.Load([]string{"testdata/churn"}, testScheme(t))
-	if err != nil {
-		t.Fatalf("%v: %v", err, problems)
-	}
-	if run.Duration.Hours() != 24 || len(run.Events) != 23*9 {
-		t.Errorf("churn: %v with %d events, want 24h with 23 hourly scales of 9 Deployments", run.Duration, len(run.Events))
-	}
-}
-
-// TestUserDataScenarioLoads keeps the user data benchmark's input valid.
-func TestUserDataScenarioLoads(t *testing.T) {
-	run, problems, err := scenario.Load([]string{"testdata/userdata"}, testScheme(t))
-	if err != nil {
-		t.Fatalf("%v: %v", err, problems)
-	}
-	if run.Duration != 2*time.Hour || len(run.Events) != 6 {
-		t.Errorf("userdata: %v with %d events, want 2h with 6 scales", run.Duration, len(run.Events))
-	}
-}
-
-// TestRestartScenarioLoads keeps the restart benchmark's input valid.
-func TestRestartScenarioLoads(t *testing.T) {
-	run, problems, err := scenario.Load([]string{"testdata/restarts"}, testScheme(t))
-	if err != nil {
-		t.Fatalf("%v: %v", err, problems)
-	}
-	if run.Duration != 15*time.Minute || len(run.Events) != 600 {
-		t.Errorf("restarts: %v with %d events, want 15m with 600 restarts", run.Duration, len(run.Events))
+// TestBenchmarkScenariosLoad keeps the benchmarks' inputs valid: the
+// benchmarks themselves are too long to run with the tests.
+func TestBenchmarkScenariosLoad(t *testing.T) {
+	for _, tc := range []struct {
+		dir      string
+		duration time.Duration
+		events   int
+		what     string
+	}{
+		{"testdata/churn", 24 * time.Hour, 23 * 9, "23 hourly scales of 9 Deployments"},
+		{"testdata/userdata", 2 * time.Hour, 6, "6 scales"},
+		{"testdata/restarts", 15 * time.Minute, 600, "600 restarts"},
+	} {
+		run, problems, err := scenario.Load([]string{tc.dir}, testScheme(t))
+		if err != nil {
+			t.Fatalf("%s: %v: %v", tc.dir, err, problems)
+		}
+		if run.Duration != tc.duration || len(run.Events) != tc.events {
+			t.Errorf("%s: %v with %d events, want %v with %s", tc.dir, run.Duration, len(run.Events), tc.duration, tc.what)
+		}
 	}
 }
 
