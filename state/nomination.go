@@ -106,7 +106,7 @@ func (c *Cluster) placeNominations(s *Snapshot) map[types.NamespacedName]struct{
 		}
 		sn := s.Nodes[i]
 		until := nom.holdsUntil(sn, s.Time)
-		if sn.Unschedulable() || !until.After(s.Time) {
+		if sn.Unschedulable() || sn.Stalled(s.Time) || !until.After(s.Time) {
 			continue
 		}
 		room, ok := free[i]
@@ -134,6 +134,42 @@ func (c *Cluster) placeNominations(s *Snapshot) map[types.NamespacedName]struct{
 		placed[k] = struct{}{}
 	}
 	return placed
+}
+
+// InitializationGrace is how long a registered node may go without
+// initializing before the provisioner stops counting on it. Within it a
+// node that has not initialized takes pods in the provisioner's plans (its
+// startup taints and not-ready taint are expected to go away) and pods
+// nominated to it wait for it, however long that is. A node whose kubelet
+// dies before it ever turns Ready would otherwise hold its pods pending for
+// good: Karpenter keeps planning pods onto such a node, and stevedore did
+// too. Ten minutes leaves room for slow startup taints (GPU drivers, CNI
+// agents) while bounding the wait.
+const InitializationGrace = 10 * time.Minute
+
+// Stalled reports whether a managed node registered more than
+// InitializationGrace before now and has still not initialized. The
+// provisioner then neither places pods on it nor keeps pods nominated to
+// it; a pod waiting for it is planned again.
+func (n *StateNode) Stalled(now time.Time) bool {
+	if n.NodeClaim == nil || n.Node == nil || n.Initialized() {
+		return false
+	}
+	at, ok := registeredAt(n)
+	return ok && now.Sub(at) > InitializationGrace
+}
+
+// registeredAt is when a managed node registered: its NodeClaim's
+// Registered condition, else the Node's creation.
+func registeredAt(sn *StateNode) (time.Time, bool) {
+	c := meta.FindStatusCondition(sn.NodeClaim.Status.Conditions, karpv1.ConditionTypeRegistered)
+	if c != nil && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time, true
+	}
+	if t := sn.Node.CreationTimestamp; !t.IsZero() {
+		return t.Time, true
+	}
+	return time.Time{}, false
 }
 
 // starting reports whether a managed node is still coming up: in flight, or

@@ -43,6 +43,14 @@ func initializedAt(at time.Time) claimOpt {
 	}
 }
 
+func registeredAt(at time.Time) claimOpt {
+	return func(nc *karpv1.NodeClaim) {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{
+			Type: karpv1.ConditionTypeRegistered, Status: metav1.ConditionTrue, Reason: "Registered", LastTransitionTime: metav1.NewTime(at),
+		})
+	}
+}
+
 func TestPodNominations(t *testing.T) {
 	const window = 10 * time.Second
 	big := func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = list("3", "1Gi") }
@@ -76,6 +84,22 @@ func TestPodNominations(t *testing.T) {
 			c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default"), withSlots))
 		},
 		target: "default-a", at: time.Minute, held: true, until: time.Minute + window,
+	}, {
+		name: "registered, not initialized, within the initialization grace",
+		setup: func(c *state.Cluster) {
+			c.UpdateNodeClaim(claim("default-a", "default", launchedAs("aws:///i-1", slots("4", "16Gi")), registeredAt(t0)))
+			c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default"), withSlots))
+		},
+		target: "default-a", at: state.InitializationGrace, held: true, until: state.InitializationGrace + window,
+	}, {
+		// Its kubelet died before it turned Ready: the pod is planned
+		// again rather than waiting for the node for good.
+		name: "registered, never initialized, past the initialization grace",
+		setup: func(c *state.Cluster) {
+			c.UpdateNodeClaim(claim("default-a", "default", launchedAs("aws:///i-1", slots("4", "16Gi")), registeredAt(t0)))
+			c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default"), withSlots))
+		},
+		target: "default-a", at: state.InitializationGrace + time.Second,
 	}, {
 		name: "initialized less than the window ago: the scheduler is still binding",
 		setup: func(c *state.Cluster) {
@@ -178,6 +202,28 @@ func TestPodNominations(t *testing.T) {
 				t.Errorf("NominatedUntil = +%v, want +%v", sn.NominatedUntil.Sub(t0), tt.until)
 			}
 		})
+	}
+}
+
+// TestStalledNodeTakesNoPods: the provisioner's plans stop counting on a
+// node that registered and has not initialized within InitializationGrace.
+func TestStalledNodeTakesNoPods(t *testing.T) {
+	c := state.NewCluster()
+	c.UpdateNodeClaim(claim("default-a", "default", launchedAs("aws:///i-1", slots("4", "16Gi")), registeredAt(t0)))
+	c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default"), withSlots))
+	for _, tc := range []struct {
+		at      time.Duration
+		stalled bool
+	}{{time.Minute, false}, {state.InitializationGrace, false}, {state.InitializationGrace + time.Second, true}} {
+		s := c.Snapshot(t0.Add(tc.at))
+		in := s.PackerInput(nil, nil, packer.PreferenceScore)
+		if len(in.Nodes) != 1 || in.Nodes[0].Unschedulable != tc.stalled {
+			t.Errorf("+%v: packer nodes %+v, want one, unschedulable %v", tc.at, in.Nodes, tc.stalled)
+		}
+		sn, _ := s.Node("ip-1")
+		if sn.Stalled(s.Time) != tc.stalled {
+			t.Errorf("+%v: Stalled = %v, want %v", tc.at, !tc.stalled, tc.stalled)
+		}
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // PackerInput returns what the packer needs to place pods, from the snapshot:
 //
 //   - Nodes: every registered node and in-flight NodeClaim (see PackerNode),
-//     in the snapshot's order, with the pods nominated to them.
+//     in the snapshot's order, with the pods nominated to them; a node
+//     Stalled at the snapshot's time is Unschedulable.
 //   - NodePools: pools, copied; a pool whose InUse is nil gets the capacity
 //     of its nodes and in-flight NodeClaims from the snapshot (see InUse).
 //   - DaemonSetPods: one pod per DaemonSet, the snapshot's DaemonSetPods
@@ -35,7 +36,10 @@ func (s Snapshot) PackerInput(pods []*corev1.Pod, pools []packer.NodePool, polic
 		PreferencePolicy: policy,
 	}
 	for _, sn := range s.Nodes {
-		in.Nodes = append(in.Nodes, sn.PackerNode())
+		n := sn.PackerNode()
+		// A node that never initialized is not counted on (see Stalled).
+		n.Unschedulable = n.Unschedulable || sn.Stalled(s.Time)
+		in.Nodes = append(in.Nodes, n)
 	}
 	for i := range in.NodePools {
 		if in.NodePools[i].InUse == nil {
