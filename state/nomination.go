@@ -148,9 +148,9 @@ func (c *Cluster) placeNominations(s *Snapshot) map[types.NamespacedName]struct{
 const InitializationGrace = 10 * time.Minute
 
 // Stalled reports whether a managed node registered more than
-// InitializationGrace before now and has still not initialized. The
-// provisioner then neither places pods on it nor keeps pods nominated to
-// it; a pod waiting for it is planned again.
+// InitializationGrace before now and has still not initialized. Pods
+// nominated to it no longer wait for it, and the provisioner places no pods
+// on it; a pod waiting for it is planned again.
 func (n *StateNode) Stalled(now time.Time) bool {
 	if n.NodeClaim == nil || n.Node == nil || n.Initialized() {
 		return false

@@ -15,8 +15,7 @@ import (
 // PackerInput returns what the packer needs to place pods, from the snapshot:
 //
 //   - Nodes: every registered node and in-flight NodeClaim (see PackerNode),
-//     in the snapshot's order, with the pods nominated to them; a node
-//     Stalled at the snapshot's time is Unschedulable.
+//     in the snapshot's order, with the pods nominated to them.
 //   - NodePools: pools, copied; a pool whose InUse is nil gets the capacity
 //     of its nodes and in-flight NodeClaims from the snapshot (see InUse).
 //   - DaemonSetPods: one pod per DaemonSet, the snapshot's DaemonSetPods
@@ -36,10 +35,7 @@ func (s Snapshot) PackerInput(pods []*corev1.Pod, pools []packer.NodePool, polic
 		PreferencePolicy: policy,
 	}
 	for _, sn := range s.Nodes {
-		n := sn.PackerNode()
-		// A node that never initialized is not counted on (see Stalled).
-		n.Unschedulable = n.Unschedulable || sn.Stalled(s.Time)
-		in.Nodes = append(in.Nodes, n)
+		in.Nodes = append(in.Nodes, sn.PackerNode())
 	}
 	for i := range in.NodePools {
 		if in.NodePools[i].InUse == nil {

@@ -269,6 +269,16 @@ func (p *Provisioner) provisionPods(ctx context.Context, now time.Time) error {
 	}
 	pools, skipped := p.nodePools(ctx, snap)
 	in := snap.PackerInput(pods, pools, p.opts.PreferencePolicy)
+	// A node that registered long ago and never initialized is not counted
+	// on for new pods (see state.InitializationGrace). Disruption still
+	// counts it, so that pods it would move there block the move, as in
+	// Karpenter: a replacement that never initializes must not be followed
+	// by another one.
+	for i, sn := range snap.Nodes {
+		if sn.Stalled(now) {
+			in.Nodes[i].Unschedulable = true
+		}
+	}
 	in.MaxInstanceTypes = p.opts.MaxInstanceTypes
 	in.EqualWeightOrder = p.opts.EqualWeightOrder
 	in.MinValuesPolicy = p.opts.MinValuesPolicy

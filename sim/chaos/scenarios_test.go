@@ -23,6 +23,13 @@ var scenarios = []string{"consolidation", "drift", "spot-heavy", "spot-no-queue"
 // runs 100).
 const seeds = 20
 
+// regressions are seeds beyond the first 20 that once found a defect, run
+// besides them by scenario:
+//   - spot-heavy 32: a replacement's kubelet dies before the node turns
+//     Ready; a pod nominated to it waited for it to the end of the run
+//     (see state.InitializationGrace).
+var regressions = map[string][]uint64{"spot-heavy": {32}}
+
 // Each shipped chaos scenario, under the faults of 20 seeds, each run twice,
 // keeps every invariant and gives the same report twice.
 func TestChaosScenariosKeepTheInvariants(t *testing.T) {
@@ -45,7 +52,11 @@ func TestChaosScenariosKeepTheInvariants(t *testing.T) {
 			}
 			var sum chaos.Summary
 			var out bytes.Buffer
+			list := regressions[name]
 			for seed := uint64(1); seed <= seeds; seed++ {
+				list = append(list, seed)
+			}
+			for _, seed := range list {
 				res, err := cfg.RunSeed(seed)
 				if err != nil {
 					t.Fatal(err)
