@@ -29,9 +29,9 @@ type object struct {
 type rule struct {
 	APIGroups       []string `json:"apiGroups"`
 	NonResourceURLs []string `json:"nonResourceURLs"`
-	Resources     []string `json:"resources"`
-	ResourceNames []string `json:"resourceNames"`
-	Verbs         []string `json:"verbs"`
+	Resources       []string `json:"resources"`
+	ResourceNames   []string `json:"resourceNames"`
+	Verbs           []string `json:"verbs"`
 }
 
 // render renders the chart with values over its defaults, as
