@@ -569,20 +569,27 @@ func nodeClassReady(nc *awsv1.EC2NodeClass) (string, bool) {
 // not Ready, instance types that could not be listed): without them a pod
 // whose only NodePool is left out would hear only that no NodePool is
 // available, and not which one or why.
+//
+// The NodePools left out come first, right after the reason: an event's
+// note is cut at 1 KiB, and in a cluster with many NodePools the verdicts
+// of the NodePools the pod never asked for would otherwise push out the
+// one thing the operator can fix.
 func unschedulableNote(u packer.Unschedulable, skipped []Skip) string {
 	var b strings.Builder
 	b.WriteString("Failed to schedule pod: ")
 	b.WriteString(u.Reason)
-	for _, v := range u.NodePools {
-		if strings.Contains(u.Reason, v.Message) {
-			// The reason already tells this NodePool's verdict.
-			fmt.Fprintf(&b, " (%s)", v.Code)
-			continue
-		}
-		fmt.Fprintf(&b, "; nodepool %s: %s (%s)", v.NodePool, v.Message, v.Code)
+	if len(u.NodePools) > 0 && strings.Contains(u.Reason, u.NodePools[0].Message) {
+		// The reason already tells the first NodePool's verdict.
+		fmt.Fprintf(&b, " (%s)", u.NodePools[0].Code)
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(&b, "; nodepool %s: left out: %s (%s)", s.NodePool.Name, s.Message, s.Reason)
+	}
+	for i, v := range u.NodePools {
+		if i == 0 && strings.Contains(u.Reason, v.Message) {
+			continue
+		}
+		fmt.Fprintf(&b, "; nodepool %s: %s (%s)", v.NodePool, v.Message, v.Code)
 	}
 	return b.String()
 }

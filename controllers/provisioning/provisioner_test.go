@@ -21,9 +21,11 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/state"
 	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
@@ -484,5 +486,40 @@ func TestRegister(t *testing.T) {
 	}
 	if got := p.podTrigger(context.Background(), pending); len(got) != 1 || got[0] != Request() || !p.batcher.Open() {
 		t.Fatalf("a provisionable pod did not trigger the provisioner: %v", got)
+	}
+}
+
+// TestUnschedulableNoteLeftOutFirst: with many NodePools, the note of a pod
+// whose own NodePool was left out still names that NodePool within the
+// length an event keeps; the other NodePools' verdicts follow it.
+func TestUnschedulableNoteLeftOutFirst(t *testing.T) {
+	u := packer.Unschedulable{}
+	for i := range 20 {
+		u.NodePools = append(u.NodePools, packer.NodePoolVerdict{
+			NodePool: fmt.Sprintf("team-%02d", i),
+			Code:     packer.CodeRequirementIncompatible,
+			Message:  fmt.Sprintf("the NodePool's requirements conflict with the pod's: label %q: requires In [web], offered In [team-%02d]", wellknown.LabelNodePool, i),
+		})
+	}
+	u.Reason = fmt.Sprintf("no existing node can take the pod and no NodePool can launch one; NodePool %q: %s", u.NodePools[0].NodePool, u.NodePools[0].Message)
+	skipped := []Skip{{NodePool: &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, Reason: ReasonNodeClassNotReady, Message: "NodeClass web is not ready"}}
+
+	note := unschedulableNote(u, skipped)
+	leftOut := strings.Index(note, "; nodepool web: left out: NodeClass web is not ready (NodeClassNotReady)")
+	if leftOut < 0 || leftOut > eventlimit.MaxNoteLength/2 {
+		t.Fatalf("the left-out NodePool is at %d of the note, want within the first %d bytes:\n%s", leftOut, eventlimit.MaxNoteLength/2, note)
+	}
+	// Every NodePool is named once, the first one by the reason.
+	for i, v := range u.NodePools {
+		want := 1
+		if i == 0 {
+			want = 0
+		}
+		if n := strings.Count(note, "; nodepool "+v.NodePool+": "); n != want {
+			t.Errorf("%s named %d times after the reason, want %d", v.NodePool, n, want)
+		}
+	}
+	if !strings.HasPrefix(note, "Failed to schedule pod: "+u.Reason+" (RequirementIncompatible); nodepool web: left out:") {
+		t.Errorf("note starts %q", note[:200])
 	}
 }
