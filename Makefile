@@ -42,10 +42,14 @@ build:
 kube-binaries:
 	hack/kube-binaries.sh >/dev/null
 
-## test: unit tests, the tests against the real kube-apiserver, the
-## end-to-end suite on a local cluster (see e2e), then a part of Karpenter's
-## own regression suite against stevedore (see karpenter-suite-ci).
-test: unit e2e karpenter-suite-ci
+## test: unit tests, the tests against the real kube-apiserver, then the
+## end-to-end suite on a local cluster (see e2e) and a part of Karpenter's
+## own regression suite against stevedore (see karpenter-suite-ci) side by
+## side: both spend their time waiting for their clusters, not computing.
+## Each one's output is printed whole when it ends.
+test:
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory --output-sync=target -j2 e2e karpenter-suite-ci
 
 ## unit: unit tests plus the tests against the real kube-apiserver, and a
 ## short fuzzing run of the manifest decoder and validator (FuzzValidate; its
@@ -72,10 +76,11 @@ unit: kube-binaries
 
 ## e2e: the end-to-end suite on a local cluster (test/e2e, build tag e2e): etcd,
 ## kube-apiserver, kube-scheduler, kube-controller-manager and kwok on loopback,
-## as hack/local-cluster.sh runs them. Never cached; E2E_FLAGS=-v shows progress.
+## as hack/local-cluster.sh runs them. Never cached. hack/e2e.sh runs the
+## tests in four processes at once, each with a cluster of its own (one
+## process when E2E_RUN names tests); E2E_FLAGS=-v shows each test's log.
 e2e: kube-binaries
-	$(GO) vet -tags e2e ./test/e2e/...
-	$(GO) test -tags e2e -count=1 -timeout 30m -run '$(E2E_RUN)' $(E2E_FLAGS) ./test/e2e/...
+	GO=$(GO) E2E_RUN='$(E2E_RUN)' E2E_FLAGS='$(E2E_FLAGS)' hack/e2e.sh
 
 ## karpenter-suite: Karpenter's own regression suite (sigs.k8s.io/karpenter
 ## v1.14.1, built unchanged in test/karpenter-suite) against stevedore on the
@@ -85,7 +90,7 @@ e2e: kube-binaries
 KSUITE_FOCUS ?=
 KSUITE_PARALLEL ?= 3
 karpenter-suite: kube-binaries
-	hack/karpenter-suite.sh -parallel $(KSUITE_PARALLEL) $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
+	GO=$(GO) hack/karpenter-suite.sh -parallel $(KSUITE_PARALLEL) $(if $(KSUITE_FOCUS),-focus '$(KSUITE_FOCUS)')
 
 ## karpenter-suite-ci: the part of Karpenter's regression suite that fits in
 ## make test: every NodePool validation spec, the DaemonSet and CRD hash specs,
@@ -94,7 +99,7 @@ karpenter-suite: kube-binaries
 ## specs at once, each with a local cluster of its own.
 KSUITE_CI_FOCUS = ^Integration (Validation NodePool|DaemonSet|CRD Hash)|^NodeClaim StandaloneNodeClaim should create a standard NodeClaim$$|^Termination should terminate the node and the instance on deletion$$|^Drift NodePool Drift Labels$$|^Expiration should expire the node after the expiration is reached$$
 karpenter-suite-ci: kube-binaries
-	KSUITE_OUT=$${KSUITE_OUT:-$$(mktemp -d)} hack/karpenter-suite.sh -record=false -fail -parallel 2 -spec-timeout 8m -focus '$(KSUITE_CI_FOCUS)'
+	GO=$(GO) KSUITE_OUT=$${KSUITE_OUT:-$$(mktemp -d)} hack/karpenter-suite.sh -record=false -fail -parallel 2 -spec-timeout 8m -focus '$(KSUITE_CI_FOCUS)'
 
 ## browser: the HTML report (simulate --report) in headless Chromium:
 ## sim/report's tests with build tag browser. Installs Debian's chromium

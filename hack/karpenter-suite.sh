@@ -14,6 +14,7 @@
 #                 go to the log only (docs/performance.md quotes them); its
 #                 logs are under KSUITE_OUT/performance/
 set -euo pipefail
+GO=${GO:-go}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${KSUITE_OUT:-$root/.karpenter-suite}
@@ -22,7 +23,7 @@ out=$(cd "$out" && pwd)
 
 "$root/hack/kube-binaries.sh" >/dev/null
 echo "building stevedore and the ${KSUITE_SUITE:-regression} suite (sigs.k8s.io/karpenter v1.14.1) ..." >&2
-(cd "$root" && go build -o "$out/bin/stevedore" ./cmd/stevedore)
+(cd "$root" && "$GO" build -o "$out/bin/stevedore" ./cmd/stevedore)
 suite=${KSUITE_SUITE:-regression}
 case "$suite" in
   regression) logs=$out; extra=() ;;
@@ -30,8 +31,8 @@ case "$suite" in
   *) echo "KSUITE_SUITE=$suite: want regression or performance" >&2; exit 2 ;;
 esac
 (cd "$root/test/karpenter-suite" &&
-  go test -c -o "$out/bin/$suite.test" "sigs.k8s.io/karpenter/test/suites/$suite" &&
-  go build -o "$out/bin/run" ./run)
+  "$GO" test -c -o "$out/bin/$suite.test" "sigs.k8s.io/karpenter/test/suites/$suite" &&
+  "$GO" build -o "$out/bin/run" ./run)
 
 exec "$out/bin/run" -root "$root" -out "$logs" "${extra[@]}" \
   -suite "$out/bin/$suite.test" -stevedore "$out/bin/stevedore" "$@"

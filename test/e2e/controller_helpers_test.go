@@ -46,7 +46,16 @@ import (
 var stevedoreBin string
 
 // buildStevedore builds cmd/stevedore into dir, as `make build` would.
+//
+// STEVEDORE_E2E_BIN names a binary built already (hack/e2e.sh builds one
+// for all of its shards) and skips the build.
 func buildStevedore(dir string) (string, error) {
+	if bin := os.Getenv("STEVEDORE_E2E_BIN"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("STEVEDORE_E2E_BIN: %w", err)
+		}
+		return bin, nil
+	}
 	config, err := cluster.ConfigDir()
 	if err != nil {
 		return "", err

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs the end-to-end suite (test/e2e, build tag e2e) in shards: processes of
+# the same test binary, each with a local cluster of its own, at the same
+# time.
+#
+# Why shards: the top-level tests each run a controller of their own against
+# the whole cluster, so within one process they must run one after another,
+# and nearly all of their time is spent waiting for the cluster (pods
+# scheduled, nodes registered, consolidation delays), not computing. Four
+# clusters side by side finish in the time of the longest shard. The
+# subtests of TestController share one controller and run in parallel
+# within their shard (-parallel, which otherwise defaults to the number of
+# cores).
+#
+# Usage: hack/e2e.sh
+#   E2E_RUN    a go test -run pattern; when set (not "."), one process runs
+#              just those tests
+#   E2E_FLAGS  more go test flags, for example -v (given to every shard)
+#   GO         the go command (default go)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+GO=${GO:-go}
+run=${E2E_RUN:-.}
+
+# Each shard is a -test.run or -test.skip argument. The last shard runs
+# every test the others do not, so a new test always runs somewhere.
+# Balanced by their durations on a two-core machine (in brackets, seconds).
+heavy='TestController|TestScaleOut|TestHashVersionChange|TestLeaderElection|TestMetricsScrape'
+shards=(
+  "-test.run=^TestController\$"                           # 8 subtests in parallel [~140]
+  "-test.run=^(TestScaleOut|TestHashVersionChange)\$"     # [138 + 67]
+  "-test.run=^(TestLeaderElection|TestMetricsScrape)\$"   # [116 + 66]
+  "-test.skip=^($heavy)\$"                                # TestAdopt, TestChartRBAC, the cluster's own [84 + 67 + 10]
+)
+if [ "$run" != "." ]; then
+  shards=("-test.run=$run")
+fi
+
+# go test flags to the test binary's: -v becomes -test.v.
+flags=()
+for f in ${E2E_FLAGS:-}; do
+  case "$f" in
+    -test.*) flags+=("$f") ;;
+    -*) flags+=("-test.${f#-}") ;;
+    *) flags+=("$f") ;;
+  esac
+done
+
+"$GO" vet -tags e2e ./test/e2e/...
+"$GO" test -count=1 ./test/e2e/cluster
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$GO" test -c -tags e2e -o "$out/e2e.test" ./test/e2e
+# The controller the tests run, built once for every shard.
+"$GO" build -o "$out/stevedore" ./cmd/stevedore
+export STEVEDORE_E2E_BIN=$out/stevedore
+
+started=$SECONDS
+for i in "${!shards[@]}"; do
+  (
+    cd test/e2e
+    rc=0
+    "$out/e2e.test" -test.count=1 -test.timeout=30m -test.parallel=8 "${shards[$i]}" "${flags[@]}" >"$out/$i.log" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - started))" >"$out/$i.rc"
+  ) &
+done
+wait
+
+failed=0
+for i in "${!shards[@]}"; do
+  read -r rc took <"$out/$i.rc"
+  echo "=== e2e shard $((i + 1))/${#shards[@]} (${shards[$i]}): $([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)") in ${took}s"
+  cat "$out/$i.log"
+  [ "$rc" = 0 ] || failed=1
+done
+if [ "$failed" = 0 ]; then
+  echo "ok   test/e2e: ${#shards[@]} shard(s) in $((SECONDS - started))s"
+else
+  echo "FAIL test/e2e"
+fi
+exit "$failed"
