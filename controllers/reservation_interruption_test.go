@@ -40,7 +40,7 @@ func TestCapacityReservationInterruptionMarksReservation(t *testing.T) {
 	nodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: id, InstanceType: "m6i.large", AvailabilityZone: f.Zones()[0], State: awsv1.CapacityReservationStateActive}}
 	s := settings.Default()
 	s.ClusterName = "test"
-	p, err := aws.New(aws.Options{Clients: f.Clients(), Settings: s, Clock: clk,
+	p, err := aws.New(aws.Options{Clients: f.Clients(), Region: f.Region(), Settings: s, Clock: clk,
 		NodeClass: func(context.Context, string) (*awsv1.EC2NodeClass, error) { return nodeClass.DeepCopy(), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -88,18 +88,6 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := &p.cache
-	if p.region == "" {
-		out, err := p.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
-		if err != nil {
-			return snapshot{}, fmt.Errorf("finding the region: %w", err)
-		}
-		for _, z := range out.AvailabilityZones {
-			if z.RegionName != nil {
-				p.region = *z.RegionName
-				break
-			}
-		}
-	}
 	if p.expired(c.typesAt) {
 		types, err := p.describeInstanceTypes(ctx)
 		if err != nil {

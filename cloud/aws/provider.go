@@ -93,7 +93,10 @@ type Options struct {
 	Clock     clock.PassiveClock
 	NodeClass NodeClassGetter
 	Cluster   ClusterInfo
-	// Region is the AWS region; empty means ask DescribeAvailabilityZones.
+	// Region is the AWS region, which the controller knows from its AWS
+	// configuration before it starts (AWS_REGION or the instance metadata
+	// service). Required: asking EC2 for it would take
+	// ec2:DescribeAvailabilityZones, which Karpenter's policy does not grant.
 	Region string
 	// CacheTTL defaults to DefaultCacheTTL.
 	CacheTTL time.Duration
@@ -146,6 +149,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.NodeClass == nil {
 		return nil, errors.New("aws provider: no EC2NodeClass getter")
+	}
+	if opts.Region == "" {
+		return nil, errors.New("aws provider: no region: set AWS_REGION")
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

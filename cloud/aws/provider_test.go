@@ -112,6 +112,7 @@ func newEnvWithSettings(t *testing.T, types []string, wrap func(sdk.Clients) sdk
 	}
 	p, err := New(Options{
 		Clients:  clients,
+		Region:   f.Region(),
 		Settings: s,
 		Clock:    clk,
 		NodeClass: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
@@ -589,7 +590,13 @@ func TestRepairPoliciesAndName(t *testing.T) {
 	if g := e.p.GetSupportedNodeClasses(); len(g) != 1 || g[0].Kind != "EC2NodeClass" {
 		t.Errorf("GetSupportedNodeClasses = %v", g)
 	}
-	if _, err := New(Options{Clients: e.aws.Clients()}); err == nil {
+	if _, err := New(Options{Clients: e.aws.Clients(), Region: e.aws.Region()}); err == nil {
 		t.Error("New without a getter succeeded")
+	}
+	getter := func(context.Context, string) (*awsv1.EC2NodeClass, error) { return nil, nil }
+	s := settings.Default()
+	s.ClusterName = "test"
+	if _, err := New(Options{Clients: e.aws.Clients(), Settings: s, NodeClass: getter}); err == nil || !strings.Contains(err.Error(), "no region") {
+		t.Errorf("New without a region: %v, want an error saying so", err)
 	}
 }

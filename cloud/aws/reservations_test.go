@@ -210,7 +210,7 @@ func TestCreateReservedExhaustedElsewhere(t *testing.T) {
 	// ...which another launcher takes before the next description.
 	s := settings.Default()
 	s.ClusterName = "test"
-	other, err := New(Options{Clients: e.aws.Clients(), Settings: s, Clock: e.clk, Cluster: e.p.cluster,
+	other, err := New(Options{Clients: e.aws.Clients(), Region: e.aws.Region(), Settings: s, Clock: e.clk, Cluster: e.p.cluster,
 		NodeClass: func(context.Context, string) (*awsv1.EC2NodeClass, error) { return e.nc.DeepCopy(), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func (e *env) uncached() []*packer.InstanceType {
 // uncachedFor is uncached for the node class of np.
 func (e *env) uncachedFor(np *karpv1.NodePool) []*packer.InstanceType {
 	e.t.Helper()
-	p, err := New(Options{Clients: e.aws.Clients(), Settings: e.p.settings, Clock: e.clk, NodeClass: e.p.nodeClass, Cluster: e.p.cluster})
+	p, err := New(Options{Clients: e.aws.Clients(), Region: e.aws.Region(), Settings: e.p.settings, Clock: e.clk, NodeClass: e.p.nodeClass, Cluster: e.p.cluster})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestZonalShiftNeedsARCClient(t *testing.T) {
 	s.EnableZonalShift = true
 	clients := e.aws.Clients()
 	clients.ARCZonalShift = nil
-	_, err := New(Options{Clients: clients, Settings: s, Clock: e.clk, NodeClass: e.p.nodeClass})
+	_, err := New(Options{Clients: clients, Region: e.aws.Region(), Settings: s, Clock: e.clk, NodeClass: e.p.nodeClass})
 	if err == nil {
 		t.Fatal("New accepted --enable-zonal-shift without an ARC zonal shift client")
 	}

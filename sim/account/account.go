@@ -33,6 +33,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
@@ -278,7 +279,30 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 			return nil, fake.Cluster{}, fmt.Errorf("image %s: %w", img.ID, err)
 		}
 	}
+	if pol, ok := controllerPolicy(run, f); ok {
+		f.EnforcePolicy(&pol)
+	}
 	return f, cluster, nil
+}
+
+// controllerPolicy is the policy spec.aws.controllerPolicy names, for the
+// node role every scenario's account has, KarpenterNodeRole-<cluster>.
+func controllerPolicy(run *scenario.Run, f *fake.AWS) (iampolicy.Policy, bool) {
+	name := run.ClusterName
+	queue := run.AWS.InterruptionQueue
+	if queue == "" {
+		queue = name
+	}
+	nodeRole := "KarpenterNodeRole-" + name
+	switch run.AWS.ControllerPolicy {
+	case scenario.ControllerPolicyKarpenter:
+		return iampolicy.KarpenterReference("aws", f.Region(), f.AccountID(), name,
+			fmt.Sprintf("arn:aws:iam::%s:role/%s", f.AccountID(), nodeRole), f.QueueARN(queue)), true
+	case scenario.ControllerPolicyGenerated:
+		return iampolicy.ControllerPolicy(iampolicy.Params{ClusterName: name, Partition: "aws", AccountID: f.AccountID(),
+			Region: f.Region(), NodeRoleName: nodeRole, QueueName: queue, ZonalShift: run.Controller.Settings.EnableZonalShift}), true
+	}
+	return iampolicy.Policy{}, false
 }
 
 // Clients returns the account's AWS clients, for the AWS provider. Unlike

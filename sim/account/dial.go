@@ -245,9 +245,6 @@ func (c remoteEC2) DescribePlacementGroups(ctx context.Context, in *ec2.Describe
 	return call[ec2.DescribePlacementGroupsOutput](ctx, c.r, "EC2", "DescribePlacementGroups", in)
 }
 
-func (c remoteEC2) DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, _ ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {
-	return call[ec2.DescribeAvailabilityZonesOutput](ctx, c.r, "EC2", "DescribeAvailabilityZones", in)
-}
 
 type remoteSSM struct{ r *Remote }
 

@@ -78,6 +78,12 @@ type Run struct {
 	Annotations map[string]string
 }
 
+// The controller policies a scenario can enforce (spec.aws.controllerPolicy).
+const (
+	ControllerPolicyKarpenter = "Karpenter"
+	ControllerPolicyGenerated = "Generated"
+)
+
 // AWSConfig is the simulated account with its defaults resolved.
 type AWSConfig struct {
 	Region         string
@@ -88,8 +94,11 @@ type AWSConfig struct {
 	// Roles are every IAM role to create, sorted.
 	Roles []string
 	// PassRole and AccessEntries are nil for "every role".
-	PassRole          []string
-	AccessEntries     []string
+	PassRole      []string
+	AccessEntries []string
+	// ControllerPolicy is ControllerPolicyKarpenter,
+	// ControllerPolicyGenerated or empty.
+	ControllerPolicy  string
 	InterruptionQueue string
 	InstanceTypes     []string
 	BootTime          time.Duration
@@ -737,6 +746,13 @@ func (l *loader) aws(a AWS, run *Run, objs []Object, events []Event) AWSConfig {
 		Region: a.Region, Zones: slices.Clone(a.Zones), Subnets: a.Subnets, SecurityGroups: a.SecurityGroups,
 		PassRole: a.PassRole, AccessEntries: a.AccessEntries, InterruptionQueue: a.InterruptionQueue,
 		InstanceTypes: a.InstanceTypes, PlacementGroups: slices.Clone(a.PlacementGroups),
+		ControllerPolicy: a.ControllerPolicy,
+	}
+	switch c.ControllerPolicy {
+	case "", ControllerPolicyKarpenter, ControllerPolicyGenerated:
+	default:
+		l.scenarioError("spec.aws.controllerPolicy", fmt.Sprintf("%q is not a controller policy", c.ControllerPolicy),
+			fmt.Sprintf("use %s (Karpenter's reference policy) or %s (stevedore iam-policy's), or leave it out to allow every call", ControllerPolicyKarpenter, ControllerPolicyGenerated))
 	}
 	for i, g := range c.PlacementGroups {
 		if !slices.Contains([]string{"cluster", "partition", "spread"}, g.Strategy) {

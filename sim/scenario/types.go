@@ -133,6 +133,14 @@ type AWS struct {
 	// AccessEntries, when set, are the only node roles whose kubelets may
 	// join the cluster; by default every role. An empty list admits none.
 	AccessEntries []string `json:"accessEntries,omitempty"`
+	// ControllerPolicy, when set, is the IAM policy the controller's
+	// identity has, enforced on every call as AWS would: Karpenter (the
+	// controller policy of Karpenter's reference CloudFormation template)
+	// or Generated (what `stevedore iam-policy` prints for this account).
+	// Both let the controller pass only the node role
+	// KarpenterNodeRole-<cluster>. A call the policy refuses fails with
+	// AccessDenied and is reported. Default: every call is allowed.
+	ControllerPolicy string `json:"controllerPolicy,omitempty"`
 	// InterruptionQueue names the SQS queue that receives interruption
 	// events and that the controller consumes; empty: no queue, and
 	// interruptions are not handled.

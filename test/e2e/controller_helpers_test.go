@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -77,6 +78,9 @@ func buildStevedore(dir string) (string, error) {
 // The simulated accounts of the tests: each names its own cluster and region,
 // so that Node names (ip-…<region>.compute.internal) never collide between
 // accounts. Instances boot in 3 s and are Ready 2 s after they register.
+// Each enforces the controller policy of Karpenter's reference template on
+// every call, as the IAM role of a user who swaps Karpenter for stevedore
+// would; serveAccount fails the test if any call was refused.
 const accountTemplate = `apiVersion: stevedore.io/v1alpha1
 kind: Scenario
 metadata: {name: {{.Cluster}}}
@@ -89,6 +93,7 @@ spec:
       - {id: ` + amiOld + `, name: amazon-eks-node-al2023-x86_64-standard-1.32-v20250601, arch: x86_64}
       - {id: ` + amiNew + `, name: amazon-eks-node-al2023-x86_64-standard-1.33-v20250701, arch: x86_64}
     interruptionQueue: {{.Cluster}}
+    controllerPolicy: Karpenter
     bootTime: 3s
     readyTime: 2s
 `
@@ -164,6 +169,13 @@ func serveAccount(t *testing.T, a accountSpec) *servedAccount {
 		cancel()
 		wg.Wait()
 		_ = logFile.Close()
+		refused := map[string]int{}
+		for _, d := range acc.AWS.Denials() {
+			refused[d]++
+		}
+		for _, d := range slices.Sorted(maps.Keys(refused)) {
+			t.Errorf("account %s: Karpenter's controller policy refused %s (%d times)", a.Cluster, d, refused[d])
+		}
 	})
 	return &servedAccount{Account: acc, URL: "http://" + l.Addr().String()}
 }

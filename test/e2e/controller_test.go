@@ -63,6 +63,11 @@ func TestController(t *testing.T) {
 			testLimitRangeDaemonSet(t, "    defaultRequest: {cpu: \"2\", memory: 1Gi}")
 		})
 	})
+	// The one controller call the simulator never makes, made here under
+	// Karpenter's policy (serveAccount checks that nothing was refused).
+	if n := acc.AWS.Calls("DescribeCluster"); n == 0 {
+		t.Error("the controller never called eks:DescribeCluster at start-up")
+	}
 }
 
 // testUpgradeSeed is the upgrade walkthrough (examples/drift-upgrade): the

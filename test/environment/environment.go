@@ -208,6 +208,7 @@ func (e *Env) newAWS(opts Options) {
 	s.ClusterName = ClusterName
 	e.Cloud, err = aws.New(aws.Options{
 		Clients:   e.AWS.Clients(),
+		Region:    e.AWS.Region(),
 		Settings:  s,
 		Clock:     e.Clock,
 		NodeClass: getter,

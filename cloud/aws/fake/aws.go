@@ -39,13 +39,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
 
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 )
 
@@ -152,7 +155,11 @@ type AWS struct {
 	passRoleAllow map[string]bool
 	passRoleDeny  map[string]bool
 	deniedActions map[string]bool
-	clusters      map[string]*cluster
+	// policy, when set, is enforced on every call; denials lists what it
+	// refused.
+	policy   atomic.Pointer[iampolicy.Policy]
+	denials  []string
+	clusters map[string]*cluster
 	// zonalShifts are the ARC zonal shifts started on clusters, in start
 	// order; expired and cancelled ones stay, marked so.
 	zonalShifts   []*zonalShift
@@ -457,14 +464,69 @@ func (f *AWS) accessDenied(api, action, resource string) error {
 	}
 }
 
-// lock takes the world's lock and runs begin; on error the lock is released.
-func (f *AWS) lock(api string) (unlock func(), err error) {
+// lock takes the world's lock and runs begin, then checks the call
+// against the enforced policy (EnforcePolicy); on error the lock is
+// released. in is the call's input.
+func (f *AWS) lock(api string, in any) (unlock func(), err error) {
+	var refused []iampolicy.Request
+	if pol := f.policy.Load(); pol != nil && !injection(api) {
+		// The authorizations are expanded before the lock is taken: they
+		// read resource tags through Authorization, which takes it.
+		for _, r := range f.Authorization().Requests(serviceOf(api).name, api, in) {
+			if _, ok := pol.Allows(r); !ok {
+				refused = append(refused, r)
+			}
+		}
+	}
 	f.mu.Lock()
 	if err := f.begin(api); err != nil {
 		f.mu.Unlock()
 		return func() {}, err
 	}
+	if len(refused) > 0 {
+		for _, r := range refused {
+			f.denials = append(f.denials, api+": "+r.Action+" on "+r.Resource)
+		}
+		err := f.accessDenied(api, refused[0].Action, refused[0].Resource)
+		f.mu.Unlock()
+		return func() {}, err
+	}
 	return f.mu.Unlock, nil
+}
+
+// injection reports whether api is one that only the world calls (an
+// interruption message sent to the queue): the policy enforced is the
+// controller's, and the world is another identity.
+func injection(api string) bool {
+	c, ok := iampolicy.Lookup(serviceOf(api).name, api)
+	return ok && c.Caller == iampolicy.CallerInjection
+}
+
+// EnforcePolicy makes every later call pass pol, as AWS evaluates the
+// caller's identity-based policy: a call any of whose authorizations pol
+// refuses (see iampolicy.Account.Requests) fails with the service's
+// authorization error and is listed by Denials. Nil stops enforcing.
+// Tests give it the policy users attach to the controller, Karpenter's
+// among them, to show that every call the controller makes is allowed.
+func (f *AWS) EnforcePolicy(pol *iampolicy.Policy) {
+	f.policy.Store(pol)
+}
+
+// KarpenterPolicy is Karpenter's reference controller policy
+// (iampolicy.KarpenterReference) for the cluster w of this account: what a
+// user who followed Karpenter's getting-started guide attached to the
+// controller's role.
+func (f *AWS) KarpenterPolicy(w *ClusterWorld) iampolicy.Policy {
+	queue := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, w.QueueName)
+	return iampolicy.KarpenterReference("aws", f.opts.Region, f.opts.AccountID, w.ClusterName, w.NodeRoleARN, queue)
+}
+
+// Denials returns the authorizations the enforced policy refused, in call
+// order, as "Operation: action on resource".
+func (f *AWS) Denials() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.denials)
 }
 
 // clone deep-copies SDK values through JSON; the SDK types are plain data.

@@ -141,7 +141,7 @@ func clusterNotFound(api, name string) error {
 // DescribeCluster implements sdk.EKS.
 func (f *AWS) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
 	const api = "DescribeCluster"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (f *AWS) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _
 // ListAccessEntries implements sdk.EKS.
 func (f *AWS) ListAccessEntries(_ context.Context, in *eks.ListAccessEntriesInput, _ ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error) {
 	const api = "ListAccessEntries"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func (f *AWS) AddPodIdentityAssociation(clusterName, namespace, serviceAccount, 
 // namespace, service account and ID; Namespace and ServiceAccount filter them.
 func (f *AWS) ListPodIdentityAssociations(_ context.Context, in *eks.ListPodIdentityAssociationsInput, _ ...func(*eks.Options)) (*eks.ListPodIdentityAssociationsOutput, error) {
 	const api = "ListPodIdentityAssociations"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -14,19 +14,20 @@ import (
 // service describes one AWS service as errors name it.
 type service struct {
 	id        string // smithy service ID, as in OperationError.ServiceID
+	name      string // the service's name in iampolicy.Inventory
 	iamPrefix string // IAM action prefix
 	throttle  string // throttling error code
 }
 
 var (
-	svcEC2     = service{id: "EC2", iamPrefix: "ec2", throttle: "RequestLimitExceeded"}
-	svcSSM     = service{id: "SSM", iamPrefix: "ssm", throttle: "ThrottlingException"}
-	svcSQS     = service{id: "SQS", iamPrefix: "sqs", throttle: "ThrottlingException"}
-	svcIAM     = service{id: "IAM", iamPrefix: "iam", throttle: "Throttling"}
-	svcEKS     = service{id: "EKS", iamPrefix: "eks", throttle: "ThrottlingException"}
-	svcPricing = service{id: "Pricing", iamPrefix: "pricing", throttle: "ThrottlingException"}
-	svcEvents  = service{id: "EventBridge", iamPrefix: "events", throttle: "ThrottlingException"}
-	svcARC     = service{id: "ARC Zonal Shift", iamPrefix: "arc-zonal-shift", throttle: "ThrottlingException"}
+	svcEC2     = service{id: "EC2", name: "EC2", iamPrefix: "ec2", throttle: "RequestLimitExceeded"}
+	svcSSM     = service{id: "SSM", name: "SSM", iamPrefix: "ssm", throttle: "ThrottlingException"}
+	svcSQS     = service{id: "SQS", name: "SQS", iamPrefix: "sqs", throttle: "ThrottlingException"}
+	svcIAM     = service{id: "IAM", name: "IAM", iamPrefix: "iam", throttle: "Throttling"}
+	svcEKS     = service{id: "EKS", name: "EKS", iamPrefix: "eks", throttle: "ThrottlingException"}
+	svcPricing = service{id: "Pricing", name: "Pricing", iamPrefix: "pricing", throttle: "ThrottlingException"}
+	svcEvents  = service{id: "EventBridge", name: "EventBridge", iamPrefix: "events", throttle: "ThrottlingException"}
+	svcARC     = service{id: "ARC Zonal Shift", name: "ARCZonalShift", iamPrefix: "arc-zonal-shift", throttle: "ThrottlingException"}
 )
 
 var apiServices = map[string]service{
@@ -35,7 +36,7 @@ var apiServices = map[string]service{
 	"DescribeSpotPriceHistory": svcEC2, "DescribeCapacityReservations": svcEC2,
 	"CreateFleet": svcEC2, "RunInstances": svcEC2, "CreateLaunchTemplate": svcEC2,
 	"DescribeLaunchTemplates": svcEC2, "DeleteLaunchTemplate": svcEC2, "DescribeInstances": svcEC2,
-	"TerminateInstances": svcEC2, "CreateTags": svcEC2, "DescribeAvailabilityZones": svcEC2,
+	"TerminateInstances": svcEC2, "CreateTags": svcEC2,
 	"DescribePlacementGroups": svcEC2, "DescribeInstanceStatus": svcEC2,
 	"GetParameter": svcSSM,
 	"GetQueueUrl":  svcSQS, "ReceiveMessage": svcSQS, "DeleteMessage": svcSQS, "SendMessage": svcSQS,
@@ -57,7 +58,7 @@ func serviceOf(api string) service {
 	if s, ok := apiServices[api]; ok {
 		return s
 	}
-	return service{id: "Unknown", iamPrefix: "unknown", throttle: "ThrottlingException"}
+	return service{id: "Unknown", name: "Unknown", iamPrefix: "unknown", throttle: "ThrottlingException"}
 }
 
 // APIError returns an API error with the given code and message, as the

@@ -127,7 +127,7 @@ func (f *AWS) checkEventBus(api string, bus *string) error {
 // (1 to 100) pages them, with NextToken the offset of the next page.
 func (f *AWS) ListRuleNamesByTarget(_ context.Context, in *eventbridge.ListRuleNamesByTargetInput, _ ...func(*eventbridge.Options)) (*eventbridge.ListRuleNamesByTargetOutput, error) {
 	const api = "ListRuleNamesByTarget"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (f *AWS) ListRuleNamesByTarget(_ context.Context, in *eventbridge.ListRuleN
 // DescribeRule implements sdk.EventBridge.
 func (f *AWS) DescribeRule(_ context.Context, in *eventbridge.DescribeRuleInput, _ ...func(*eventbridge.Options)) (*eventbridge.DescribeRuleOutput, error) {
 	const api = "DescribeRule"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

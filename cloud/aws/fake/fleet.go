@@ -117,7 +117,7 @@ type fleetErr struct {
 // out.
 func (f *AWS) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	const api = "CreateFleet"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -517,7 +517,7 @@ func errorMessage(err error) string {
 // on-demand instances like a one-pool fleet.
 func (f *AWS) RunInstances(_ context.Context, in *ec2.RunInstancesInput, _ ...func(*ec2.Options)) (*ec2.RunInstancesOutput, error) {
 	const api = "RunInstances"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -177,7 +177,7 @@ func noSuchRole(api, name string) error {
 // GetInstanceProfile implements sdk.IAM.
 func (f *AWS) GetInstanceProfile(_ context.Context, in *iam.GetInstanceProfileInput, _ ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
 	const api = "GetInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (f *AWS) GetInstanceProfile(_ context.Context, in *iam.GetInstanceProfileIn
 // CreateInstanceProfile implements sdk.IAM.
 func (f *AWS) CreateInstanceProfile(_ context.Context, in *iam.CreateInstanceProfileInput, _ ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
 	const api = "CreateInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ func (f *AWS) CreateInstanceProfile(_ context.Context, in *iam.CreateInstancePro
 // AddRoleToInstanceProfile implements sdk.IAM.
 func (f *AWS) AddRoleToInstanceProfile(_ context.Context, in *iam.AddRoleToInstanceProfileInput, _ ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
 	const api = "AddRoleToInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (f *AWS) AddRoleToInstanceProfile(_ context.Context, in *iam.AddRoleToInsta
 // RemoveRoleFromInstanceProfile implements sdk.IAM.
 func (f *AWS) RemoveRoleFromInstanceProfile(_ context.Context, in *iam.RemoveRoleFromInstanceProfileInput, _ ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
 	const api = "RemoveRoleFromInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -273,7 +273,7 @@ func (f *AWS) RemoveRoleFromInstanceProfile(_ context.Context, in *iam.RemoveRol
 // DeleteInstanceProfile implements sdk.IAM.
 func (f *AWS) DeleteInstanceProfile(_ context.Context, in *iam.DeleteInstanceProfileInput, _ ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
 	const api = "DeleteInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func (f *AWS) DeleteInstanceProfile(_ context.Context, in *iam.DeleteInstancePro
 // TagInstanceProfile implements sdk.IAM.
 func (f *AWS) TagInstanceProfile(_ context.Context, in *iam.TagInstanceProfileInput, _ ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
 	const api = "TagInstanceProfile"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -311,7 +311,7 @@ func (f *AWS) TagInstanceProfile(_ context.Context, in *iam.TagInstanceProfileIn
 // GetRole implements sdk.IAM.
 func (f *AWS) GetRole(_ context.Context, in *iam.GetRoleInput, _ ...func(*iam.Options)) (*iam.GetRoleOutput, error) {
 	const api = "GetRole"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

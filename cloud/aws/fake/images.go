@@ -294,7 +294,7 @@ func releasePaths(family, k8s, arch, variant, version string, created time.Time)
 // DescribeImages implements sdk.EC2.
 func (f *AWS) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
 	const api = "DescribeImages"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -429,7 +429,7 @@ func (f *AWS) imageOutput(img *image) ec2types.Image {
 // GetParameter implements sdk.SSM.
 func (f *AWS) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
 	const api = "GetParameter"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -411,7 +411,7 @@ func checkInstanceIDs(api string, ids []string, exists func(string) bool) error 
 // instances remain visible for Options.TerminatedRetention.
 func (f *AWS) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
 	const api = "DescribeInstances"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -505,7 +505,7 @@ func (f *AWS) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInpu
 // to terminated Options.ShutdownDelay later.
 func (f *AWS) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
 	const api = "TerminateInstances"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -545,7 +545,7 @@ func (f *AWS) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesIn
 // security groups and images.
 func (f *AWS) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 	const api = "CreateTags"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

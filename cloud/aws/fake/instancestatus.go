@@ -51,7 +51,7 @@ func (f *AWS) ImpairInstanceStatus(id, check string) error {
 // an event.code filter matches nothing. All matches come in one page.
 func (f *AWS) DescribeInstanceStatus(_ context.Context, in *ec2.DescribeInstanceStatusInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
 	const api = "DescribeInstanceStatus"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -293,7 +293,7 @@ func (t *typeEntry) info() ec2types.InstanceTypeInfo {
 // types when MaxResults is not set.
 func (f *AWS) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
 	const api = "DescribeInstanceTypes"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -410,7 +410,7 @@ func (f *AWS) offered(instanceType, zone string) bool {
 // DescribeInstanceTypeOfferings implements sdk.EC2.
 func (f *AWS) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
 	const api = "DescribeInstanceTypeOfferings"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -569,7 +569,7 @@ func (f *AWS) SetSpotPrice(instanceType, zone string, price float64) {
 // every selected pool (one entry per pool and product description).
 func (f *AWS) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
 	const api = "DescribeSpotPriceHistory"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -665,7 +665,7 @@ var regionLocations = map[string]string{
 // (bare metal)"). Filters are TERM_MATCH on product attributes.
 func (f *AWS) GetProducts(_ context.Context, in *pricing.GetProductsInput, _ ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
 	const api = "GetProducts"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -102,7 +102,7 @@ func (f *AWS) launchTemplateOutput(lt *launchTemplate) *ec2types.LaunchTemplate 
 // CreateLaunchTemplate implements sdk.EC2.
 func (f *AWS) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
 	const api = "CreateLaunchTemplate"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (f *AWS) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTempla
 // DescribeLaunchTemplates implements sdk.EC2.
 func (f *AWS) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
 	const api = "DescribeLaunchTemplates"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (f *AWS) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchT
 // DeleteLaunchTemplate implements sdk.EC2.
 func (f *AWS) DeleteLaunchTemplate(_ context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
 	const api = "DeleteLaunchTemplate"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (f *AWS) AddCapacityReservation(c CapacityReservation) (string, error) {
 // DescribeCapacityReservations implements sdk.EC2.
 func (f *AWS) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
 	const api = "DescribeCapacityReservations"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -144,7 +143,7 @@ func (f *AWS) AddSecurityGroup(g SecurityGroup) (string, error) {
 // DescribeSubnets implements sdk.EC2.
 func (f *AWS) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
 	const api = "DescribeSubnets"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -216,7 +215,7 @@ func (f *AWS) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _
 // DescribeSecurityGroups implements sdk.EC2.
 func (f *AWS) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
 	const api = "DescribeSecurityGroups"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -286,71 +285,6 @@ func (f *AWS) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecurity
 		return nil, err
 	}
 	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: page, NextToken: next}, nil
-}
-
-// DescribeAvailabilityZones implements sdk.EC2.
-func (f *AWS) DescribeAvailabilityZones(_ context.Context, in *ec2.DescribeAvailabilityZonesInput, _ ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error) {
-	const api = "DescribeAvailabilityZones"
-	unlock, err := f.lock(api)
-	defer unlock()
-	if err != nil {
-		return nil, err
-	}
-	if in == nil {
-		in = &ec2.DescribeAvailabilityZonesInput{}
-	}
-	if err := f.dryRun(api, in.DryRun); err != nil {
-		return nil, err
-	}
-	if err := checkFilters(api, in.Filters, "zone-name", "zone-id", "region-name", "state", "zone-type", "group-name", "opt-in-status"); err != nil {
-		return nil, err
-	}
-	for _, n := range in.ZoneNames {
-		if !f.hasZone(n) {
-			return nil, ec2Error(api, "InvalidParameterValue", "Invalid availability zone: [%s]", n)
-		}
-	}
-	var out []ec2types.AvailabilityZone
-	for _, z := range f.zones {
-		if len(in.ZoneNames) > 0 && !contains(in.ZoneNames, z.name) {
-			continue
-		}
-		if len(in.ZoneIds) > 0 && !contains(in.ZoneIds, z.id) {
-			continue
-		}
-		attr := func(name string) []string {
-			switch name {
-			case "zone-name":
-				return one(z.name)
-			case "zone-id":
-				return one(z.id)
-			case "region-name", "group-name":
-				return one(f.opts.Region)
-			case "state":
-				return one("available")
-			case "zone-type":
-				return one("availability-zone")
-			case "opt-in-status":
-				return one("opt-in-not-required")
-			}
-			return nil
-		}
-		if !matchFilters(in.Filters, nil, attr) {
-			continue
-		}
-		out = append(out, ec2types.AvailabilityZone{
-			ZoneName:           ptr(z.name),
-			ZoneId:             ptr(z.id),
-			RegionName:         ptr(f.opts.Region),
-			GroupName:          ptr(f.opts.Region),
-			NetworkBorderGroup: ptr(f.opts.Region),
-			State:              ec2types.AvailabilityZoneStateAvailable,
-			OptInStatus:        ec2types.AvailabilityZoneOptInStatusOptInNotRequired,
-			ZoneType:           ptr("availability-zone"),
-		})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return *out[i].ZoneName < *out[j].ZoneName })
-	return &ec2.DescribeAvailabilityZonesOutput{AvailabilityZones: out}, nil
 }
 
 // dryRun answers an EC2 call with DryRun set: DryRunOperation when the caller

@@ -60,7 +60,7 @@ func (f *AWS) AddPlacementGroup(g PlacementGroup) (string, error) {
 // does not exist fails the call (InvalidPlacementGroup.Unknown).
 func (f *AWS) DescribePlacementGroups(_ context.Context, in *ec2.DescribePlacementGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error) {
 	const api = "DescribePlacementGroups"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -95,7 +95,7 @@ func (f *AWS) QueueARN(name string) string {
 // set, as SQS does), or All of them.
 func (f *AWS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	const api = "GetQueueAttributes"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (f *AWS) enqueue(q *queue, body string, delay time.Duration) *message {
 // GetQueueUrl implements sdk.SQS.
 func (f *AWS) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) { //nolint:revive // SDK name
 	const api = "GetQueueUrl"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (f *AWS) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func
 // answer stands for a long poll that found nothing.
 func (f *AWS) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	const api = "ReceiveMessage"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -282,7 +282,7 @@ func (f *AWS) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageInput, _ .
 // without deleting.
 func (f *AWS) DeleteMessage(_ context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	const api = "DeleteMessage"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func (f *AWS) DeleteMessage(_ context.Context, in *sqs.DeleteMessageInput, _ ...
 // SendMessage implements sdk.SQS.
 func (f *AWS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	const api = "SendMessage"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -89,7 +89,7 @@ func (f *AWS) CancelZonalShift(id string) error {
 // answered as ARC answers a resource that is not registered for zonal shift.
 func (f *AWS) GetManagedResource(_ context.Context, in *arczonalshift.GetManagedResourceInput, _ ...func(*arczonalshift.Options)) (*arczonalshift.GetManagedResourceOutput, error) {
 	const api = "GetManagedResource"
-	unlock, err := f.lock(api)
+	unlock, err := f.lock(api, in)
 	defer unlock()
 	if err != nil {
 		return nil, err

@@ -56,8 +56,9 @@ type Call struct {
 	Scope string
 }
 
-// Statement names (Sids) of the controller's policy. The first ones are
-// Karpenter's own; AllowNodeRoleReadActions is stevedore's addition.
+// Statement names (Sids) of the controller's policy, all of them Karpenter's
+// own: a policy written for Karpenter admits every call the controller
+// makes.
 const (
 	SidInstanceAccess             = "AllowScopedEC2InstanceAccessActions"
 	SidLaunchTemplateAccess       = "AllowScopedEC2LaunchTemplateAccessActions"
@@ -74,7 +75,6 @@ const (
 	SidInstanceProfileTagging     = "AllowScopedInstanceProfileTagActions"
 	SidInstanceProfileActions     = "AllowScopedInstanceProfileActions"
 	SidInstanceProfileRead        = "AllowInstanceProfileReadActions"
-	SidNodeRoleRead               = "AllowNodeRoleReadActions"
 	SidAPIServerEndpointDiscovery = "AllowAPIServerEndpointDiscovery"
 	// SidZonalShift is Karpenter's ZonalShiftPolicy; the generated policy
 	// carries it only when asked to (Params.ZonalShift), as the call is only
@@ -155,7 +155,6 @@ var Inventory = []Call{
 		Grants: []Grant{{"ec2:CreateTags", SidResourceTagging}},
 		Scope:  "instances tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool, and only the keys Name, karpenter.sh/nodeclaim and eks:eks-cluster-name (tagging a registered node's instance)",
 	},
-	read("EC2", "DescribeAvailabilityZones", SidRegionalRead, regional+"; called only when no region is configured"),
 
 	read("SSM", "GetParameter", SidSSMRead, "the public parameters under /aws/service/ (AMI aliases); widen it for ssmParameter terms naming your own parameters"),
 
@@ -191,7 +190,7 @@ var Inventory = []Call{
 		Grants: []Grant{{"iam:TagInstanceProfile", SidInstanceProfileTagging}},
 		Scope:  "instance profiles already tagged as stevedore's, and only with the full set of ownership tags in the request",
 	},
-	read("IAM", "GetRole", SidNodeRoleRead, "the node role only: stevedore checks spec.role exists before it creates a profile for it"),
+	{Service: "IAM", Operation: "GetRole", Caller: CallerDiagnose, Scope: "stevedore diagnose: the node role exists and EC2 may assume it; the controller learns that a role is missing from AddRoleToInstanceProfile instead, as Karpenter's policy grants no iam:GetRole"},
 
 	read("EKS", "DescribeCluster", SidAPIServerEndpointDiscovery, "this cluster only: the API server endpoint, service CIDR and version at start-up"),
 	{Service: "EKS", Operation: "ListAccessEntries", Caller: CallerDiagnose, Scope: "stevedore diagnose: the node role's access entry"},

@@ -28,9 +28,9 @@ type TrustStatement struct {
 	Action    []string            `json:"Action"`
 }
 
-// NodeRolePolicy returns the node role: EC2 may assume it (the instances),
-// and so may EKS Pod Identity, as in Karpenter's reference template; it
-// carries the worker-node, CNI, registry pull and SSM managed policies.
+// NodeRolePolicy returns the node role as Karpenter's reference template
+// makes it: only EC2 may assume it (the instances), and it carries the
+// worker-node, CNI, registry pull and SSM managed policies.
 func NodeRolePolicy(p Params) NodeRole {
 	p = p.withDefaults()
 	suffix := "amazonaws.com"
@@ -42,7 +42,6 @@ func NodeRolePolicy(p Params) NodeRole {
 		RoleName: p.NodeRoleName,
 		AssumeRolePolicyDocument: TrustPolicy{Version: "2012-10-17", Statement: []TrustStatement{
 			{Effect: "Allow", Principal: map[string][]string{"Service": {"ec2." + suffix}}, Action: []string{"sts:AssumeRole"}},
-			{Effect: "Allow", Principal: map[string][]string{"Service": {"pods.eks.amazonaws.com"}}, Action: []string{"sts:AssumeRole", "sts:TagSession"}},
 		}},
 		ManagedPolicyArns: []string{
 			managed("AmazonEKS_CNI_Policy"),

@@ -153,7 +153,6 @@ func scopes(p Params) []scope {
 			"StringLike":   {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": {"*"}},
 		}},
 		{sid: SidInstanceProfileRead, resources: []string{profiles}},
-		{sid: SidNodeRoleRead, resources: []string{nodeRole}},
 		{sid: SidAPIServerEndpointDiscovery, resources: []string{clusterARN}},
 		{sid: SidZonalShift, resources: []string{"*"}, zonalShift: true, condition: map[string]map[string][]string{
 			"StringEquals": {"arc-zonal-shift:ResourceIdentifier": {clusterARN}},

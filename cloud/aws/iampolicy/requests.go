@@ -2,13 +2,18 @@ package iampolicy
 
 import (
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
+	"net/url"
 	"slices"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // Account describes where requests are made and answers what Requests
@@ -262,13 +267,85 @@ func (a Account) Requests(service, operation string, input any) []Request {
 		}}}
 	case *iam.GetInstanceProfileInput:
 		return []Request{{Action: "iam:GetInstanceProfile", Resource: a.profileARN(deref(in.InstanceProfileName))}}
+	case *iam.GetRoleInput:
+		arn := fmt.Sprintf("arn:%s:iam::%s:role/%s", a.Partition, a.AccountID, deref(in.RoleName))
+		if a.RoleARN != nil {
+			if got := a.RoleARN(deref(in.RoleName)); got != "" {
+				arn = got
+			}
+		}
+		return []Request{{Action: "iam:GetRole", Resource: arn}}
+	case *ssm.GetParameterInput:
+		return []Request{{Action: "ssm:GetParameter", Resource: a.parameterARN(deref(in.Name)), Context: a.regional()}}
+	case *eks.DescribeClusterInput:
+		return []Request{{Action: "eks:DescribeCluster", Resource: fmt.Sprintf("arn:%s:eks:%s:%s:cluster/%s", a.Partition, a.Region, a.AccountID, deref(in.Name)), Context: a.regional()}}
+	case *sqs.GetQueueUrlInput:
+		account := a.AccountID
+		if in.QueueOwnerAWSAccountId != nil {
+			account = *in.QueueOwnerAWSAccountId
+		}
+		return []Request{{Action: "sqs:GetQueueUrl", Resource: fmt.Sprintf("arn:%s:sqs:%s:%s:%s", a.Partition, a.Region, account, deref(in.QueueName)), Context: a.regional()}}
+	case *sqs.ReceiveMessageInput:
+		return []Request{{Action: "sqs:ReceiveMessage", Resource: a.queueARN(deref(in.QueueUrl)), Context: a.regional()}}
+	case *sqs.DeleteMessageInput:
+		return []Request{{Action: "sqs:DeleteMessage", Resource: a.queueARN(deref(in.QueueUrl)), Context: a.regional()}}
+	case *sqs.SendMessageInput:
+		return []Request{{Action: "sqs:SendMessage", Resource: a.queueARN(deref(in.QueueUrl)), Context: a.regional()}}
+	case *sqs.GetQueueAttributesInput:
+		return []Request{{Action: "sqs:GetQueueAttributes", Resource: a.queueARN(deref(in.QueueUrl)), Context: a.regional()}}
 	}
-	c, _ := Lookup(service, operation)
+	c, ok := Lookup(service, operation)
+	if !ok || len(c.Grants) == 0 {
+		// Not the controller's call (diagnose, injection): the action of
+		// the same name, so that a policy enforced on every call sees it.
+		c.Grants = []Grant{{Action: iamPrefix(service) + ":" + operation}}
+	}
 	var out []Request
 	for _, g := range c.Grants {
-		out = append(out, Request{Action: g.Action, Resource: "*", Context: map[string][]string{"aws:RequestedRegion": {a.Region}}})
+		out = append(out, Request{Action: g.Action, Resource: "*", Context: a.regional()})
 	}
 	return out
+}
+
+func (a Account) regional() map[string][]string {
+	return map[string][]string{"aws:RequestedRegion": {a.Region}}
+}
+
+// iamPrefix is the IAM action prefix of an Inventory service name.
+func iamPrefix(service string) string {
+	switch service {
+	case "EventBridge":
+		return "events"
+	case "ARCZonalShift":
+		return "arc-zonal-shift"
+	}
+	return strings.ToLower(service)
+}
+
+// parameterARN is an SSM parameter's ARN. AWS's public parameters
+// (/aws/service/...) have no account in theirs.
+func (a Account) parameterARN(name string) string {
+	account := a.AccountID
+	if strings.HasPrefix(name, "/aws/") {
+		account = ""
+	}
+	return fmt.Sprintf("arn:%s:ssm:%s:%s:parameter/%s", a.Partition, a.Region, account, strings.TrimPrefix(name, "/"))
+}
+
+// queueARN is the ARN of the queue at an SQS queue URL,
+// https://sqs.<region>.amazonaws.com/<account>/<name> (or any host with
+// the account and name as the path).
+func (a Account) queueARN(queueURL string) string {
+	account, name := a.AccountID, queueURL
+	if u, err := url.Parse(queueURL); err == nil {
+		parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+		if len(parts) >= 2 {
+			account, name = parts[len(parts)-2], parts[len(parts)-1]
+		} else if len(parts) == 1 {
+			name = parts[0]
+		}
+	}
+	return fmt.Sprintf("arn:%s:sqs:%s:%s:%s", a.Partition, a.Region, account, name)
 }
 
 func niGroups(data *ec2types.RequestLaunchTemplateData) []string {

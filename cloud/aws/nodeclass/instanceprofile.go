@@ -120,22 +120,6 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		}
 	}
 	hasRole := slices.ContainsFunc(roles, func(x iamtypes.Role) bool { return aws.ToString(x.RoleName) == role })
-	if !hasRole {
-		// Check the role first so that a typo in spec.role creates nothing.
-		got, err := r.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(role)})
-		switch {
-		case err == nil:
-			if got.Role != nil {
-				p.roleARN = aws.ToString(got.Role.Arn)
-			}
-		case isNoSuchEntity(err):
-			return profile{}, failed(ReasonRoleNotFound, "IAM role %s (spec.role) does not exist; create the node role or fix spec.role", role), nil
-		case isUnauthorized(err):
-			return profile{}, unauthorized("iam:GetRole", err), nil
-		default:
-			return profile{}, outcome{}, err
-		}
-	}
 	if existing == nil {
 		_, err := r.iam.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
 			InstanceProfileName: aws.String(name),
@@ -163,13 +147,36 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 				return profile{}, outcome{}, err
 			}
 		}
+		// There is no iam:GetRole before this (Karpenter's controller policy
+		// does not grant it): a role that does not exist is found here.
 		_, err := r.iam.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(role)})
+		if err != nil && (isNoSuchEntity(err) || isUnauthorized(err)) {
+			// The profile is empty and named after a role it cannot hold:
+			// once spec.role or the policy is fixed nothing would use or
+			// delete it, so it goes now. It is tagged as stevedore's, which
+			// the policy's scoped deletion requires; should the deletion
+			// fail, the next reconcile finds it empty and tries again.
+			_, _ = r.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)})
+		}
 		switch {
 		case err == nil:
+			// The role's ARN (with its path) for the PassRole check's
+			// message; a failure here only leaves the message with the name.
+			if out, err := r.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)}); err == nil && out.InstanceProfile != nil {
+				for _, x := range out.InstanceProfile.Roles {
+					if aws.ToString(x.RoleName) == role {
+						p.roleARN = aws.ToString(x.Arn)
+					}
+				}
+			}
 		case isNoSuchEntity(err):
 			return profile{}, failed(ReasonRoleNotFound, "IAM role %s (spec.role) does not exist; create the node role or fix spec.role", role), nil
 		case isUnauthorized(err):
-			return profile{}, unauthorized("iam:AddRoleToInstanceProfile", err), nil
+			// Adding a role passes it: the policy may grant
+			// iam:AddRoleToInstanceProfile but iam:PassRole only on another
+			// role, which is also what a misspelt role meets, as IAM
+			// authorizes before it looks the role up.
+			return profile{}, failed(ReasonUnauthorized, "the controller may not add role %s (spec.role) to its instance profile (%s): either the role does not exist and the controller's policy does not name it, or the policy does not grant iam:AddRoleToInstanceProfile, or iam:PassRole on this role; check spec.role, then grant iam:PassRole on the role (to ec2.amazonaws.com) and iam:AddRoleToInstanceProfile", role, apiErrorCode(err)), nil
 		default:
 			return profile{}, outcome{}, err
 		}

@@ -406,3 +406,58 @@ func TestResolveStaleGenerationIsNotReady(t *testing.T) {
 		t.Fatalf("Ready = %+v, want True for generation 2", r)
 	}
 }
+
+// TestMissingRoleLeavesNoProfile: a spec.role that does not exist is
+// reported (RoleNotFound when the policy may pass any role; under the
+// controller policy of Karpenter's reference template, which has no
+// iam:GetRole and passes only the node role, AddRoleToInstanceProfile is
+// refused and the message says both causes), and the instance profile made
+// for it is gone again, so that fixing spec.role, which names a new
+// profile, leaves nothing behind. The right role then resolves with no
+// other call refused.
+func TestMissingRoleLeavesNoProfile(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		karpenter bool
+		reason    string
+		contains  string
+	}{
+		{"any role may be passed", false, ReasonRoleNotFound, "NoSuchRole (spec.role) does not exist"},
+		{"Karpenter's policy", true, ReasonUnauthorized, "either the role does not exist and the controller's policy does not name it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			if tc.karpenter {
+				pol := w.aws.KarpenterPolicy(w.setup)
+				w.aws.EnforcePolicy(&pol)
+			}
+			nc := nodeClass(w)
+			nc.Spec.Role = "NoSuchRole"
+			st, err := w.resolver.Resolve(context.Background(), nc, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := meta.FindStatusCondition(st.Conditions, awsv1.ConditionTypeInstanceProfileReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, tc.contains) {
+				t.Fatalf("InstanceProfileReady = %+v, want False with %s saying %q", c, tc.reason, tc.contains)
+			}
+			typo := ProfileName(w.aws.Region(), cluster, string(nc.UID), "NoSuchRole")
+			if _, ok := w.aws.InstanceProfileRoles(typo); ok {
+				t.Errorf("instance profile %s for the missing role is left in the account", typo)
+			}
+			refused := len(w.aws.Denials())
+
+			nc.Spec.Role = w.setup.NodeRole
+			st, err = w.resolver.Resolve(context.Background(), nc, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := meta.FindStatusCondition(st.Conditions, awsv1.ConditionTypeInstanceProfileReady); c == nil || c.Status != metav1.ConditionTrue {
+				t.Errorf("InstanceProfileReady with the node role = %+v, want True", c)
+			}
+			if d := w.aws.Denials()[refused:]; len(d) > 0 {
+				t.Errorf("Karpenter's policy refused %q", d)
+			}
+		})
+	}
+}
