@@ -245,7 +245,6 @@ func (c remoteEC2) DescribePlacementGroups(ctx context.Context, in *ec2.Describe
 	return call[ec2.DescribePlacementGroupsOutput](ctx, c.r, "EC2", "DescribePlacementGroups", in)
 }
 
-
 type remoteSSM struct{ r *Remote }
 
 func (c remoteSSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
