@@ -53,14 +53,7 @@ func testCallsUnderPolicy(t *testing.T, policy string) {
 				t.Fatalf("%v: %v", err, problems)
 			}
 			run.AWS.ControllerPolicy = policy
-			r, err := New(Options{Run: run, Scheme: s})
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc, err := r.Run()
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, doc := runDoc(t, run, s)
 			denied := map[string]int{}
 			for _, d := range r.AWS().Denials() {
 				denied[d]++

@@ -25,8 +25,9 @@ func simulate(t *testing.T, paths ...string) []byte {
 	return runJSON(t, run, s)
 }
 
-// runJSON runs a loaded scenario and returns its JSON document.
-func runJSON(t *testing.T, run *scenario.Run, s *runtime.Scheme) []byte {
+// runDoc runs a loaded scenario and returns the runner, for a look at its
+// account, and the report.
+func runDoc(t *testing.T, run *scenario.Run, s *runtime.Scheme) (*Runner, *report.Document) {
 	t.Helper()
 	r, err := New(Options{Run: run, Scheme: s})
 	if err != nil {
@@ -36,6 +37,13 @@ func runJSON(t *testing.T, run *scenario.Run, s *runtime.Scheme) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, doc
+}
+
+// runJSON runs a loaded scenario and returns its JSON document.
+func runJSON(t *testing.T, run *scenario.Run, s *runtime.Scheme) []byte {
+	t.Helper()
+	_, doc := runDoc(t, run, s)
 	var b bytes.Buffer
 	if err := doc.WriteJSON(&b); err != nil {
 		t.Fatal(err)
