@@ -35,18 +35,42 @@ type rule struct {
 }
 
 // render renders the chart with values over its defaults, as
-// `helm template stevedore charts/stevedore -n stevedore` does.
+// `helm template stevedore charts/stevedore -n stevedore` does, with
+// testImage when the values name no image.
 func render(t *testing.T, values map[string]any) []object {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
+	return renderCaps(t, values, chartutil.DefaultCapabilities)
+}
+
+// testImage is the image the tests install unless they set one: the chart
+// has no default.
+const testImage = "registry.example.com/stevedore"
+
+// withTestImage returns values with controller.image.repository set to
+// testImage when they leave it out.
+func withTestImage(values map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range values {
+		out[k] = v
 	}
-	objs, err := renderChart(ch, values)
-	if err != nil {
-		t.Fatal(err)
+	ctrl := map[string]any{}
+	if c, ok := out["controller"].(map[string]any); ok {
+		for k, v := range c {
+			ctrl[k] = v
+		}
 	}
-	return objs
+	img := map[string]any{}
+	if i, ok := ctrl["image"].(map[string]any); ok {
+		for k, v := range i {
+			img[k] = v
+		}
+	}
+	if _, ok := img["repository"]; !ok {
+		img["repository"] = testImage
+	}
+	ctrl["image"] = img
+	out["controller"] = ctrl
+	return out
 }
 
 func renderChart(ch *chart.Chart, values map[string]any) ([]object, error) {
@@ -164,8 +188,59 @@ func TestClusterNameRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renderChart(ch, nil); err == nil || !strings.Contains(err.Error(), "settings.clusterName is required") {
+	if _, err := renderChart(ch, withTestImage(nil)); err == nil || !strings.Contains(err.Error(), "settings.clusterName is required") {
 		t.Errorf("render without clusterName: %v", err)
+	}
+}
+
+// TestImage: the chart has no default image (stevedore publishes none), so
+// rendering without one fails and says how to build and name it; a values
+// file that still names Karpenter's controller image fails too, instead of
+// deploying Karpenter; an image of one's own renders as tag, digest or
+// both.
+func TestImage(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := func(img map[string]any) map[string]any {
+		return map[string]any{"settings": required["settings"], "controller": map[string]any{"image": img}}
+	}
+	const karpenterDigest = "sha256:ea731b0cd813add8b2947a76bfe861c38069d85922b01d0c1647d1466279b7fe"
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string // the image, or what the error says
+		fails  bool
+	}{
+		{"no image", required, "controller.image.repository is not set: stevedore publishes no image", true},
+		{"empty repository", image(map[string]any{"repository": "", "tag": "v1"}), "make image", true},
+		{"Karpenter's values", image(map[string]any{"repository": "public.ecr.aws/karpenter/controller", "tag": "1.14.1", "digest": karpenterDigest}),
+			"controller.image.repository is public.ecr.aws/karpenter/controller, Karpenter's controller image", true},
+		{"Karpenter's image from a mirror", image(map[string]any{"repository": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/karpenter/controller"}),
+			"Karpenter's controller image", true},
+		{"tag", image(map[string]any{"repository": "registry.example.com/stevedore", "tag": "v0.1.0"}), "registry.example.com/stevedore:v0.1.0", false},
+		{"digest", image(map[string]any{"repository": "registry.example.com/stevedore", "digest": "sha256:0123"}), "registry.example.com/stevedore@sha256:0123", false},
+		{"chart's appVersion", image(map[string]any{"repository": "registry.example.com/stevedore"}), "registry.example.com/stevedore:" + ch.Metadata.AppVersion, false},
+		{"an image named like Karpenter's but not it", image(map[string]any{"repository": "registry.example.com/karpenter/controller-stevedore", "tag": "v1"}),
+			"registry.example.com/karpenter/controller-stevedore:v1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := renderChart(ch, tc.values)
+			if tc.fails {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("render: %v, want an error saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctr := deployment(t, objs)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			if ctr["image"] != tc.want {
+				t.Errorf("image = %v, want %s", ctr["image"], tc.want)
+			}
+		})
 	}
 }
 

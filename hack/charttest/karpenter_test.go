@@ -26,7 +26,7 @@ func renderCaps(t *testing.T, values map[string]any, caps *chartutil.Capabilitie
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := renderChartCaps(ch, values, caps)
+	objs, err := renderChartCaps(ch, withTestImage(values), caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +249,10 @@ func TestSchemaRejectsUnknownKeys(t *testing.T) {
 		}
 	}
 	// stevedore's own keys still pass.
-	if _, err := renderChart(ch, map[string]any{"settings": map[string]any{"clusterName": "c", "featureGates": "NodeRepair=true",
+	if _, err := renderChart(ch, withTestImage(map[string]any{"settings": map[string]any{"clusterName": "c", "featureGates": "NodeRepair=true",
 		"disruptionValidationDelay": "30s", "assumeRoleARN": "arn:aws:iam::123456789012:role/x"},
 		"controller":          map[string]any{"metricsPort": 9000, "image": map[string]any{"pullPolicy": "Never"}},
-		"podDisruptionBudget": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": true}}); err != nil {
+		"podDisruptionBudget": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": true}})); err != nil {
 		t.Errorf("stevedore's own keys: %v", err)
 	}
 }

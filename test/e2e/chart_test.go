@@ -57,7 +57,9 @@ func TestChartRBAC(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteObject(t, ns) })
 	release := "stevedore-rbac-" + suffix()
-	objs := renderChart(t, release, ns.Name, map[string]any{"settings": map[string]any{"clusterName": spec.Cluster}})
+	objs := renderChart(t, release, ns.Name, map[string]any{"settings": map[string]any{"clusterName": spec.Cluster},
+		// The chart has no default image; the controller runs as a process here.
+		"controller": map[string]any{"image": map[string]any{"repository": "registry.example.com/stevedore", "tag": "e2e"}}})
 
 	// The RBAC objects, deleted when the test ends (after the controller
 	// has stopped: cleanups run last-registered first).

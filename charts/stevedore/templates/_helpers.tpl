@@ -40,6 +40,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- define "stevedore.image" -}}
 {{- $img := .Values.controller.image -}}
+{{- if not $img.repository -}}
+{{- fail "controller.image.repository is not set: stevedore publishes no image, so the chart has no default that could be pulled. Build one and push it to a registry your nodes can pull from (make image, or make image-oci without a container engine: see the Image section of docs/operations.md), then set controller.image.repository and controller.image.tag or controller.image.digest" -}}
+{{- end -}}
+{{- if regexMatch "(^|/)karpenter/controller$" $img.repository -}}
+{{- fail (printf "controller.image.repository is %s, Karpenter's controller image: this chart deploys stevedore, and with Karpenter's image it would run Karpenter under stevedore's settings. Set controller.image.repository to your stevedore image and controller.image.tag or controller.image.digest to its tag or digest (a values file kept from Karpenter's chart carries Karpenter's; override them with --set)" $img.repository) -}}
+{{- end -}}
 {{- if $img.digest -}}
 {{- if $img.tag -}}
 {{- printf "%s:%s@%s" $img.repository $img.tag $img.digest -}}
