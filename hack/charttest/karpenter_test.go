@@ -318,3 +318,33 @@ func TestDefaultPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestAWSFeatureGates: settings.awsFeatureGates, which Karpenter's values
+// carry after v1.14, installs and becomes AWS_FEATURE_GATES, which the
+// controller reads as Karpenter's does; an unknown gate is a schema error.
+func TestAWSFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates map[string]any
+		want  string
+	}{
+		{nil, "NodeClassCEL=false"},
+		{map[string]any{"nodeClassCEL": false, "dra": false}, "NodeClassCEL=false,DRA=false"},
+		{map[string]any{"nodeClassCEL": true}, "NodeClassCEL=true"},
+	} {
+		settings := map[string]any{"clusterName": "c"}
+		if tc.gates != nil {
+			settings["awsFeatureGates"] = tc.gates
+		}
+		if got := env(t, deployment(t, render(t, map[string]any{"settings": settings})))["AWS_FEATURE_GATES"]; got != tc.want {
+			t.Errorf("awsFeatureGates %v: AWS_FEATURE_GATES = %q, want %q", tc.gates, got, tc.want)
+		}
+	}
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = renderChart(ch, withTestImage(map[string]any{"settings": map[string]any{"clusterName": "c", "awsFeatureGates": map[string]any{"nodeClassCel": false}}}))
+	if err == nil || !strings.Contains(err.Error(), "nodeClassCel") {
+		t.Errorf("misspelt AWS gate: %v, want a schema error naming it", err)
+	}
+}

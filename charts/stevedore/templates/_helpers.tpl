@@ -57,6 +57,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* settings.awsFeatureGates as AWS_FEATURE_GATES: NodeClassCEL=false,DRA=false. */}}
+{{- define "stevedore.awsFeatureGates" -}}
+{{- $out := list -}}
+{{- if hasKey . "nodeClassCEL" -}}{{- $out = append $out (printf "NodeClassCEL=%t" .nodeClassCEL) -}}{{- end -}}
+{{- if hasKey . "dra" -}}{{- $out = append $out (printf "DRA=%t" .dra) -}}{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
 {{- define "stevedore.pullPolicy" -}}
 {{- default .Values.imagePullPolicy .Values.controller.image.pullPolicy -}}
 {{- end -}}
