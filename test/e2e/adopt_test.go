@@ -138,7 +138,13 @@ func launchAsKarpenter(t *testing.T, acc *servedAccount, clusterName string, np 
 		ImageId: ptrTo(amiOld), InstanceType: ec2types.InstanceType(instanceType),
 		SubnetId: subnets.Subnets[0].SubnetId, SecurityGroupIds: groupIDs,
 		IamInstanceProfile: &ec2types.IamInstanceProfileSpecification{Name: ptrTo(profile)},
-		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
+		// Karpenter tags what a launch creates, which its own policy
+		// (enforced by the account) requires.
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
+		},
 	})
 	if err != nil {
 		t.Fatalf("launching an instance as Karpenter: %v", err)
@@ -281,6 +287,9 @@ func TestAdopt(t *testing.T) {
 		Name: pool, Cluster: spec.Cluster, AMI: amiOld, Discovery: spec.Cluster, CapacityType: wellknown.CapacityTypeOnDemand,
 		Disruption: "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s\n    budgets: [{nodes: \"100%\"}]",
 	})
+	// Should the test fail before stevedore starts, the pool goes anyway,
+	// so that no later test's controller finds it.
+	t.Cleanup(func() { deletePool(t, pool) })
 	annotate := func(obj client.Object, hashKey, versionKey, hash, version string) {
 		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`, hashKey, hash, versionKey, version))
 		if err := kube.Patch(ctx, obj, patch); err != nil {

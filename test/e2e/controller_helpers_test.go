@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -416,9 +417,29 @@ func deletePool(t *testing.T, name string) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+	// The EC2NodeClass is gone only once the controller, which must still
+	// run, has deleted its launch templates and instance profile: left
+	// behind with its finalizer, the next test's controller would finalize
+	// it in another account.
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := kube.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting EC2NodeClass %s: %v", name, err)
+	}
+	for {
+		err := kube.Get(ctx, client.ObjectKey{Name: name}, nc)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("EC2NodeClass %s is still there after the test (finalizers %v, %v); removing its finalizers", name, nc.Finalizers, err)
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			if err := kube.Patch(context.Background(), nc, patch); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing the finalizers of EC2NodeClass %s: %v", name, err)
+			}
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 
