@@ -17,7 +17,7 @@ TEST_FLAGS ?= -p 2 -timeout 20m
 # named, for example make e2e E2E_RUN=TestScaleOut.
 E2E_RUN ?= .
 
-.PHONY: all build test unit e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite karpenter-suite-ci
+.PHONY: all build test unit unit-tests fuzz-and-image e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite karpenter-suite-ci
 
 # The container image (make image, make image-oci): IMAGE is the repository,
 # TAG the tag, VERSION what `stevedore version` prints, PLATFORMS the
@@ -42,36 +42,44 @@ build:
 kube-binaries:
 	hack/kube-binaries.sh >/dev/null
 
-## test: unit tests, the tests against the real kube-apiserver, then the
-## end-to-end suite on a local cluster (see e2e) and a part of Karpenter's
-## own regression suite against stevedore (see karpenter-suite-ci) side by
-## side: both spend their time waiting for their clusters, not computing.
-## Each one's output is printed whole when it ends.
+## test: unit tests and the tests against the real kube-apiserver; then,
+## side by side, the end-to-end suite on a local cluster (see e2e), a part
+## of Karpenter's own regression suite against stevedore (see
+## karpenter-suite-ci), and the fuzzing runs and the image's tests (see
+## unit). The first two spend their time waiting for their clusters, the
+## last computing, so together they take little longer than the longest of
+## them. Each one's output is printed whole when it ends.
 test:
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory --output-sync=target -j2 e2e karpenter-suite-ci
+	$(MAKE) --no-print-directory unit-tests
+	$(MAKE) --no-print-directory --output-sync=target -j3 e2e karpenter-suite-ci fuzz-and-image
 
-## unit: unit tests plus the tests against the real kube-apiserver, and a
-## short fuzzing run of the manifest decoder and validator (FuzzValidate; its
-## seeds also run as a unit test) and of the scenario loader (FuzzLoad). The
-## fuzzing runs are bounded by a count of inputs, not by time: Go 1.26's fuzz
-## coordinator can report "context deadline exceeded" as a failure when a
-## time budget ends while a worker is busy, which a loaded machine makes likely.
-## Minimizing each input that finds new coverage is bounded by a count too
-## (by default it may take a minute per input, which on a loaded machine
-## stretched one run to twelve minutes). Loading a scenario runs the whole
-## manifest validation, so FuzzLoad gets fewer inputs. hack/image's tests
-## build the container image without an engine (two cross-compiles of the
-## binary) and run the binary from it.
-unit: kube-binaries
+## unit: unit tests plus the tests against the real kube-apiserver
+## (unit-tests), then fuzz-and-image.
+unit: unit-tests fuzz-and-image
+
+unit-tests: kube-binaries
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 10000x -fuzzminimizetime 200x ./sim/scenario
 	cd hack/schedulerdiff && $(GO) vet ./...
 	cd hack/schedulerdiff && $(GO) test ./...
 	cd hack/charttest && $(GO) test ./...
+
+## fuzz-and-image: a short fuzzing run of the manifest decoder and
+## validator (FuzzValidate; its seeds also run as a unit test) and of the
+## scenario loader (FuzzLoad), and hack/image's tests, which build the
+## container image without an engine (two cross-compiles of the binary)
+## and run the binary from it. The fuzzing runs are bounded by a count of
+## inputs, not by time: Go 1.26's fuzz coordinator can report "context
+## deadline exceeded" as a failure when a time budget ends while a worker
+## is busy, which a loaded machine makes likely. Minimizing each input that
+## finds new coverage is bounded by a count too (by default it may take a
+## minute per input, which on a loaded machine stretched one run to twelve
+## minutes). Loading a scenario runs the whole manifest validation, so
+## FuzzLoad gets fewer inputs.
+fuzz-and-image:
 	cd hack/image && $(GO) vet ./...
 	cd hack/image && $(GO) test -timeout 30m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 10000x -fuzzminimizetime 200x ./sim/scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime 30000x -fuzzminimizetime 200x ./api/validation
 
 ## e2e: the end-to-end suite on a local cluster (test/e2e, build tag e2e): etcd,

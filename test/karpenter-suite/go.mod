@@ -3,7 +3,59 @@ module github.com/stevedore-autoscaler/stevedore/test/karpenter-suite
 go 1.26.6
 
 require (
-	go.yaml.in/yaml/v2 v2.4.3 // indirect
+	cel.dev/expr v0.25.1
+	github.com/antlr4-go/antlr/v4 v4.13.1
+	github.com/fxamacker/cbor/v2 v2.9.1
+	github.com/go-openapi/jsonpointer v1.0.0
+	github.com/go-openapi/jsonreference v1.0.0
+	github.com/go-openapi/swag v0.27.1
+	github.com/go-openapi/swag/cmdutils v0.27.1
+	github.com/go-openapi/swag/conv v0.27.1
+	github.com/go-openapi/swag/fileutils v0.27.1
+	github.com/go-openapi/swag/jsonutils v0.27.1
+	github.com/go-openapi/swag/loading v0.27.1
+	github.com/go-openapi/swag/mangling v0.27.1
+	github.com/go-openapi/swag/netutils v0.27.1
+	github.com/go-openapi/swag/stringutils v0.27.1
+	github.com/go-openapi/swag/typeutils v0.27.1
+	github.com/go-openapi/swag/yamlutils v0.27.1
+	github.com/google/cel-go v0.29.2
+	github.com/onsi/ginkgo/v2 v2.33.0
+	github.com/onsi/gomega v1.44.0
+	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
+	github.com/prometheus/client_golang v1.24.0
+	github.com/prometheus/common v0.70.0
+	github.com/prometheus/procfs v0.21.1
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f
+	golang.org/x/mod v0.41.0
+	golang.org/x/net v0.59.0
+	golang.org/x/oauth2 v0.36.0
+	golang.org/x/sync v0.23.0
+	golang.org/x/sys v0.48.0
+	golang.org/x/term v0.46.0
+	golang.org/x/text v0.42.0
+	golang.org/x/tools v0.51.0
+	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c
+	k8s.io/api v0.37.2
+	k8s.io/apiextensions-apiserver v0.37.2
+	k8s.io/apimachinery v0.37.2
+	k8s.io/apiserver v0.37.2
+	k8s.io/client-go v0.37.2
+	k8s.io/cloud-provider v0.37.2
+	k8s.io/component-base v0.37.2
+	k8s.io/component-helpers v0.37.2
+	k8s.io/csi-translation-lib v0.37.2
+	k8s.io/dynamic-resource-allocation v0.37.2
+	k8s.io/klog/v2 v2.140.0
+	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/karpenter v1.14.1 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -41,7 +41,13 @@ make karpenter-suite KSUITE_PARALLEL=1                 # one spec at a time
 
 ` + "`hack/karpenter-suite.sh`" + ` builds the suite from the Go module proxy in a module of its
 own (` + "`test/karpenter-suite/go.mod`" + `), so no third-party code is copied here and
-stevedore's dependencies are untouched. It gives the suite the EC2NodeClass and
+stevedore's dependencies are untouched. The suite's source is v1.14.1's,
+unchanged; its module raises the Kubernetes libraries the suite builds with
+(` + "`" + `k8s.io/*` + "`" + ` v0.35 to v0.37.2, controller-runtime v0.23.1 to v0.25.2, and what
+they share with stevedore) to the versions stevedore and the local cluster
+use, so that a new machine compiles them once rather than twice (six minutes
+of a cold ` + "`" + `make test` + "`" + `). The client then matches the v1.37 API server it
+talks to. It gives the suite the EC2NodeClass and
 NodePool of ` + "`test/karpenter-suite/cluster/`" + ` (` + "`--default-nodeclass`" + `,
 ` + "`--default-nodepool`" + `), and runs each spec in a process of its own with a time
 limit (20 minutes by default: the suite's own waits last up to 17). After a spec
