@@ -578,17 +578,16 @@ func unschedulableNote(u packer.Unschedulable, skipped []Skip) string {
 	var b strings.Builder
 	b.WriteString("Failed to schedule pod: ")
 	b.WriteString(u.Reason)
-	if len(u.NodePools) > 0 && strings.Contains(u.Reason, u.NodePools[0].Message) {
+	verdicts := u.NodePools
+	if len(verdicts) > 0 && strings.Contains(u.Reason, verdicts[0].Message) {
 		// The reason already tells the first NodePool's verdict.
-		fmt.Fprintf(&b, " (%s)", u.NodePools[0].Code)
+		fmt.Fprintf(&b, " (%s)", verdicts[0].Code)
+		verdicts = verdicts[1:]
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(&b, "; nodepool %s: left out: %s (%s)", s.NodePool.Name, s.Message, s.Reason)
 	}
-	for i, v := range u.NodePools {
-		if i == 0 && strings.Contains(u.Reason, v.Message) {
-			continue
-		}
+	for _, v := range verdicts {
 		fmt.Fprintf(&b, "; nodepool %s: %s (%s)", v.NodePool, v.Message, v.Code)
 	}
 	return b.String()

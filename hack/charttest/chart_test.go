@@ -36,7 +36,7 @@ type rule struct {
 
 // render renders the chart with values over its defaults, as
 // `helm template stevedore charts/stevedore -n stevedore` does, with
-// testImage when the values name no image.
+// testImage as the default image.
 func render(t *testing.T, values map[string]any) []object {
 	t.Helper()
 	return renderCaps(t, values, chartutil.DefaultCapabilities)
@@ -46,31 +46,16 @@ func render(t *testing.T, values map[string]any) []object {
 // has no default.
 const testImage = "registry.example.com/stevedore"
 
-// withTestImage returns values with controller.image.repository set to
-// testImage when they leave it out.
-func withTestImage(values map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range values {
-		out[k] = v
+// loadWithImage loads the chart with testImage as the default of
+// controller.image.repository, as if the user had set it.
+func loadWithImage(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctrl := map[string]any{}
-	if c, ok := out["controller"].(map[string]any); ok {
-		for k, v := range c {
-			ctrl[k] = v
-		}
-	}
-	img := map[string]any{}
-	if i, ok := ctrl["image"].(map[string]any); ok {
-		for k, v := range i {
-			img[k] = v
-		}
-	}
-	if _, ok := img["repository"]; !ok {
-		img["repository"] = testImage
-	}
-	ctrl["image"] = img
-	out["controller"] = ctrl
-	return out
+	ch.Values["controller"].(map[string]any)["image"].(map[string]any)["repository"] = testImage
+	return ch
 }
 
 func renderChart(ch *chart.Chart, values map[string]any) ([]object, error) {
@@ -184,11 +169,7 @@ func TestRendersWithDefaults(t *testing.T) {
 }
 
 func TestClusterNameRequired(t *testing.T) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := renderChart(ch, withTestImage(nil)); err == nil || !strings.Contains(err.Error(), "settings.clusterName is required") {
+	if _, err := renderChart(loadWithImage(t), nil); err == nil || !strings.Contains(err.Error(), "settings.clusterName is required") {
 		t.Errorf("render without clusterName: %v", err)
 	}
 }

@@ -22,11 +22,7 @@ func withMonitoring() *chartutil.Capabilities {
 // renderCaps renders the chart with values on a cluster of caps.
 func renderCaps(t *testing.T, values map[string]any, caps *chartutil.Capabilities) []object {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := renderChartCaps(ch, withTestImage(values), caps)
+	objs, err := renderChartCaps(loadWithImage(t), values, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +245,10 @@ func TestSchemaRejectsUnknownKeys(t *testing.T) {
 		}
 	}
 	// stevedore's own keys still pass.
-	if _, err := renderChart(ch, withTestImage(map[string]any{"settings": map[string]any{"clusterName": "c", "featureGates": "NodeRepair=true",
+	if _, err := renderChart(loadWithImage(t), map[string]any{"settings": map[string]any{"clusterName": "c", "featureGates": "NodeRepair=true",
 		"disruptionValidationDelay": "30s", "assumeRoleARN": "arn:aws:iam::123456789012:role/x"},
 		"controller":          map[string]any{"metricsPort": 9000, "image": map[string]any{"pullPolicy": "Never"}},
-		"podDisruptionBudget": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": true}})); err != nil {
+		"podDisruptionBudget": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": true}}); err != nil {
 		t.Errorf("stevedore's own keys: %v", err)
 	}
 }
@@ -339,11 +335,7 @@ func TestAWSFeatureGates(t *testing.T) {
 			t.Errorf("awsFeatureGates %v: AWS_FEATURE_GATES = %q, want %q", tc.gates, got, tc.want)
 		}
 	}
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = renderChart(ch, withTestImage(map[string]any{"settings": map[string]any{"clusterName": "c", "awsFeatureGates": map[string]any{"nodeClassCel": false}}}))
+	_, err := renderChart(loadWithImage(t), map[string]any{"settings": map[string]any{"clusterName": "c", "awsFeatureGates": map[string]any{"nodeClassCel": false}}})
 	if err == nil || !strings.Contains(err.Error(), "nodeClassCel") {
 		t.Errorf("misspelt AWS gate: %v, want a schema error naming it", err)
 	}

@@ -293,14 +293,12 @@ func controllerPolicy(run *scenario.Run, f *fake.AWS) (iampolicy.Policy, bool) {
 	if queue == "" {
 		queue = name
 	}
-	nodeRole := "KarpenterNodeRole-" + name
 	switch run.AWS.ControllerPolicy {
 	case scenario.ControllerPolicyKarpenter:
-		return iampolicy.KarpenterReference("aws", f.Region(), f.AccountID(), name,
-			fmt.Sprintf("arn:aws:iam::%s:role/%s", f.AccountID(), nodeRole), f.QueueARN(queue)), true
+		return f.KarpenterPolicy(name, queue), true
 	case scenario.ControllerPolicyGenerated:
 		return iampolicy.ControllerPolicy(iampolicy.Params{ClusterName: name, Partition: "aws", AccountID: f.AccountID(),
-			Region: f.Region(), NodeRoleName: nodeRole, QueueName: queue, ZonalShift: run.Controller.Settings.EnableZonalShift}), true
+			Region: f.Region(), NodeRoleName: "KarpenterNodeRole-" + name, QueueName: queue, ZonalShift: run.Controller.Settings.EnableZonalShift}), true
 	}
 	return iampolicy.Policy{}, false
 }

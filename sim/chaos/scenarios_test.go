@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func TestChaosScenariosKeepTheInvariants(t *testing.T) {
 			}
 			var sum chaos.Summary
 			var out bytes.Buffer
-			list := regressions[name]
+			list := slices.Clone(regressions[name])
 			for seed := uint64(1); seed <= seeds; seed++ {
 				list = append(list, seed)
 			}

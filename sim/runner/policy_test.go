@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -54,12 +53,8 @@ func testCallsUnderPolicy(t *testing.T, policy string) {
 			}
 			run.AWS.ControllerPolicy = policy
 			r, doc := runDoc(t, run, s)
-			denied := map[string]int{}
-			for _, d := range r.AWS().Denials() {
-				denied[d]++
-			}
-			for _, d := range slices.Sorted(maps.Keys(denied)) {
-				t.Errorf("the %s policy refuses %s (%d times)", policy, d, denied[d])
+			for _, d := range r.AWS().DenialSummary() {
+				t.Errorf("the %s policy refuses %s", policy, d)
 			}
 			if doc.Final.Pods.Total != doc.Final.Pods.Running {
 				t.Errorf("pods at the end: %+v, want all running", doc.Final.Pods)

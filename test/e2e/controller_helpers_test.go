@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -170,12 +169,8 @@ func serveAccount(t *testing.T, a accountSpec) *servedAccount {
 		cancel()
 		wg.Wait()
 		_ = logFile.Close()
-		refused := map[string]int{}
-		for _, d := range acc.AWS.Denials() {
-			refused[d]++
-		}
-		for _, d := range slices.Sorted(maps.Keys(refused)) {
-			t.Errorf("account %s: Karpenter's controller policy refused %s (%d times)", a.Cluster, d, refused[d])
+		for _, d := range acc.AWS.DenialSummary() {
+			t.Errorf("account %s: Karpenter's controller policy refused %s", a.Cluster, d)
 		}
 	})
 	return &servedAccount{Account: acc, URL: "http://" + l.Addr().String()}

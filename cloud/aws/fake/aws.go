@@ -442,8 +442,8 @@ func (f *AWS) begin(api string) error {
 		return wrapOperationError(serviceOf(api), api, ft.err)
 	}
 	svc := serviceOf(api)
-	if f.deniedActions[strings.ToLower(svc.iamPrefix+":"+api)] {
-		return f.accessDenied(api, svc.iamPrefix+":"+api, "")
+	if f.deniedActions[strings.ToLower(svc.iamPrefix()+":"+api)] {
+		return f.accessDenied(api, svc.iamPrefix()+":"+api, "")
 	}
 	return nil
 }
@@ -472,7 +472,7 @@ func (f *AWS) lock(api string, in any) (unlock func(), err error) {
 	if pol := f.policy.Load(); pol != nil && !injection(api) {
 		// The authorizations are expanded before the lock is taken: they
 		// read resource tags through Authorization, which takes it.
-		for _, r := range f.Authorization().Requests(serviceOf(api).name, api, in) {
+		for _, r := range f.Authorization().Requests(serviceOf(api).name(), api, in) {
 			if _, ok := pol.Allows(r); !ok {
 				refused = append(refused, r)
 			}
@@ -498,7 +498,7 @@ func (f *AWS) lock(api string, in any) (unlock func(), err error) {
 // interruption message sent to the queue): the policy enforced is the
 // controller's, and the world is another identity.
 func injection(api string) bool {
-	c, ok := iampolicy.Lookup(serviceOf(api).name, api)
+	c, ok := iampolicy.Lookup(serviceOf(api).name(), api)
 	return ok && c.Caller == iampolicy.CallerInjection
 }
 
@@ -513,12 +513,13 @@ func (f *AWS) EnforcePolicy(pol *iampolicy.Policy) {
 }
 
 // KarpenterPolicy is Karpenter's reference controller policy
-// (iampolicy.KarpenterReference) for the cluster w of this account: what a
-// user who followed Karpenter's getting-started guide attached to the
-// controller's role.
-func (f *AWS) KarpenterPolicy(w *ClusterWorld) iampolicy.Policy {
-	queue := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, w.QueueName)
-	return iampolicy.KarpenterReference("aws", f.opts.Region, f.opts.AccountID, w.ClusterName, w.NodeRoleARN, queue)
+// (iampolicy.KarpenterReference) for a cluster of this account and its
+// interruption queue: what a user who followed Karpenter's getting-started
+// guide attached to the controller's role. Like that guide's template, it
+// lets the controller pass the node role KarpenterNodeRole-<cluster> only.
+func (f *AWS) KarpenterPolicy(cluster, queue string) iampolicy.Policy {
+	return iampolicy.KarpenterReference("aws", f.opts.Region, f.opts.AccountID, cluster,
+		f.roleARN("KarpenterNodeRole-"+cluster), f.QueueARN(queue))
 }
 
 // Denials returns the authorizations the enforced policy refused, in call
@@ -527,6 +528,20 @@ func (f *AWS) Denials() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.denials)
+}
+
+// DenialSummary returns each distinct refusal of Denials once, sorted, with
+// how often it happened: "Operation: action on resource (n times)".
+func (f *AWS) DenialSummary() []string {
+	counts := map[string]int{}
+	for _, d := range f.Denials() {
+		counts[d]++
+	}
+	out := make([]string, 0, len(counts))
+	for _, d := range sortedKeys(counts) {
+		out = append(out, fmt.Sprintf("%s (%d times)", d, counts[d]))
+	}
+	return out
 }
 
 // clone deep-copies SDK values through JSON; the SDK types are plain data.

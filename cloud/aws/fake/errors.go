@@ -9,25 +9,32 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/iampolicy"
 )
 
 // service describes one AWS service as errors name it.
 type service struct {
-	id        string // smithy service ID, as in OperationError.ServiceID
-	name      string // the service's name in iampolicy.Inventory
-	iamPrefix string // IAM action prefix
-	throttle  string // throttling error code
+	id       string // smithy service ID, as in OperationError.ServiceID
+	throttle string // throttling error code
 }
 
+// name is the service's name in iampolicy.Inventory and sdk.Clients: its
+// ID without spaces.
+func (s service) name() string { return strings.ReplaceAll(s.id, " ", "") }
+
+// iamPrefix is the service's IAM action prefix.
+func (s service) iamPrefix() string { return iampolicy.ActionPrefix(s.name()) }
+
 var (
-	svcEC2     = service{id: "EC2", name: "EC2", iamPrefix: "ec2", throttle: "RequestLimitExceeded"}
-	svcSSM     = service{id: "SSM", name: "SSM", iamPrefix: "ssm", throttle: "ThrottlingException"}
-	svcSQS     = service{id: "SQS", name: "SQS", iamPrefix: "sqs", throttle: "ThrottlingException"}
-	svcIAM     = service{id: "IAM", name: "IAM", iamPrefix: "iam", throttle: "Throttling"}
-	svcEKS     = service{id: "EKS", name: "EKS", iamPrefix: "eks", throttle: "ThrottlingException"}
-	svcPricing = service{id: "Pricing", name: "Pricing", iamPrefix: "pricing", throttle: "ThrottlingException"}
-	svcEvents  = service{id: "EventBridge", name: "EventBridge", iamPrefix: "events", throttle: "ThrottlingException"}
-	svcARC     = service{id: "ARC Zonal Shift", name: "ARCZonalShift", iamPrefix: "arc-zonal-shift", throttle: "ThrottlingException"}
+	svcEC2     = service{id: "EC2", throttle: "RequestLimitExceeded"}
+	svcSSM     = service{id: "SSM", throttle: "ThrottlingException"}
+	svcSQS     = service{id: "SQS", throttle: "ThrottlingException"}
+	svcIAM     = service{id: "IAM", throttle: "Throttling"}
+	svcEKS     = service{id: "EKS", throttle: "ThrottlingException"}
+	svcPricing = service{id: "Pricing", throttle: "ThrottlingException"}
+	svcEvents  = service{id: "EventBridge", throttle: "ThrottlingException"}
+	svcARC     = service{id: "ARC Zonal Shift", throttle: "ThrottlingException"}
 )
 
 var apiServices = map[string]service{
@@ -58,7 +65,7 @@ func serviceOf(api string) service {
 	if s, ok := apiServices[api]; ok {
 		return s
 	}
-	return service{id: "Unknown", name: "Unknown", iamPrefix: "unknown", throttle: "ThrottlingException"}
+	return service{id: "Unknown", throttle: "ThrottlingException"}
 }
 
 // APIError returns an API error with the given code and message, as the

@@ -1492,7 +1492,7 @@ func TestDescribeInstanceTypesRepeatsItsAnswer(t *testing.T) {
 // pass.
 func TestEnforcePolicy(t *testing.T) {
 	e := newEnv(t, 41)
-	pol := e.f.KarpenterPolicy(e.w)
+	pol := e.f.KarpenterPolicy(e.w.ClusterName, e.w.QueueName)
 	e.f.EnforcePolicy(&pol)
 
 	if _, err := e.f.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); err != nil {
@@ -1519,6 +1519,11 @@ func TestEnforcePolicy(t *testing.T) {
 	}
 	if got := e.f.Denials(); !slices.Equal(got, want) {
 		t.Errorf("Denials = %q\nwant %q", got, want)
+	}
+	_, _ = e.f.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(e.w.NodeRole)})
+	wantSummary := []string{want[1] + " (1 times)", want[0] + " (2 times)"}
+	if got := e.f.DenialSummary(); !slices.Equal(got, wantSummary) {
+		t.Errorf("DenialSummary = %q\nwant %q", got, wantSummary)
 	}
 
 	e.f.EnforcePolicy(nil)

@@ -298,7 +298,7 @@ func (a Account) Requests(service, operation string, input any) []Request {
 	if !ok || len(c.Grants) == 0 {
 		// Not the controller's call (diagnose, injection): the action of
 		// the same name, so that a policy enforced on every call sees it.
-		c.Grants = []Grant{{Action: iamPrefix(service) + ":" + operation}}
+		c.Grants = []Grant{{Action: ActionPrefix(service) + ":" + operation}}
 	}
 	var out []Request
 	for _, g := range c.Grants {
@@ -311,8 +311,9 @@ func (a Account) regional() map[string][]string {
 	return map[string][]string{"aws:RequestedRegion": {a.Region}}
 }
 
-// iamPrefix is the IAM action prefix of an Inventory service name.
-func iamPrefix(service string) string {
+// ActionPrefix is the IAM action prefix of an Inventory service name (a
+// field of sdk.Clients): ec2, iam, events, arc-zonal-shift, ...
+func ActionPrefix(service string) string {
 	switch service {
 	case "EventBridge":
 		return "events"

@@ -150,14 +150,6 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		// There is no iam:GetRole before this (Karpenter's controller policy
 		// does not grant it): a role that does not exist is found here.
 		_, err := r.iam.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(role)})
-		if err != nil && (isNoSuchEntity(err) || isUnauthorized(err)) {
-			// The profile is empty and named after a role it cannot hold:
-			// once spec.role or the policy is fixed nothing would use or
-			// delete it, so it goes now. It is tagged as stevedore's, which
-			// the policy's scoped deletion requires; should the deletion
-			// fail, the next reconcile finds it empty and tries again.
-			_, _ = r.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)})
-		}
 		switch {
 		case err == nil:
 			// The role's ARN (with its path) for the PassRole check's
@@ -170,8 +162,10 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 				}
 			}
 		case isNoSuchEntity(err):
+			r.deleteEmptyProfile(ctx, name)
 			return profile{}, failed(ReasonRoleNotFound, "IAM role %s (spec.role) does not exist; create the node role or fix spec.role", role), nil
 		case isUnauthorized(err):
+			r.deleteEmptyProfile(ctx, name)
 			// Adding a role passes it: the policy may grant
 			// iam:AddRoleToInstanceProfile but iam:PassRole only on another
 			// role, which is also what a misspelt role meets, as IAM
@@ -200,6 +194,15 @@ func (r *Resolver) managedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		}
 	}
 	return p, ok(awsv1.ConditionTypeInstanceProfileReady), nil
+}
+
+// deleteEmptyProfile deletes a managed profile that could not take its
+// role: it is named after that role, so once spec.role or the policy is
+// fixed nothing would use or delete it. It is tagged as stevedore's, which
+// the policy's scoped deletion requires; should the deletion fail, the next
+// reconcile finds it empty and tries again.
+func (r *Resolver) deleteEmptyProfile(ctx context.Context, name string) {
+	_, _ = r.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)})
 }
 
 // profileTags are the tags of a managed profile: the node class's own, then

@@ -428,7 +428,7 @@ func TestMissingRoleLeavesNoProfile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			if tc.karpenter {
-				pol := w.aws.KarpenterPolicy(w.setup)
+				pol := w.aws.KarpenterPolicy(w.setup.ClusterName, w.setup.QueueName)
 				w.aws.EnforcePolicy(&pol)
 			}
 			nc := nodeClass(w)
