@@ -25,8 +25,8 @@ run=${E2E_RUN:-.}
 
 # The tests of each shard but the last, balanced by their durations on a
 # two-core machine (in brackets, seconds). The last shard runs every test
-# these do not (TestAdopt, TestChartRBAC and the cluster's own
-# [84 + 67 + 10]), so a new test always runs somewhere.
+# these do not (TestAdopt, TestChartRBAC, TestHelmSwap and the cluster's
+# own [84 + 67 + 75 + 10]), so a new test always runs somewhere.
 groups=(
   "TestController"                        # 8 subtests in parallel [~140]
   "TestScaleOut|TestHashVersionChange"    # [138 + 67]
@@ -61,6 +61,14 @@ trap 'rm -rf "$out"' EXIT
 # The controller the tests run, built once for every shard.
 "$GO" build -o "$out/stevedore" ./cmd/stevedore
 export STEVEDORE_E2E_BIN=$out/stevedore
+# What TestHelmSwap runs besides stevedore, each from its own Go module:
+# helm (hack/charttest), Karpenter v1.14.1's controller with its KWOK cloud
+# provider (test/karpenter-suite), and Karpenter's chart (the AWS provider's
+# module, read from the module cache).
+(cd hack/charttest && "$GO" build -o "$out/helm" helm.sh/helm/v3/cmd/helm)
+(cd test/karpenter-suite && "$GO" build -o "$out/karpenter" sigs.k8s.io/karpenter/kwok)
+"$GO" mod download github.com/aws/karpenter-provider-aws@v1.14.1 sigs.k8s.io/karpenter@v1.14.1
+export STEVEDORE_E2E_HELM=$out/helm STEVEDORE_E2E_KARPENTER=$out/karpenter
 
 started=$SECONDS
 for i in "${!shards[@]}"; do

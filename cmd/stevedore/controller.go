@@ -215,7 +215,9 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	fs.StringVar(&o.leaderElectionName, flagLeaderElectionName, "", "name of the leader-election Lease (Karpenter's name for --"+flagLeaderElectionID+", and wins over it)"+env(flagLeaderElectionName))
 	fs.StringVar(&o.leaderElectionNS, flagLeaderElectionNS, defaultLeaderElectionNamespace(),
 		"namespace of the leader-election Lease; default the pod's namespace, else "+defaultLeaderElectionNS+env(flagLeaderElectionNS))
-	fs.StringVar(&o.leaderElectionID, flagLeaderElectionID, "stevedore-leader-election", "name of the leader-election Lease"+env(flagLeaderElectionID))
+	// Karpenter's Lease: a Karpenter replica and a stevedore replica in one
+	// namespace (a rolling swap, a rollback) never lead at once.
+	fs.StringVar(&o.leaderElectionID, flagLeaderElectionID, defaultLeaseName, "name of the leader-election Lease; Karpenter's, so that the two never act at once"+env(flagLeaderElectionID))
 	fs.DurationVar(&o.batchIdle, flagBatchIdleDuration, provisioning.DefaultBatchIdle,
 		"a batch of pending pods closes after this long without a new one"+env(flagBatchIdleDuration))
 	fs.DurationVar(&o.batchMax, flagBatchMaxDuration, 10*time.Second,
@@ -417,6 +419,9 @@ func (o *controllerOptions) probeBindAddress() string {
 
 // leaderElection reports whether replicas elect a leader: --leader-elect,
 // unless Karpenter's --disable-leader-election turns it off.
+// defaultLeaseName is Karpenter's leader-election Lease.
+const defaultLeaseName = "karpenter-leader-election"
+
 func (o *controllerOptions) leaderElection() bool {
 	return o.leaderElect && !o.disableLeaderElect
 }

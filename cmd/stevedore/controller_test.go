@@ -200,7 +200,7 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("lease holder %v, /healthz %d, /readyz %d after 60s\nlogs:\n%s", lease.Spec.HolderIdentity, healthz, readyz, logs)
 		}
-		err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "stevedore-leader-election"}, &lease)
+		err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "karpenter-leader-election"}, &lease)
 		healthz, readyz = status(probe, "/healthz"), status(probe, "/readyz")
 		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && healthz == 200 && readyz == 200 {
 			break
@@ -240,7 +240,7 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 		t.Errorf("/healthz still answers %d after stop", s)
 	}
 	// LeaderElectionReleaseOnCancel gives the Lease up on the way out.
-	if err := kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "stevedore-leader-election"}, &lease); err != nil {
+	if err := kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "karpenter-leader-election"}, &lease); err != nil {
 		t.Fatal(err)
 	}
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {

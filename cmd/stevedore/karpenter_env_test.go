@@ -28,7 +28,7 @@ func TestKarpenterEnvVars(t *testing.T) {
 		memoryLimit                                                  int64
 		profiling                                                    bool
 	}
-	defaults := effective{metrics: ":8080", probe: ":8081", lease: "stevedore-leader-election", preference: "Respect",
+	defaults := effective{metrics: ":8080", probe: ":8081", lease: "karpenter-leader-election", preference: "Respect",
 		minValues: "Strict", logOut: "stdout", logErr: "stderr", leaderElect: true, memoryLimit: -1}
 	tests := []struct {
 		name string

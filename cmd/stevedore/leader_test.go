@@ -43,7 +43,7 @@ func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
 	ctx := context.Background()
 	holder := func() string {
 		var lease coordinationv1.Lease
-		if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "stevedore-leader-election"}, &lease); err != nil || lease.Spec.HolderIdentity == nil {
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "karpenter-leader-election"}, &lease); err != nil || lease.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *lease.Spec.HolderIdentity

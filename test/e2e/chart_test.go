@@ -115,7 +115,7 @@ func TestChartRBAC(t *testing.T) {
 	c := startController(t, controllerOptions{
 		name: "stevedore-rbac", account: acc.URL, kubeconfig: kubeconfig,
 		// The chart's Role allows the Lease of this name in its namespace.
-		leaderElectionID: "stevedore-leader-election", leaderElectionNamespace: ns.Name,
+		leaderElectionID: "karpenter-leader-election", leaderElectionNamespace: ns.Name,
 	})
 
 	pool := "rbac-" + suffix()

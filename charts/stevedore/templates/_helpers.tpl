@@ -1,16 +1,74 @@
+{{/*
+stevedore.name is the app.kubernetes.io/name label and the base of every
+object name. A release whose name contains "karpenter" is taken to be a
+Karpenter release being swapped in place (helm upgrade karpenter
+<this chart>): it keeps Karpenter's name, so the Deployment's selector
+(which Kubernetes never lets change), the Service's selector that scrape
+configurations follow and every object name stay what Karpenter's chart
+made them. Any other release is named after this chart. nameOverride wins
+either way.
+*/}}
 {{- define "stevedore.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.nameOverride -}}
+{{- .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains "karpenter" .Release.Name -}}
+karpenter
+{{- else -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "stevedore.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- $name := include "stevedore.name" . -}}
 {{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stevedore.metadata is the labels and annotations every object carries:
+the chart's labels and additionalLabels, additionalAnnotations and, given
+as "extra", the object's own annotations. Call it with
+(dict "ctx" $ "extra" .Values.service.annotations).
+*/}}
+{{- define "stevedore.metadata" -}}
+labels:
+  {{- include "stevedore.labels" .ctx | nindent 2 }}
+{{- $ann := merge (dict) (.extra | default dict) (.ctx.Values.additionalAnnotations | default dict) }}
+{{- with $ann }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+stevedore.leaseName is the leader-election Lease. It is Karpenter's, so
+that while a Karpenter replica and a stevedore replica run side by side
+(a rolling swap, a rollback, both releases in one namespace) only the one
+holding the Lease acts.
+*/}}
+{{- define "stevedore.leaseName" -}}karpenter-leader-election{{- end -}}
+
+{{/*
+stevedore.keepSelector fails the render when the release's namespace
+already has a Deployment of this name whose selector differs from the one
+rendered: Kubernetes refuses to change a Deployment's selector, so the
+upgrade would fail half-way. Only a live install or upgrade can look
+(helm template renders without a cluster, and lookup returns nothing).
+*/}}
+{{- define "stevedore.keepSelector" -}}
+{{- $existing := lookup "apps/v1" "Deployment" .Release.Namespace (include "stevedore.fullname" .) -}}
+{{- if $existing -}}
+{{- $want := include "stevedore.selectorLabels" . | fromYaml -}}
+{{- $have := $existing.spec.selector.matchLabels | default dict -}}
+{{- if not (eq (toJson $want) (toJson $have)) -}}
+{{- fail (printf "Deployment %s/%s already exists with the selector %s, and this release would give it %s, which Kubernetes refuses to change. To take over that Deployment in place, set nameOverride to %q (its app.kubernetes.io/name)" .Release.Namespace (include "stevedore.fullname" .) (toJson $have) (toJson $want) (get $have "app.kubernetes.io/name")) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -365,6 +365,26 @@ func (c *Cluster) addUser(name, group string) (*rest.Config, error) {
 	return au.Config(), nil
 }
 
+// AddUser gives the cluster a user that logs in with a client certificate,
+// in group if it is not empty, and writes a kubeconfig for it in the
+// cluster's run directory; it returns that file's path. The audit log
+// records the writes of the users "karpenter" and "stevedore".
+func (c *Cluster) AddUser(name, group string) (string, error) {
+	cfg, err := c.addUser(name, group)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.runDir(), "user-"+name+".kubeconfig")
+	if err := writeKubeconfig(path, cfg, "stevedore-local"); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// AuditLog is the path of the API server's audit log, JSON lines as
+// hack/local-cluster/audit-policy.yaml selects them.
+func (c *Cluster) AuditLog() string { return filepath.Join(c.runDir(), "audit.log") }
+
 func (c *Cluster) waitForServiceAccount(ctx context.Context, namespace string) error {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
