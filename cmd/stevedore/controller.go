@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -574,7 +574,9 @@ func simulatedClients(ctx context.Context, opts *controllerOptions) (sdk.Clients
 // newLogger returns the JSON logger all of the controller logs through:
 // to w when set (tests), else to the destinations of --log-output-paths,
 // with the logger's own errors to --log-error-output-paths, as Karpenter's
-// LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS.
+// LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS. Its lines have Karpenter's
+// keys and level names (see logEncoderConfig), so that queries and alerts
+// written against Karpenter's logs keep matching.
 func newLogger(opts *controllerOptions) (logr.Logger, func(), error) {
 	lvl, _ := zapLevel(opts.logLevel)
 	out, errOut := zapcore.WriteSyncer(nil), zapcore.WriteSyncer(nil)
@@ -595,12 +597,61 @@ func newLogger(opts *controllerOptions) (logr.Logger, func(), error) {
 		out, errOut = o, e
 		closeAll = func() { closeOut(); closeErr() }
 	}
-	logger := zap.New(zap.WriteTo(out), zap.Level(lvl), zap.RawZapOpts(gozap.ErrorOutput(errOut)),
-		zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
-			c.TimeKey = "time"
-			c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-		}))
-	return logger, closeAll, nil
+	return zapr.NewLogger(buildZap(out, errOut, lvl, version.Get().Revision)), closeAll, nil
+}
+
+// Log keys and names, Karpenter's.
+const (
+	logKeyMessage = "message"
+	logKeyLevel   = "level"
+	logKeyTime    = "time"
+	logKeyLogger  = "logger"
+	logKeyCaller  = "caller"
+	logKeyStack   = "stacktrace"
+	logKeyCommit  = "commit"
+	// logName is the name of the root logger; controller-runtime appends
+	// the controller's after a dot.
+	logName = "controller"
+)
+
+// logEncoderConfig is the JSON encoding of every line: Karpenter's keys,
+// upper-case level names (INFO, ERROR, DEBUG), ISO 8601 times with
+// milliseconds, durations as strings and callers as package/file:line.
+func logEncoderConfig() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		MessageKey:     logKeyMessage,
+		LevelKey:       logKeyLevel,
+		TimeKey:        logKeyTime,
+		NameKey:        logKeyLogger,
+		CallerKey:      logKeyCaller,
+		FunctionKey:    zapcore.OmitKey,
+		StacktraceKey:  logKeyStack,
+		LineEnding:     zapcore.DefaultLineEnding,
+		EncodeLevel:    zapcore.CapitalLevelEncoder,
+		EncodeTime:     zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+		EncodeCaller:   zapcore.ShortCallerEncoder,
+		EncodeName:     zapcore.FullNameEncoder,
+	}
+}
+
+// buildZap makes the zap logger behind newLogger, configured as Karpenter's:
+// JSON lines to out at lvl and above; the caller only at debug level; no
+// stack traces; at most 100 lines of the same message and level a second,
+// then one in 100; named "controller"; and, when the build knows its VCS
+// revision, a commit key on every line.
+func buildZap(out, errOut zapcore.WriteSyncer, lvl zapcore.Level, revision string) *gozap.Logger {
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(logEncoderConfig()), out, lvl)
+	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	zopts := []gozap.Option{gozap.ErrorOutput(errOut)}
+	if lvl <= zapcore.DebugLevel {
+		zopts = append(zopts, gozap.AddCaller())
+	}
+	z := gozap.New(core, zopts...).Named(logName)
+	if revision != "" {
+		z = z.With(gozap.String(logKeyCommit, revision))
+	}
+	return z
 }
 
 // restConfig returns the API server's client configuration: the kubeconfig

@@ -213,11 +213,11 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	// Logs are JSON, one object a line, and the start is announced.
 	out := logs.String()
 	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, `"level":"error"`) {
+		if strings.Contains(l, `"level":"ERROR"`) {
 			t.Logf("error logged: %s", l)
 		}
 	}
-	if !strings.Contains(out, `"msg":"starting controller"`) || !strings.Contains(out, `"kubernetesVersion":"1.`) {
+	if !strings.Contains(out, `"message":"starting controller"`) || !strings.Contains(out, `"kubernetesVersion":"1.`) {
 		t.Errorf("no start line in logs:\n%s", out)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
