@@ -58,6 +58,9 @@ const (
 	LabelCapacityType     = "capacity_type"
 	LabelZone             = "zone"
 	LabelNodeName         = "node_name"
+	// LabelManaged says whether a node belongs to a NodePool (a NodeClaim
+	// owns it; for pods, their node has a NodePool label).
+	LabelManaged = "managed"
 )
 
 // Metrics holds the collectors. Create it with New; all methods are safe for

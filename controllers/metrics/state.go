@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +133,7 @@ type stateCollector struct {
 
 func newStateCollector(m *Metrics) *stateCollector {
 	c := &stateCollector{m: m, startedPods: map[types.UID]bool{}, boundPods: map[types.UID]bool{}, costErrors: map[string]bool{}, descs: map[string]*prometheus.Desc{}}
-	node := append(slices.Clone(nodeLabelNames), "node_name", "phase")
+	node := append(slices.Clone(nodeLabelNames), "node_name", "phase", LabelManaged)
 	nodeRes := append(slices.Clone(node), LabelResourceType)
 	desc := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc(name, help, labels, nil)
@@ -146,7 +147,7 @@ func newStateCollector(m *Metrics) *stateCollector {
 	desc(Namespace+"_nodes_current_lifetime_seconds", "Node age in seconds.", node...)
 	desc(Namespace+"_cluster_utilization_percent", "Utilization of allocatable resources by pod requests.", LabelResourceType)
 	desc(namePodsState, "Pod state is the current state of pods. Labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
-		"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, LabelInstanceType, "phase", "ready")
+		"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, LabelInstanceType, "phase", "ready", LabelManaged)
 	desc(Namespace+"_pods_unbound_time_seconds", "The time from pod creation until the pod is bound.", "name", "namespace")
 	desc(Namespace+"_pods_unstarted_time_seconds", "The time from pod creation until the pod is running.", "name", "namespace")
 	desc(Namespace+"_pods_provisioning_unbound_time_seconds", "The time from when stevedore first thinks the pod can schedule until it binds. Note: this is calculated from a point in memory, not by the pod creation timestamp.", "name", "namespace")
@@ -255,10 +256,14 @@ func (c *stateCollector) collectNodes(ch chan<- prometheus.Metric, snap state.Sn
 		for _, k := range nodeLabelKeys {
 			labels = append(labels, n.Node.Labels[k])
 		}
-		labels = append(labels, n.Node.Name, string(n.Node.Status.Phase))
+		// A node is managed when a NodeClaim owns it.
+		labels = append(labels, n.Node.Name, string(n.Node.Status.Phase), strconv.FormatBool(n.NodeClaim != nil))
 		var podReq, podLim, dsReq, dsLim corev1.ResourceList
 		for _, p := range n.Pods {
-			req, lim := resources.Requests(p), podLimits(p)
+			// Each pod also counts 1 of the pods resource, as Karpenter
+			// sums a node's pods.
+			req := resources.Add(resources.Requests(p), onePod)
+			lim := resources.Add(podLimits(p), onePod)
 			podReq, podLim = resources.Add(podReq, req), resources.Add(podLim, lim)
 			if isDaemon(p) {
 				dsReq, dsLim = resources.Add(dsReq, req), resources.Add(dsLim, lim)
@@ -296,6 +301,9 @@ func (c *stateCollector) collectNodes(ch chan<- prometheus.Metric, snap state.Sn
 		c.emit(ch, Namespace+"_cluster_utilization_percent", pct, resourceLabel(name))
 	}
 }
+
+// onePod is one of the pods resource.
+var onePod = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
 
 func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 	names := make([]corev1.ResourceName, 0, len(rl))
@@ -364,7 +372,8 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		readyCond, ready := podCondition(pod, corev1.PodReady)
 		c.emit(ch, namePodsState, 1, pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, fmt.Sprint(scheduled),
 			labels[wellknown.LabelNodePool], labels[wellknown.LabelTopologyZone], labels[wellknown.LabelArch],
-			labels[wellknown.LabelCapacityType], labels[wellknown.LabelInstanceType], string(pod.Status.Phase), fmt.Sprint(ready))
+			labels[wellknown.LabelCapacityType], labels[wellknown.LabelInstanceType], string(pod.Status.Phase), fmt.Sprint(ready),
+			strconv.FormatBool(labels[wellknown.LabelNodePool] != ""))
 		times := s.pods[key]
 		pending := pod.Status.Phase == corev1.PodPending
 		created := pod.CreationTimestamp.Time
