@@ -43,6 +43,9 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	// Registers controller_runtime_conversion_webhook_panics_total, which
+	// Karpenter serves (at 0: neither serves a conversion webhook).
+	_ "sigs.k8s.io/controller-runtime/pkg/webhook/conversion/metrics"
 
 	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -58,6 +61,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/internal/kubemetrics"
 	"github.com/stevedore-autoscaler/stevedore/internal/version"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/sim/account"
@@ -406,6 +410,15 @@ func (o *controllerOptions) metricsServer() metricsserver.Options {
 	return m
 }
 
+// metricsRegisterer is where the metrics are registered: controller-runtime's
+// registry, which the metrics address serves, unless a test set another.
+func (o *controllerOptions) metricsRegisterer() prometheus.Registerer {
+	if o.registerer != nil {
+		return o.registerer
+	}
+	return ctrlmetrics.Registry
+}
+
 // probeBindAddress is --health-probe-bind-address, or every interface on
 // --health-probe-port (HEALTH_PROBE_PORT) when it is not set.
 func (o *controllerOptions) probeBindAddress() string {
@@ -511,7 +524,7 @@ kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
 				}
 				return runController(ctx, opts, clients, region)
 			}
-			clients, region, err := awsClients(ctx, opts.settings)
+			clients, region, err := awsClients(ctx, opts.settings, opts.metricsRegisterer())
 			if err != nil {
 				return err
 			}
@@ -524,11 +537,10 @@ kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
 
 // awsClients builds the AWS clients from the default credential chain, with
 // the region taken from the environment or the instance metadata service.
-func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithEC2IMDSRegion(),
-		awsconfig.WithAppID("stevedore-"+version.Get().Version))
+func awsClients(ctx context.Context, s settings.Settings, reg prometheus.Registerer) (sdk.Clients, string, error) {
+	cfg, err := awsConfig(ctx, reg)
 	if err != nil {
-		return sdk.Clients{}, "", fmt.Errorf("loading the AWS configuration: %w", err)
+		return sdk.Clients{}, "", err
 	}
 	if cfg.Region == "" {
 		return sdk.Clients{}, "", errors.New("no AWS region: set AWS_REGION, or run where the instance metadata service answers")
@@ -541,6 +553,23 @@ func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, 
 		cfg.Credentials = awssdk.NewCredentialsCache(provider)
 	}
 	return sdk.NewFromConfig(cfg), cfg.Region, nil
+}
+
+// awsConfig loads the AWS configuration from the default chain and
+// instruments it: every call of a client made from it feeds the
+// aws_sdk_go_* metrics registered with reg.
+func awsConfig(ctx context.Context, reg prometheus.Registerer) (awssdk.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithEC2IMDSRegion(),
+		awsconfig.WithAppID("stevedore-"+version.Get().Version))
+	if err != nil {
+		return awssdk.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	m, err := sdk.NewMetrics(reg)
+	if err != nil {
+		return awssdk.Config{}, fmt.Errorf("AWS SDK metrics: %w", err)
+	}
+	m.Instrument(&cfg)
+	return cfg, nil
 }
 
 // simulatedClients opens the simulated account of --simulated-account (test
@@ -723,6 +752,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
 	ctx = ctrllog.IntoContext(ctx, logger)
+	reg := opts.metricsRegisterer()
+	// Before the first request, so that client-go counts them all.
+	if err := kubemetrics.RegisterClientGo(reg); err != nil {
+		return fmt.Errorf("client-go metrics: %w", err)
+	}
 
 	// Relaxed minValues change which instance types nodes may launch from:
 	// say so once, where an operator looking at such a node would look.
@@ -807,6 +841,14 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	if opts.gracefulShutdownTO > 0 {
 		mgrOpts.GracefulShutdownTimeout = &opts.gracefulShutdownTO
 	}
+	if opts.leaderElection() {
+		lock, stopLockEvents, err := opts.leaderLock(cfg, scheme, reg)
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		defer stopLockEvents()
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
 	mgr, err := manager.New(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
@@ -846,10 +888,6 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	})
 	if err != nil {
 		return err
-	}
-	reg := opts.registerer
-	if reg == nil {
-		reg = ctrlmetrics.Registry
 	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Account:  account,
