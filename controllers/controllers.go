@@ -118,6 +118,12 @@ type Deps struct {
 	// by default, and the cap defaults to 20% (see health.Options).
 	NodeRepair health.Options
 
+	// DisableClusterStateObservability turns off what Karpenter's
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY does: the metrics of pods, nodes
+	// and NodePools and the status metrics of NodeClaims, Nodes and
+	// NodePools (see metrics.Metrics.DisableClusterStateObservability).
+	DisableClusterStateObservability bool
+
 	// Clock is the time source; default clock.RealClock{}.
 	Clock clock.WithTicker
 	// Metrics receives the karpenter_* metrics; nil creates them on
@@ -203,8 +209,14 @@ func Register(mgr manager.Manager, deps Deps) error {
 	}
 	kube := mgr.GetClient()
 	deps.Metrics.CountLaunchFailures(deps.Cloud)
+	if deps.DisableClusterStateObservability {
+		deps.Metrics.DisableClusterStateObservability()
+	}
 	deps.Metrics.WatchState(metrics.StateOptions{State: deps.State, Clock: deps.Clock,
 		Synced: func(ctx context.Context) bool { return deps.State.Synced(ctx, mgr.GetClient()) }})
+	if err := deps.Metrics.WatchStatus(mgr); err != nil {
+		return fmt.Errorf("status metrics: %w", err)
+	}
 	// Each controller calls the cloud through its own measured view, so
 	// that karpenter_cloudprovider_* metrics say which controller called.
 	cloudFor := func(controller string) cloud.CloudProvider { return deps.Metrics.Decorate(deps.Cloud, controller) }

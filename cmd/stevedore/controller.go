@@ -109,16 +109,17 @@ const (
 	flagMetricsSecure  = "metrics-secure"
 	flagMetricsCertDir = "metrics-cert-dir"
 
+	flagDisableClusterStateObservability = "disable-cluster-state-observability"
+
 	// Karpenter settings stevedore accepts and ignores (see
 	// docs/operations.md for why each has no meaning here).
-	flagCPURequests                      = "cpu-requests"
-	flagIgnoreDRARequests                = "ignore-dra-requests"
-	flagDisableClusterStateObservability = "disable-cluster-state-observability"
-	flagKarpenterService                 = "karpenter-service"
-	flagDisableWebhook                   = "disable-webhook"
-	flagWebhookPort                      = "webhook-port"
-	flagWebhookMetricsPort               = "webhook-metrics-port"
-	flagAWSFeatureGates                  = "aws-feature-gates"
+	flagCPURequests        = "cpu-requests"
+	flagIgnoreDRARequests  = "ignore-dra-requests"
+	flagKarpenterService   = "karpenter-service"
+	flagDisableWebhook     = "disable-webhook"
+	flagWebhookPort        = "webhook-port"
+	flagWebhookMetricsPort = "webhook-metrics-port"
+	flagAWSFeatureGates    = "aws-feature-gates"
 )
 
 // softMemoryShare is the part of the container's memory limit
@@ -171,11 +172,14 @@ type controllerOptions struct {
 	enableProfiling    bool
 	metricsSecure      bool
 	metricsCertDir     string
+	// disableObservability is Karpenter's
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY.
+	disableObservability bool
 	// ignored holds the Karpenter settings that are accepted and ignored;
 	// they are parsed (so a malformed value is still reported) and unread.
 	ignored struct {
 		cpuRequests, webhookPort, webhookMetricsPort int
-		ignoreDRA, disableObservability, noWebhook   bool
+		ignoreDRA, noWebhook                         bool
 		karpenterService, awsFeatureGates            string
 	}
 	envErr             error
@@ -245,7 +249,8 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
 	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
 	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, "ignore the DRA resource claims of pods, as Karpenter does by default; stevedore does not schedule them, so false is refused"+env(flagIgnoreDRARequests))
-	fs.BoolVar(&o.ignored.disableObservability, flagDisableClusterStateObservability, false, ignoredFlag("stevedore's cluster-state metrics are always served")+env(flagDisableClusterStateObservability))
+	fs.BoolVar(&o.disableObservability, flagDisableClusterStateObservability, false,
+		"turn off, as Karpenter does, the metrics of pods, nodes and NodePools (karpenter_pods_state, the per-node gauges, karpenter_nodepools_usage, ...) and the status-condition metrics of NodeClaims, Nodes and NodePools (operator_nodeclaim_*, operator_node_*, operator_nodepool_*), for large clusters"+env(flagDisableClusterStateObservability))
 	fs.StringVar(&o.ignored.karpenterService, flagKarpenterService, "", ignoredFlag("stevedore serves no webhooks")+env(flagKarpenterService))
 	fs.BoolVar(&o.ignored.noWebhook, flagDisableWebhook, true, ignoredFlag("stevedore serves no webhooks")+env(flagDisableWebhook))
 	fs.IntVar(&o.ignored.webhookPort, flagWebhookPort, 8443, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookPort))
@@ -926,6 +931,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		ActOnRebalance: opts.actOnRebalance,
 		Clock:          clock.RealClock{},
 		Registerer:     reg,
+
+		DisableClusterStateObservability: opts.disableObservability,
 	})
 	if err != nil {
 		return err

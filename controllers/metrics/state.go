@@ -129,6 +129,10 @@ type stateCollector struct {
 	// holds the metrics several kinds share.
 	status     []*statusKind
 	deprecated *deprecatedStatus
+	// clusterStateOff turns off what Karpenter's
+	// --disable-cluster-state-observability does; see
+	// DisableClusterStateObservability.
+	clusterStateOff bool
 }
 
 func newStateCollector(m *Metrics) *stateCollector {
@@ -195,12 +199,45 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.opts.Clock.Now()
 	snap := c.opts.State.Snapshot(now)
 	c.collectSync(ch, now, len(snap.Nodes))
-	c.collectNodes(ch, snap, now)
+	if !c.clusterStateOff {
+		c.collectNodes(ch, snap, now)
+	}
 	c.collectPods(ch, snap, now)
 	c.collectCost(ch, snap)
 	for _, s := range c.status {
+		if c.clusterStateOff && s.clusterState {
+			continue
+		}
 		s.collect(ch, snap, now)
 	}
+}
+
+// DisableClusterStateObservability turns off the metrics Karpenter's
+// --disable-cluster-state-observability turns off: those of its metrics
+// controllers of pods (karpenter_pods_state, the pod startup and binding
+// durations and times, provisioning ones included), of nodes (the per-node
+// gauges, karpenter_cluster_utilization_percent) and of NodePools
+// (karpenter_nodepools_usage, _limit and _cost_total), and those of its
+// status controllers of NodeClaims, Nodes and NodePools (operator_nodeclaim_*,
+// operator_node_*, operator_nodepool_*, and the deprecated operator_* series
+// of NodeClaims and NodePools). The EC2NodeClass status metrics stay, as in
+// Karpenter. Call it before the metrics are first fed.
+func (m *Metrics) DisableClusterStateObservability() {
+	if m == nil {
+		return
+	}
+	c := m.state
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clusterStateOff = true
+}
+
+// clusterStateObserved reports whether the cluster-state metrics are on.
+func (m *Metrics) clusterStateObserved() bool {
+	c := m.state
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.clusterStateOff
 }
 
 func (c *stateCollector) collectSync(ch chan<- prometheus.Metric, now time.Time, nodes int) {
@@ -370,6 +407,12 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		}
 		scheduledCond, scheduled := podCondition(pod, corev1.PodScheduled)
 		readyCond, ready := podCondition(pod, corev1.PodReady)
+		if pod.Spec.NodeName == "" && state.IsProvisionable(pod) {
+			zones[effectiveZone(pod)]++
+		}
+		if c.clusterStateOff {
+			return
+		}
 		c.emit(ch, namePodsState, 1, pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, fmt.Sprint(scheduled),
 			labels[wellknown.LabelNodePool], labels[wellknown.LabelTopologyZone], labels[wellknown.LabelArch],
 			labels[wellknown.LabelCapacityType], labels[wellknown.LabelInstanceType], string(pod.Status.Phase), fmt.Sprint(ready),
@@ -411,9 +454,6 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		}
 		if !times.seen.IsZero() && times.decided.IsZero() && pod.Spec.NodeName == "" && !scheduled {
 			c.emit(ch, Namespace+"_pods_provisioning_scheduling_undecided_time_seconds", now.Sub(times.seen).Seconds(), pod.Name, pod.Namespace)
-		}
-		if pod.Spec.NodeName == "" && state.IsProvisionable(pod) {
-			zones[effectiveZone(pod)]++
 		}
 	}
 	for _, n := range snap.Nodes {
@@ -612,6 +652,9 @@ func (c *stateCollector) collectCost(ch chan<- prometheus.Metric, snap state.Sna
 		}
 	}
 	for _, pool := range sortedKeys(cost) {
+		if c.clusterStateOff {
+			break
+		}
 		c.emit(ch, Namespace+"_nodepools_cost_total", cost[pool], pool)
 	}
 }
