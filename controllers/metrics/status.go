@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +33,24 @@ type statusObject struct {
 	extra      []string
 	conditions []statusCondition
 	deleted    time.Time
+	finalizers []string
 }
 
 type statusCondition struct {
-	typ, status, reason string
-	since               time.Time
+	typ, status, reason, message string
+	since                        time.Time
 }
+
+// statusEvent is an event Karpenter's status controllers record on an
+// object: a condition's transition (the reason is the condition's type) or
+// a finalizer's removal (Finalized).
+type statusEvent struct {
+	reason, note string
+}
+
+// ReasonFinalized is the reason of the event recorded when a finalizer is
+// removed from an object with status metrics, Karpenter's.
+const ReasonFinalized = "Finalized"
 
 type objectKey struct{ namespace, name string }
 
@@ -66,8 +80,9 @@ type statusKind struct {
 	mu sync.Mutex
 	// observed are the conditions of each object as last observed, and
 	// deleting the objects observed being deleted.
-	observed map[objectKey]map[string]statusCondition
-	deleting map[objectKey]statusObject
+	observed   map[objectKey]map[string]statusCondition
+	deleting   map[objectKey]statusObject
+	finalizers map[objectKey][]string
 }
 
 // deprecatedStatus are the metrics under the names without the kind.
@@ -125,8 +140,9 @@ func newStatusKind(kind, group string, extraLabels []string, dep *deprecatedStat
 			append(append([]string{}, extra...), "type", "status")),
 		terminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + "termination_duration_seconds", Help: "The amount of time taken by an object to terminate completely.", Buckets: buckets},
 			extra),
-		observed: map[objectKey]map[string]statusCondition{},
-		deleting: map[objectKey]statusObject{},
+		observed:   map[objectKey]map[string]statusCondition{},
+		deleting:   map[objectKey]statusObject{},
+		finalizers: map[objectKey][]string{},
 	}
 }
 
@@ -172,11 +188,22 @@ func (s *statusKind) collect(ch chan<- prometheus.Metric, snap state.Snapshot, n
 // each condition whose status is new counts a transition, and one that had
 // another status before observes how long it had it (the time between the
 // two transition times), as Karpenter's status controllers do when they
-// reconcile the object.
-func (s *statusKind) observe(o statusObject) {
+// reconcile the object. It returns the events those controllers record:
+// one per condition that changed from a status observed before, and one
+// per finalizer removed since.
+func (s *statusKind) observe(o statusObject) []statusEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := objectKey{o.namespace, o.name}
+	var evs []statusEvent
+	if before, ok := s.finalizers[k]; ok {
+		for _, f := range before {
+			if !slices.Contains(o.finalizers, f) {
+				evs = append(evs, statusEvent{reason: ReasonFinalized, note: "Finalized " + f})
+			}
+		}
+	}
+	s.finalizers[k] = slices.Clone(o.finalizers)
 	seen := s.observed[k]
 	current := make(map[string]statusCondition, len(o.conditions))
 	for _, c := range o.conditions {
@@ -197,39 +224,51 @@ func (s *statusKind) observe(o statusObject) {
 		if s.deprecated != nil {
 			s.deprecated.transitionSeconds.WithLabelValues(s.group, s.kind, before.typ, before.status).Observe(took)
 		}
+		note := fmt.Sprintf("Status condition transitioned, Type: %s, Status: %s -> %s, Reason: %s", c.typ, before.status, c.status, c.reason)
+		if c.message != "" {
+			note += ", Message: " + c.message
+		}
+		evs = append(evs, statusEvent{reason: c.typ, note: note})
 	}
 	s.observed[k] = current
 	if !o.deleted.IsZero() {
 		s.deleting[k] = o
 	}
+	return evs
 }
 
 // gone observes the end of o's termination at now: the time from its
 // deletion request, when it was observed being deleted (or its last state
 // says it was).
-func (s *statusKind) gone(o statusObject, now time.Time) {
+func (s *statusKind) gone(o statusObject, now time.Time) []statusEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := objectKey{o.namespace, o.name}
+	var evs []statusEvent
+	for _, f := range s.finalizers[k] {
+		evs = append(evs, statusEvent{reason: ReasonFinalized, note: "Finalized " + f})
+	}
+	delete(s.finalizers, k)
 	delete(s.observed, k)
 	if d, ok := s.deleting[k]; ok {
 		o = d
 		delete(s.deleting, k)
 	}
 	if o.deleted.IsZero() {
-		return
+		return evs
 	}
 	took := now.Sub(o.deleted).Seconds()
 	s.terminationDuration.WithLabelValues(o.extra...).Observe(took)
 	if s.deprecated != nil {
 		s.deprecated.terminationDuration.WithLabelValues(s.group, s.kind, o.namespace, o.name).Observe(took)
 	}
+	return evs
 }
 
 func metaConditions(conds []metav1.Condition) []statusCondition {
 	out := make([]statusCondition, 0, len(conds))
 	for _, c := range conds {
-		out = append(out, statusCondition{typ: c.Type, status: string(c.Status), reason: c.Reason, since: c.LastTransitionTime.Time})
+		out = append(out, statusCondition{typ: c.Type, status: string(c.Status), reason: c.Reason, message: c.Message, since: c.LastTransitionTime.Time})
 	}
 	return out
 }
@@ -256,17 +295,17 @@ func statusKinds() ([]*statusKind, *deprecatedStatus) {
 	nodeLabels := []string{wellknown.LabelEC2NodeClass, wellknown.LabelNodePool, wellknown.LabelInitialized}
 	claim := func(nc *karpv1.NodeClaim) statusObject {
 		return statusObject{name: nc.Name, extra: labelValues(nc.Labels, claimLabels),
-			conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp)}
+			conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp), finalizers: nc.Finalizers}
 	}
 	node := func(n *corev1.Node) statusObject {
 		return statusObject{name: n.Name, extra: labelValues(n.Labels, nodeLabels),
-			conditions: nodeConditions(n.Status.Conditions), deleted: deletedAt(n.DeletionTimestamp)}
+			conditions: nodeConditions(n.Status.Conditions), deleted: deletedAt(n.DeletionTimestamp), finalizers: n.Finalizers}
 	}
 	pool := func(np *karpv1.NodePool) statusObject {
-		return statusObject{name: np.Name, conditions: metaConditions(np.Status.Conditions), deleted: deletedAt(np.DeletionTimestamp)}
+		return statusObject{name: np.Name, conditions: metaConditions(np.Status.Conditions), deleted: deletedAt(np.DeletionTimestamp), finalizers: np.Finalizers}
 	}
 	class := func(nc *awsv1.EC2NodeClass) statusObject {
-		return statusObject{name: nc.Name, conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp)}
+		return statusObject{name: nc.Name, conditions: metaConditions(nc.Status.Conditions), deleted: deletedAt(nc.DeletionTimestamp), finalizers: nc.Finalizers}
 	}
 	return []*statusKind{
 		newStatusKind("NodeClaim", "karpenter.sh", claimLabels, dep, statusBuckets, true, func(snap state.Snapshot) []statusObject {
@@ -318,7 +357,7 @@ func ofKind[T client.Object](read func(T) statusObject) func(client.Object) (sta
 func nodeConditions(conds []corev1.NodeCondition) []statusCondition {
 	out := make([]statusCondition, 0, len(conds))
 	for _, c := range conds {
-		out = append(out, statusCondition{typ: string(c.Type), status: string(c.Status), reason: c.Reason, since: c.LastTransitionTime.Time})
+		out = append(out, statusCondition{typ: string(c.Type), status: string(c.Status), reason: c.Reason, message: c.Message, since: c.LastTransitionTime.Time})
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,5 +196,67 @@ func TestDisableClusterStateObservability(t *testing.T) {
 				t.Errorf("disabled=%v: %s not served", disabled, name)
 			}
 		}
+	}
+}
+
+// recordedEvents records what a status watch records.
+type recordedEvents struct{ lines []string }
+
+func (r *recordedEvents) Eventf(regarding runtime.Object, _ runtime.Object, eventType, reason, _, note string, args ...any) {
+	o := regarding.(client.Object)
+	r.lines = append(r.lines, fmt.Sprintf("%s %s %s: %s", o.GetName(), eventType, reason, fmt.Sprintf(note, args...)))
+}
+
+// TestStatusWatchRecordsKarpentersEvents drives the watch's event handlers:
+// before it starts (as on a replica that is not the leader) nothing is
+// observed; then a condition that changes status records an event named
+// after the condition's type, a condition that appears none, and a
+// finalizer removed (or an object gone with its finalizers) records
+// Finalized, as Karpenter's status controllers do.
+func TestStatusWatchRecordsKarpentersEvents(t *testing.T) {
+	m, reg := newMetrics(t)
+	rec := &recordedEvents{}
+	w := &statusWatch{m: m, rec: rec}
+	claim := func(ready string, at time.Time, finalizers ...string) *karpv1.NodeClaim {
+		c := cond("Ready", ready, at)
+		c.Message = map[string]string{"False": "kubelet not ready"}[ready]
+		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: finalizers}, Status: karpv1.NodeClaimStatus{Conditions: []metav1.Condition{c}}}
+	}
+	w.OnAdd(claim("Unknown", t0, "karpenter.sh/termination"), false)
+	if n := counterTotal(t, reg, "operator_nodeclaim_status_condition_transitions_total"); n != 0 || len(rec.lines) != 0 {
+		t.Fatalf("observed before the watch started: %v transitions, events %q", n, rec.lines)
+	}
+	w.active.Store(true)
+	w.OnAdd(claim("Unknown", t0, "karpenter.sh/termination"), false)
+	w.OnUpdate(nil, claim("False", t0.Add(time.Second), "karpenter.sh/termination"))
+	w.OnUpdate(nil, claim("True", t0.Add(2*time.Second), "karpenter.sh/termination", "example.com/other"))
+	w.OnUpdate(nil, claim("True", t0.Add(2*time.Second), "example.com/other"))
+	w.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "c", Obj: claim("True", t0.Add(2*time.Second), "example.com/other")})
+	want := []string{
+		"c Normal Ready: Status condition transitioned, Type: Ready, Status: Unknown -> False, Reason: ReadyFalse, Message: kubelet not ready",
+		"c Normal Ready: Status condition transitioned, Type: Ready, Status: False -> True, Reason: ReadyTrue",
+		"c Normal Finalized: Finalized karpenter.sh/termination",
+		"c Normal Finalized: Finalized example.com/other",
+	}
+	if !slices.Equal(rec.lines, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(rec.lines, "\n"), strings.Join(want, "\n"))
+	}
+
+	// With cluster-state observability off, NodeClaims record nothing;
+	// EC2NodeClasses still do.
+	off, _ := newMetrics(t)
+	off.DisableClusterStateObservability()
+	rec = &recordedEvents{}
+	w = &statusWatch{m: off, rec: rec}
+	w.active.Store(true)
+	w.OnAdd(claim("False", t0), false)
+	w.OnUpdate(nil, claim("True", t0.Add(time.Second)))
+	class := func(ready string, at time.Time) *awsv1.EC2NodeClass {
+		return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{cond("Ready", ready, at)}}}
+	}
+	w.OnAdd(class("False", t0), false)
+	w.OnUpdate(nil, class("True", t0.Add(time.Second)))
+	if want := []string{"e Normal Ready: Status condition transitioned, Type: Ready, Status: False -> True, Reason: ReadyTrue"}; !slices.Equal(rec.lines, want) {
+		t.Errorf("with observability off, events %q, want %q", rec.lines, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,31 +25,40 @@ import (
 // transition between two scrapes is missed. Objects of other kinds are
 // ignored.
 func (m *Metrics) ObserveStatus(obj client.Object) {
+	m.observeStatus(obj)
+}
+
+// observeStatus is ObserveStatus, returning the events to record on obj.
+func (m *Metrics) observeStatus(obj client.Object) []statusEvent {
 	if m == nil {
-		return
+		return nil
 	}
 	for _, s := range m.statusKindsObserved() {
 		if o, ok := s.of(obj); ok {
-			s.observe(o)
-			return
+			return s.observe(o)
 		}
 	}
+	return nil
 }
 
 // ObserveStatusGone observes that obj is gone: its termination, when it was
 // being deleted, feeds operator_<kind>_termination_duration_seconds (and
 // its deprecated form), and its conditions are forgotten.
 func (m *Metrics) ObserveStatusGone(obj client.Object) {
+	m.observeStatusGone(obj)
+}
+
+func (m *Metrics) observeStatusGone(obj client.Object) []statusEvent {
 	if m == nil {
-		return
+		return nil
 	}
 	now := m.now()
 	for _, s := range m.statusKindsObserved() {
 		if o, ok := s.of(obj); ok {
-			s.gone(o, now)
-			return
+			return s.gone(o, now)
 		}
 	}
+	return nil
 }
 
 // statusKindsObserved are the kinds whose status metrics are on.
@@ -83,12 +93,15 @@ func (m *Metrics) now() time.Time {
 // NodeClaims, Nodes, NodePools and EC2NodeClasses mgr's cache sees, on the
 // elected leader only, as Karpenter's status controllers run: when elected
 // it observes every object the cache holds, then each change as the
-// informers deliver it.
-func (m *Metrics) WatchStatus(mgr manager.Manager) error {
+// informers deliver it. It records on the object, with rec when not nil,
+// the events those controllers record: the transition of a condition
+// (reason: the condition's type) and the removal of a finalizer (reason
+// Finalized).
+func (m *Metrics) WatchStatus(mgr manager.Manager, rec events.EventRecorder) error {
 	if m == nil {
 		return nil
 	}
-	w := &statusWatch{m: m, reader: mgr.GetCache()}
+	w := &statusWatch{m: m, reader: mgr.GetCache(), rec: rec}
 	for _, obj := range statusObjects() {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
@@ -111,7 +124,22 @@ func statusObjects() []client.Object {
 type statusWatch struct {
 	m      *Metrics
 	reader client.Reader
+	rec    events.EventRecorder
 	active atomic.Bool
+}
+
+// record records evs on obj.
+func (w *statusWatch) record(obj client.Object, evs []statusEvent) {
+	if w.rec == nil {
+		return
+	}
+	for _, e := range evs {
+		action := "StatusTransition"
+		if e.reason == ReasonFinalized {
+			action = "Finalize"
+		}
+		w.rec.Eventf(obj, nil, corev1.EventTypeNormal, e.reason, action, "%s", e.note)
+	}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -134,7 +162,7 @@ func (w *statusWatch) Start(ctx context.Context) error {
 		}
 		for _, it := range items {
 			if o, ok := it.(client.Object); ok {
-				w.m.ObserveStatus(o)
+				w.record(o, w.m.observeStatus(o))
 			}
 		}
 	}
@@ -144,13 +172,13 @@ func (w *statusWatch) Start(ctx context.Context) error {
 
 func (w *statusWatch) OnAdd(obj any, _ bool) {
 	if o, ok := obj.(client.Object); ok && w.active.Load() {
-		w.m.ObserveStatus(o)
+		w.record(o, w.m.observeStatus(o))
 	}
 }
 
 func (w *statusWatch) OnUpdate(_, obj any) {
 	if o, ok := obj.(client.Object); ok && w.active.Load() {
-		w.m.ObserveStatus(o)
+		w.record(o, w.m.observeStatus(o))
 	}
 }
 
@@ -159,6 +187,6 @@ func (w *statusWatch) OnDelete(obj any) {
 		obj = d.Obj
 	}
 	if o, ok := obj.(client.Object); ok && w.active.Load() {
-		w.m.ObserveStatusGone(o)
+		w.record(o, w.m.observeStatusGone(o))
 	}
 }
