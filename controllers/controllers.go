@@ -80,8 +80,15 @@ const (
 	ReasonInstanceUnhealthy              = "InstanceUnhealthy"
 	ReasonInstanceStopping               = "InstanceStopping"
 	ReasonInstanceTerminating            = "InstanceTerminating"
-	ReasonCapacityReservationInterrupted = "CapacityReservationInterrupted"
+	ReasonCapacityReservationInterrupted = "CapacityReservationInstanceInterrupted"
+	// ReasonTerminatingOnInterruption is recorded on the NodeClaim and its
+	// node when an interruption deletes the NodeClaim.
+	ReasonTerminatingOnInterruption = "TerminatingOnInterruption"
 )
+
+// EventSource is the reporting controller of every event the controllers
+// record, Karpenter's single source.
+const EventSource = "karpenter"
 
 // Deps are what the controllers act through. Cloud, Clients, Settings,
 // Resolver and State are required; the rest have defaults.
@@ -117,6 +124,12 @@ type Deps struct {
 	// NodeRepair turns node repair on and sets its unhealthy-node cap; off
 	// by default, and the cap defaults to 20% (see health.Options).
 	NodeRepair health.Options
+
+	// DisableClusterStateObservability turns off what Karpenter's
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY does: the metrics of pods, nodes
+	// and NodePools and the status metrics of NodeClaims, Nodes and
+	// NodePools (see metrics.Metrics.DisableClusterStateObservability).
+	DisableClusterStateObservability bool
 
 	// Clock is the time source; default clock.RealClock{}.
 	Clock clock.WithTicker
@@ -202,9 +215,18 @@ func Register(mgr manager.Manager, deps Deps) error {
 		return err
 	}
 	kube := mgr.GetClient()
+	// One event source for every controller, Karpenter's, so that event
+	// queries and exporters filtering on it keep matching.
+	rec := mgr.GetEventRecorder(EventSource)
 	deps.Metrics.CountLaunchFailures(deps.Cloud)
+	if deps.DisableClusterStateObservability {
+		deps.Metrics.DisableClusterStateObservability()
+	}
 	deps.Metrics.WatchState(metrics.StateOptions{State: deps.State, Clock: deps.Clock,
 		Synced: func(ctx context.Context) bool { return deps.State.Synced(ctx, mgr.GetClient()) }})
+	if err := deps.Metrics.WatchStatus(mgr, rec); err != nil {
+		return fmt.Errorf("status metrics: %w", err)
+	}
 	// Each controller calls the cloud through its own measured view, so
 	// that karpenter_cloudprovider_* metrics say which controller called.
 	cloudFor := func(controller string) cloud.CloudProvider { return deps.Metrics.Decorate(deps.Cloud, controller) }
@@ -219,34 +241,34 @@ func Register(mgr manager.Manager, deps Deps) error {
 			return fmt.Errorf("%s: %w", overlaystatus.Name, err)
 		}
 	}
-	if err := lifecycle.New(kube, cloudFor(lifecycle.Name), deps.Clock, mgr.GetEventRecorder(lifecycle.Name), deps.Metrics).Register(mgr); err != nil {
+	if err := lifecycle.New(kube, cloudFor(lifecycle.Name), deps.Clock, rec, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", lifecycle.Name, err)
 	}
-	if err := nodeclaimgc.New(kube, cloudFor(nodeclaimgc.Name), deps.Clock, mgr.GetEventRecorder(nodeclaimgc.Name)).Register(mgr); err != nil {
+	if err := nodeclaimgc.New(kube, cloudFor(nodeclaimgc.Name), deps.Clock, rec).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeclaimgc.Name, err)
 	}
-	if err := nodeterm.New(kube, cloudFor(nodeterm.Name), deps.Clock, mgr.GetEventRecorder(nodeterm.Name)).WithMetrics(deps.Metrics).Register(mgr); err != nil {
+	if err := nodeterm.New(kube, cloudFor(nodeterm.Name), deps.Clock, rec).WithMetrics(deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeterm.Name, err)
 	}
-	if err := disruption.New(kube, cloudFor(disruption.Name), deps.Clock, mgr.GetEventRecorder(disruption.Name)).Register(mgr); err != nil {
+	if err := disruption.New(kube, cloudFor(disruption.Name), deps.Clock, rec).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruption.Name, err)
 	}
-	if err := expiration.New(kube, deps.Clock, mgr.GetEventRecorder(expiration.Name), deps.Metrics).Register(mgr); err != nil {
+	if err := expiration.New(kube, deps.Clock, rec, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", expiration.Name, err)
 	}
 	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", tagging.Name, err)
 	}
-	if err := health.New(kube, cloudFor(health.Name), deps.Clock, mgr.GetEventRecorder(health.Name), deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
+	if err := health.New(kube, cloudFor(health.Name), deps.Clock, rec, deps.Metrics, deps.NodeRepair).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", health.Name, err)
 	}
-	if err := nodepoolstatus.New(kube, deps.State, deps.Clock, mgr.GetEventRecorder(nodepoolstatus.Name), deps.Validator, deps.Metrics).Register(mgr); err != nil {
+	if err := nodepoolstatus.New(kube, deps.State, deps.Clock, rec, deps.Validator, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodepoolstatus.Name, err)
 	}
-	if err := nodeclassstatus.New(kube, deps.Resolver, mgr.GetEventRecorder(nodeclassstatus.Name), deps.NodeClass).Register(mgr); err != nil {
+	if err := nodeclassstatus.New(kube, deps.Resolver, rec, deps.NodeClass).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", nodeclassstatus.Name, err)
 	}
-	prov := provisioning.New(kube, deps.State, cloudFor(provisioning.Name), deps.Clock, mgr.GetEventRecorder(provisioning.Name), deps.Provisioning, deps.Metrics)
+	prov := provisioning.New(kube, deps.State, cloudFor(provisioning.Name), deps.Clock, rec, deps.Provisioning, deps.Metrics)
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", provisioning.Name, err)
 	}
@@ -265,7 +287,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if disrOpts.LiveReader == nil {
 		disrOpts.LiveReader = mgr.GetAPIReader()
 	}
-	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, mgr.GetEventRecorder(disruptionctl.Name), disrOpts, deps.Metrics)
+	disr := disruptionctl.New(kube, deps.State, cloudFor(disruptionctl.Name), deps.Clock, rec, disrOpts, deps.Metrics)
 	if err := disr.Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", disruptionctl.Name, err)
 	}
@@ -288,7 +310,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 			return fmt.Errorf("%s: %w", NameZonalShift, err)
 		}
 	}
-	h := &interruptionHandler{kube: kube, rec: mgr.GetEventRecorder(NameInterruption), cloud: deps.Cloud,
+	h := &interruptionHandler{kube: kube, rec: rec, cloud: deps.Cloud,
 		disruption: disr, metrics: deps.Metrics, actOnRebalance: deps.ActOnRebalance, clock: deps.Clock}
 	// The status checks need no queue: EC2 is asked for them.
 	status, err := queue.NewStatusPoller(queue.StatusConfig{
@@ -551,7 +573,7 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 		// being deleted.
 		h.metrics.InstanceStatusUnhealthy(string(a.Event.Kind))
 	}
-	h.rec.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Interrupted", "%s", note)
+	h.eventOnClaimAndNode(ctx, nc, interruptionEventType(reason), reason, "Interrupted", note)
 	if !act {
 		return nil
 	}
@@ -590,6 +612,7 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	}
 	log.FromContext(ctx).Info("deleting interrupted nodeclaim", "NodeClaim", nc.Name,
 		"instance", a.InstanceID, "kind", string(a.Event.Kind), "event", a.Event.ID)
+	h.eventOnClaimAndNode(ctx, nc, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, "Delete", "Interruption triggered termination for the NodeClaim/Node")
 	if err := h.kube.Delete(ctx, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -598,6 +621,30 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	}
 	h.metrics.NodeClaimDisrupted(metricReason, nc.Labels[wellknown.LabelNodePool], nc.Labels[wellknown.LabelCapacityType])
 	return nil
+}
+
+// interruptionEventType is the type of an interruption's event, as
+// Karpenter records it: a rebalance recommendation is Normal, the others
+// are Warnings.
+func interruptionEventType(reason string) string {
+	if reason == ReasonSpotRebalanceRecommendation {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+// eventOnClaimAndNode records an event on nc and, when it has registered,
+// on its Node, as Karpenter records interruption events on both.
+func (h *interruptionHandler) eventOnClaimAndNode(ctx context.Context, nc *karpv1.NodeClaim, eventType, reason, action, note string) {
+	h.rec.Eventf(nc, nil, eventType, reason, action, "%s", note)
+	if nc.Status.NodeName == "" {
+		return
+	}
+	node := &corev1.Node{}
+	if err := h.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+		return
+	}
+	h.rec.Eventf(node, nil, eventType, reason, action, "%s", note)
 }
 
 // stampTermination sets the NodeClaim's termination deadline annotation to

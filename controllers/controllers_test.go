@@ -102,8 +102,15 @@ func TestInterruptionHandler(t *testing.T) {
 			if gone := err != nil; gone != tc.deleted {
 				t.Errorf("deleted = %v, want %v (%v)", gone, tc.deleted, err)
 			}
-			if len(rec.reasons) != 1 || rec.reasons[0][:len(tc.reason)] != tc.reason {
-				t.Errorf("events = %v, want one %s", rec.reasons, tc.reason)
+			// The interruption's event, then, when the NodeClaim is deleted
+			// for it, Karpenter's TerminatingOnInterruption.
+			want := 1
+			if tc.deleted {
+				want = 2
+			}
+			if len(rec.reasons) != want || !strings.HasPrefix(rec.reasons[0], tc.reason+":") ||
+				(tc.deleted && !strings.HasPrefix(rec.reasons[1], ReasonTerminatingOnInterruption+":")) {
+				t.Errorf("events = %v, want %s (and %s when deleted)", rec.reasons, tc.reason, ReasonTerminatingOnInterruption)
 			}
 			// Redelivery of the same message, after the NodeClaim is gone, is a no-op.
 			if err := h.handle(context.Background(), a); err != nil {
@@ -202,8 +209,8 @@ func TestInterruptionHandlerStatusCheckIsForceful(t *testing.T) {
 	if v := got.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; v != now.Format(time.RFC3339) {
 		t.Errorf("termination timestamp %q, want now", v)
 	}
-	if len(rec.reasons) != 1 {
-		t.Errorf("events %v, want one", rec.reasons)
+	if len(rec.reasons) != 2 || !strings.HasPrefix(rec.reasons[1], ReasonTerminatingOnInterruption+":") {
+		t.Errorf("events %v, want InstanceUnhealthy and %s", rec.reasons, ReasonTerminatingOnInterruption)
 	}
 	want := `
 # HELP karpenter_interruption_instance_status_unhealthy_total Count of unhealthy instance statuses detected. Broken down by status check category.

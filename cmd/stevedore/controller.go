@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,11 +39,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	// Registers controller_runtime_conversion_webhook_panics_total, which
+	// Karpenter serves (at 0: neither serves a conversion webhook).
+	_ "sigs.k8s.io/controller-runtime/pkg/webhook/conversion/metrics"
 
 	autoscalingv1beta1 "github.com/stevedore-autoscaler/stevedore/api/autoscaling/v1beta1"
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -58,6 +61,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeclassstatus "github.com/stevedore-autoscaler/stevedore/controllers/nodeclass/status"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
+	"github.com/stevedore-autoscaler/stevedore/internal/kubemetrics"
 	"github.com/stevedore-autoscaler/stevedore/internal/version"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/sim/account"
@@ -105,16 +109,17 @@ const (
 	flagMetricsSecure  = "metrics-secure"
 	flagMetricsCertDir = "metrics-cert-dir"
 
+	flagDisableClusterStateObservability = "disable-cluster-state-observability"
+
 	// Karpenter settings stevedore accepts and ignores (see
 	// docs/operations.md for why each has no meaning here).
-	flagCPURequests                      = "cpu-requests"
-	flagIgnoreDRARequests                = "ignore-dra-requests"
-	flagDisableClusterStateObservability = "disable-cluster-state-observability"
-	flagKarpenterService                 = "karpenter-service"
-	flagDisableWebhook                   = "disable-webhook"
-	flagWebhookPort                      = "webhook-port"
-	flagWebhookMetricsPort               = "webhook-metrics-port"
-	flagAWSFeatureGates                  = "aws-feature-gates"
+	flagCPURequests        = "cpu-requests"
+	flagIgnoreDRARequests  = "ignore-dra-requests"
+	flagKarpenterService   = "karpenter-service"
+	flagDisableWebhook     = "disable-webhook"
+	flagWebhookPort        = "webhook-port"
+	flagWebhookMetricsPort = "webhook-metrics-port"
+	flagAWSFeatureGates    = "aws-feature-gates"
 )
 
 // softMemoryShare is the part of the container's memory limit
@@ -167,11 +172,14 @@ type controllerOptions struct {
 	enableProfiling    bool
 	metricsSecure      bool
 	metricsCertDir     string
+	// disableObservability is Karpenter's
+	// DISABLE_CLUSTER_STATE_OBSERVABILITY.
+	disableObservability bool
 	// ignored holds the Karpenter settings that are accepted and ignored;
 	// they are parsed (so a malformed value is still reported) and unread.
 	ignored struct {
 		cpuRequests, webhookPort, webhookMetricsPort int
-		ignoreDRA, disableObservability, noWebhook   bool
+		ignoreDRA, noWebhook                         bool
 		karpenterService, awsFeatureGates            string
 	}
 	envErr             error
@@ -243,7 +251,8 @@ func (o *controllerOptions) addFlags(fs *pflag.FlagSet, getenv func(string) stri
 	ignoredFlag := func(why string) string { return "accepted for Karpenter compatibility and ignored: " + why }
 	fs.IntVar(&o.ignored.cpuRequests, flagCPURequests, 1000, ignoredFlag("stevedore does not size its workers by CPU requests")+env(flagCPURequests))
 	fs.BoolVar(&o.ignored.ignoreDRA, flagIgnoreDRARequests, true, "ignore the DRA resource claims of pods, as Karpenter does by default; stevedore does not schedule them, so false is refused"+env(flagIgnoreDRARequests))
-	fs.BoolVar(&o.ignored.disableObservability, flagDisableClusterStateObservability, false, ignoredFlag("stevedore's cluster-state metrics are always served")+env(flagDisableClusterStateObservability))
+	fs.BoolVar(&o.disableObservability, flagDisableClusterStateObservability, false,
+		"turn off, as Karpenter does, the metrics of pods, nodes and NodePools (karpenter_pods_state, the per-node gauges, karpenter_nodepools_usage, ...) and the status-condition metrics of NodeClaims, Nodes and NodePools (operator_nodeclaim_*, operator_node_*, operator_nodepool_*), for large clusters"+env(flagDisableClusterStateObservability))
 	fs.StringVar(&o.ignored.karpenterService, flagKarpenterService, "", ignoredFlag("stevedore serves no webhooks")+env(flagKarpenterService))
 	fs.BoolVar(&o.ignored.noWebhook, flagDisableWebhook, true, ignoredFlag("stevedore serves no webhooks")+env(flagDisableWebhook))
 	fs.IntVar(&o.ignored.webhookPort, flagWebhookPort, 8443, ignoredFlag("stevedore serves no webhooks")+env(flagWebhookPort))
@@ -408,6 +417,15 @@ func (o *controllerOptions) metricsServer() metricsserver.Options {
 	return m
 }
 
+// metricsRegisterer is where the metrics are registered: controller-runtime's
+// registry, which the metrics address serves, unless a test set another.
+func (o *controllerOptions) metricsRegisterer() prometheus.Registerer {
+	if o.registerer != nil {
+		return o.registerer
+	}
+	return ctrlmetrics.Registry
+}
+
 // probeBindAddress is --health-probe-bind-address, or every interface on
 // --health-probe-port (HEALTH_PROBE_PORT) when it is not set.
 func (o *controllerOptions) probeBindAddress() string {
@@ -516,7 +534,7 @@ kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
 				}
 				return runController(ctx, opts, clients, region)
 			}
-			clients, region, err := awsClients(ctx, opts.settings)
+			clients, region, err := awsClients(ctx, opts.settings, opts.metricsRegisterer())
 			if err != nil {
 				return err
 			}
@@ -529,11 +547,10 @@ kwok to play its kubelet (hack/local-cluster.sh). --cluster-name and
 
 // awsClients builds the AWS clients from the default credential chain, with
 // the region taken from the environment or the instance metadata service.
-func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithEC2IMDSRegion(),
-		awsconfig.WithAppID("stevedore-"+version.Get().Version))
+func awsClients(ctx context.Context, s settings.Settings, reg prometheus.Registerer) (sdk.Clients, string, error) {
+	cfg, err := awsConfig(ctx, reg)
 	if err != nil {
-		return sdk.Clients{}, "", fmt.Errorf("loading the AWS configuration: %w", err)
+		return sdk.Clients{}, "", err
 	}
 	if cfg.Region == "" {
 		return sdk.Clients{}, "", errors.New("no AWS region: set AWS_REGION, or run where the instance metadata service answers")
@@ -546,6 +563,23 @@ func awsClients(ctx context.Context, s settings.Settings) (sdk.Clients, string, 
 		cfg.Credentials = awssdk.NewCredentialsCache(provider)
 	}
 	return sdk.NewFromConfig(cfg), cfg.Region, nil
+}
+
+// awsConfig loads the AWS configuration from the default chain and
+// instruments it: every call of a client made from it feeds the
+// aws_sdk_go_* metrics registered with reg.
+func awsConfig(ctx context.Context, reg prometheus.Registerer) (awssdk.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithEC2IMDSRegion(),
+		awsconfig.WithAppID("stevedore-"+version.Get().Version))
+	if err != nil {
+		return awssdk.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	m, err := sdk.NewMetrics(reg)
+	if err != nil {
+		return awssdk.Config{}, fmt.Errorf("AWS SDK metrics: %w", err)
+	}
+	m.Instrument(&cfg)
+	return cfg, nil
 }
 
 // simulatedClients opens the simulated account of --simulated-account (test
@@ -579,7 +613,9 @@ func simulatedClients(ctx context.Context, opts *controllerOptions) (sdk.Clients
 // newLogger returns the JSON logger all of the controller logs through:
 // to w when set (tests), else to the destinations of --log-output-paths,
 // with the logger's own errors to --log-error-output-paths, as Karpenter's
-// LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS.
+// LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS. Its lines have Karpenter's
+// keys and level names (see logEncoderConfig), so that queries and alerts
+// written against Karpenter's logs keep matching.
 func newLogger(opts *controllerOptions) (logr.Logger, func(), error) {
 	lvl, _ := zapLevel(opts.logLevel)
 	out, errOut := zapcore.WriteSyncer(nil), zapcore.WriteSyncer(nil)
@@ -600,12 +636,61 @@ func newLogger(opts *controllerOptions) (logr.Logger, func(), error) {
 		out, errOut = o, e
 		closeAll = func() { closeOut(); closeErr() }
 	}
-	logger := zap.New(zap.WriteTo(out), zap.Level(lvl), zap.RawZapOpts(gozap.ErrorOutput(errOut)),
-		zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
-			c.TimeKey = "time"
-			c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-		}))
-	return logger, closeAll, nil
+	return zapr.NewLogger(buildZap(out, errOut, lvl, version.Get().Revision)), closeAll, nil
+}
+
+// Log keys and names, Karpenter's.
+const (
+	logKeyMessage = "message"
+	logKeyLevel   = "level"
+	logKeyTime    = "time"
+	logKeyLogger  = "logger"
+	logKeyCaller  = "caller"
+	logKeyStack   = "stacktrace"
+	logKeyCommit  = "commit"
+	// logName is the name of the root logger; controller-runtime appends
+	// the controller's after a dot.
+	logName = "controller"
+)
+
+// logEncoderConfig is the JSON encoding of every line: Karpenter's keys,
+// upper-case level names (INFO, ERROR, DEBUG), ISO 8601 times with
+// milliseconds, durations as strings and callers as package/file:line.
+func logEncoderConfig() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		MessageKey:     logKeyMessage,
+		LevelKey:       logKeyLevel,
+		TimeKey:        logKeyTime,
+		NameKey:        logKeyLogger,
+		CallerKey:      logKeyCaller,
+		FunctionKey:    zapcore.OmitKey,
+		StacktraceKey:  logKeyStack,
+		LineEnding:     zapcore.DefaultLineEnding,
+		EncodeLevel:    zapcore.CapitalLevelEncoder,
+		EncodeTime:     zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+		EncodeCaller:   zapcore.ShortCallerEncoder,
+		EncodeName:     zapcore.FullNameEncoder,
+	}
+}
+
+// buildZap makes the zap logger behind newLogger, configured as Karpenter's:
+// JSON lines to out at lvl and above; the caller only at debug level; no
+// stack traces; at most 100 lines of the same message and level a second,
+// then one in 100; named "controller"; and, when the build knows its VCS
+// revision, a commit key on every line.
+func buildZap(out, errOut zapcore.WriteSyncer, lvl zapcore.Level, revision string) *gozap.Logger {
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(logEncoderConfig()), out, lvl)
+	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	zopts := []gozap.Option{gozap.ErrorOutput(errOut)}
+	if lvl <= zapcore.DebugLevel {
+		zopts = append(zopts, gozap.AddCaller())
+	}
+	z := gozap.New(core, zopts...).Named(logName)
+	if revision != "" {
+		z = z.With(gozap.String(logKeyCommit, revision))
+	}
+	return z
 }
 
 // restConfig returns the API server's client configuration: the kubeconfig
@@ -677,6 +762,11 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
 	ctx = ctrllog.IntoContext(ctx, logger)
+	reg := opts.metricsRegisterer()
+	// Before the first request, so that client-go counts them all.
+	if err := kubemetrics.RegisterClientGo(reg); err != nil {
+		return fmt.Errorf("client-go metrics: %w", err)
+	}
 
 	// Relaxed minValues change which instance types nodes may launch from:
 	// say so once, where an operator looking at such a node would look.
@@ -761,6 +851,14 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	if opts.gracefulShutdownTO > 0 {
 		mgrOpts.GracefulShutdownTimeout = &opts.gracefulShutdownTO
 	}
+	if opts.leaderElection() {
+		lock, stopLockEvents, err := opts.leaderLock(cfg, scheme, reg)
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		defer stopLockEvents()
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
 	mgr, err := manager.New(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
@@ -801,10 +899,6 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 	if err != nil {
 		return err
 	}
-	reg := opts.registerer
-	if reg == nil {
-		reg = ctrlmetrics.Registry
-	}
 	err = controllers.Register(mgr, controllers.Deps{
 		Account:  account,
 		Region:   region,
@@ -842,6 +936,8 @@ func runController(ctx context.Context, opts *controllerOptions, clients sdk.Cli
 		ActOnRebalance: opts.actOnRebalance,
 		Clock:          clock.RealClock{},
 		Registerer:     reg,
+
+		DisableClusterStateObservability: opts.disableObservability,
 	})
 	if err != nil {
 		return err

@@ -213,11 +213,11 @@ func TestControllerRunsAgainstAPIServer(t *testing.T) {
 	// Logs are JSON, one object a line, and the start is announced.
 	out := logs.String()
 	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, `"level":"error"`) {
+		if strings.Contains(l, `"level":"ERROR"`) {
 			t.Logf("error logged: %s", l)
 		}
 	}
-	if !strings.Contains(out, `"msg":"starting controller"`) || !strings.Contains(out, `"kubernetesVersion":"1.`) {
+	if !strings.Contains(out, `"message":"starting controller"`) || !strings.Contains(out, `"kubernetesVersion":"1.`) {
 		t.Errorf("no start line in logs:\n%s", out)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -266,6 +266,13 @@ func testAccount(t *testing.T, seed uint64, cluster string) (*fake.AWS, *fake.Cl
 // the test ends, at the latest.
 func runTestController(t *testing.T, f *fake.AWS, kubeconfig string, args ...string) (*syncBuffer, <-chan error, context.CancelFunc) {
 	t.Helper()
+	return runTestControllerOpts(t, f, kubeconfig, nil, args...)
+}
+
+// runTestControllerOpts is runTestController with the options changed by
+// set, when not nil, after the flags are parsed.
+func runTestControllerOpts(t *testing.T, f *fake.AWS, kubeconfig string, set func(*controllerOptions), args ...string) (*syncBuffer, <-chan error, context.CancelFunc) {
+	t.Helper()
 	var o controllerOptions
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	o.addFlags(fs, func(string) string { return "" })
@@ -281,6 +288,9 @@ func runTestController(t *testing.T, f *fake.AWS, kubeconfig string, args ...str
 	// Several tests start a manager in this process; controller-runtime
 	// refuses a controller name it has seen before unless told.
 	o.sharedProcess = true
+	if set != nil {
+		set(&o)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done, finished := make(chan error, 1), make(chan struct{})
 	go func() {

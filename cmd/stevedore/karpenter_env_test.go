@@ -27,6 +27,7 @@ func TestKarpenterEnvVars(t *testing.T) {
 		leaderElect                                                  bool
 		memoryLimit                                                  int64
 		profiling                                                    bool
+		noClusterStateMetrics                                        bool
 	}
 	defaults := effective{metrics: ":8080", probe: ":8081", lease: "karpenter-leader-election", preference: "Respect",
 		minValues: "Strict", logOut: "stdout", logErr: "stderr", leaderElect: true, memoryLimit: -1}
@@ -50,8 +51,10 @@ func TestKarpenterEnvVars(t *testing.T) {
 			want: func(e *effective) { e.logOut, e.logErr = "stderr,/var/log/stevedore.log", "stdout" }},
 		{name: "memory and profiling", env: map[string]string{"MEMORY_LIMIT": "1073741824", "ENABLE_PROFILING": "true"},
 			want: func(e *effective) { e.memoryLimit, e.profiling = 1073741824, true }},
+		{name: "cluster state observability off", env: map[string]string{"DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"},
+			want: func(e *effective) { e.noClusterStateMetrics = true }},
 		{name: "accepted and ignored", env: map[string]string{"CPU_REQUESTS": "2000", "IGNORE_DRA_REQUESTS": "true",
-			"DISABLE_CLUSTER_STATE_OBSERVABILITY": "true", "KARPENTER_SERVICE": "karpenter", "DISABLE_WEBHOOK": "true",
+			"KARPENTER_SERVICE": "karpenter", "DISABLE_WEBHOOK": "true",
 			"WEBHOOK_PORT": "8443", "WEBHOOK_METRICS_PORT": "8001", "AWS_FEATURE_GATES": "NodeClassCEL=false"},
 			want: func(*effective) {}},
 	}
@@ -65,7 +68,8 @@ func TestKarpenterEnvVars(t *testing.T) {
 			tc.want(&want)
 			got := effective{metrics: o.metricsBindAddress(), probe: o.probeBindAddress(), lease: o.leaseName(),
 				preference: o.preferencePolicy, minValues: o.minValuesPolicy, logOut: o.logOutputPaths, logErr: o.logErrorPaths,
-				leaderElect: o.leaderElection(), memoryLimit: o.memoryLimit, profiling: o.enableProfiling}
+				leaderElect: o.leaderElection(), memoryLimit: o.memoryLimit, profiling: o.enableProfiling,
+				noClusterStateMetrics: o.disableObservability}
 			if got != want {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -127,6 +128,22 @@ func exercise(t *testing.T, m *Metrics, scrape func()) {
 	clk.Step(time.Hour)
 	st := exerciseState(clk)
 	m.WatchState(StateOptions{State: st, Clock: clk, Synced: func(context.Context) bool { return false }})
+	observeSnapshot(m, st, clk.Now())
+	// update changes an object in the state and has its status observed,
+	// as the informers do.
+	update := func(o client.Object) {
+		switch o := o.(type) {
+		case *karpv1.NodePool:
+			st.UpdateNodePool(o)
+		case *karpv1.NodeClaim:
+			st.UpdateNodeClaim(o)
+		case *corev1.Node:
+			st.UpdateNode(o)
+		case *awsv1.EC2NodeClass:
+			st.UpdateEC2NodeClass(o)
+		}
+		m.ObserveStatus(o)
+	}
 
 	cp := m.Decorate(fakeCloud{}, "provisioner")
 	if _, err := cp.GetInstanceTypes(context.Background(), &karpv1.NodePool{}); err != nil {
@@ -170,36 +187,60 @@ func exercise(t *testing.T, m *Metrics, scrape func()) {
 	clk.Step(time.Minute)
 	now := clk.Now()
 	for _, name := range []string{"default", "gone"} {
-		st.UpdateNodePool(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
+		update(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 			Status: karpv1.NodePoolStatus{Conditions: []metav1.Condition{cond("Ready", "False", now)}}})
-		st.UpdateNode(&corev1.Node{
+		update(&corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "n-" + name, CreationTimestamp: metav1.NewTime(t0), DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 			Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)}}},
 		})
 	}
-	st.UpdateNodeClaim(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
+	update(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 		Status: karpv1.NodeClaimStatus{Conditions: []metav1.Condition{cond("Launched", "False", now)}}})
-	st.UpdateEC2NodeClass(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
+	update(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 		Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{cond("Ready", "False", now)}}})
 	scrape()
 	clk.Step(time.Minute)
 	now = clk.Now()
 	for _, name := range []string{"default", "gone"} {
-		st.UpdateNode(&corev1.Node{
+		update(&corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "n-" + name, CreationTimestamp: metav1.NewTime(t0), DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 			Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}},
 		})
 	}
-	st.UpdateNodePool(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
+	update(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", DeletionTimestamp: &metav1.Time{Time: now}, Finalizers: []string{"x"}},
 		Status: karpv1.NodePoolStatus{Conditions: []metav1.Condition{cond("Ready", "True", now)}}})
-	st.UpdateEC2NodeClass(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", DeletionTimestamp: &deletingAt, Finalizers: []string{"x"}},
+	update(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", DeletionTimestamp: &deletingAt, Finalizers: []string{"x"}},
 		Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{cond("Ready", "False", now)}}})
-	st.UpdateNodeClaim(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Labels: claimLabels, DeletionTimestamp: &deletingAt, Finalizers: []string{"x"}},
+	update(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc", Labels: claimLabels, DeletionTimestamp: &deletingAt, Finalizers: []string{"x"}},
 		Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "n1",
 			Conditions: []metav1.Condition{cond("Launched", "True", t0), cond("Ready", "True", now)}}})
 	st.DeleteNodePool("gone")
 	st.DeleteNode("n-gone")
 	st.DeleteNodeClaim("gone")
 	st.DeleteEC2NodeClass("gone")
+	for _, o := range []client.Object{&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-gone"}},
+		&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}} {
+		m.ObserveStatusGone(o)
+	}
 	scrape()
+}
+
+// observeSnapshot observes the status of every object of st, as the
+// status watch does when it starts.
+func observeSnapshot(m *Metrics, st *state.Cluster, now time.Time) {
+	snap := st.Snapshot(now)
+	for _, np := range snap.NodePools {
+		m.ObserveStatus(np)
+	}
+	for _, nc := range snap.NodeClasses {
+		m.ObserveStatus(nc)
+	}
+	for _, n := range snap.Nodes {
+		if n.NodeClaim != nil {
+			m.ObserveStatus(n.NodeClaim)
+		}
+		if n.Node != nil {
+			m.ObserveStatus(n.Node)
+		}
+	}
 }

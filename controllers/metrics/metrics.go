@@ -18,7 +18,9 @@
 //   - gauges that describe the cluster (per-node resources, pods, cluster
 //     state, NodePool cost, status conditions of NodeClaims, Nodes,
 //     NodePools and EC2NodeClasses), computed from the cluster state that
-//     WatchState names when the registry is scraped (state.go, status.go).
+//     WatchState names when the registry is scraped (state.go, status.go);
+//   - the status condition transitions and terminations of those objects,
+//     observed when they change or go (ObserveStatus, WatchStatus).
 //
 // What stevedore cannot produce as Karpenter does is said where it is
 // recorded: it sends its EC2 calls one at a time (every batch has one
@@ -58,6 +60,9 @@ const (
 	LabelCapacityType     = "capacity_type"
 	LabelZone             = "zone"
 	LabelNodeName         = "node_name"
+	// LabelManaged says whether a node belongs to a NodePool (a NodeClaim
+	// owns it; for pods, their node has a NodePool label).
+	LabelManaged = "managed"
 )
 
 // Metrics holds the collectors. Create it with New; all methods are safe for
@@ -163,7 +168,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 // published for it before (a resource that left the usage or the limits
 // disappears from the gauge).
 func (m *Metrics) SetNodePool(nodePool string, usage, limits corev1.ResourceList) {
-	if m == nil {
+	if m == nil || !m.clusterStateObserved() {
 		return
 	}
 	setResources(m.nodePoolUsage, nodePool, usage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,11 +129,15 @@ type stateCollector struct {
 	// holds the metrics several kinds share.
 	status     []*statusKind
 	deprecated *deprecatedStatus
+	// clusterStateOff turns off what Karpenter's
+	// --disable-cluster-state-observability does; see
+	// DisableClusterStateObservability.
+	clusterStateOff bool
 }
 
 func newStateCollector(m *Metrics) *stateCollector {
 	c := &stateCollector{m: m, startedPods: map[types.UID]bool{}, boundPods: map[types.UID]bool{}, costErrors: map[string]bool{}, descs: map[string]*prometheus.Desc{}}
-	node := append(slices.Clone(nodeLabelNames), "node_name", "phase")
+	node := append(slices.Clone(nodeLabelNames), "node_name", "phase", LabelManaged)
 	nodeRes := append(slices.Clone(node), LabelResourceType)
 	desc := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc(name, help, labels, nil)
@@ -146,7 +151,7 @@ func newStateCollector(m *Metrics) *stateCollector {
 	desc(Namespace+"_nodes_current_lifetime_seconds", "Node age in seconds.", node...)
 	desc(Namespace+"_cluster_utilization_percent", "Utilization of allocatable resources by pod requests.", LabelResourceType)
 	desc(namePodsState, "Pod state is the current state of pods. Labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
-		"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, LabelInstanceType, "phase", "ready")
+		"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, LabelInstanceType, "phase", "ready", LabelManaged)
 	desc(Namespace+"_pods_unbound_time_seconds", "The time from pod creation until the pod is bound.", "name", "namespace")
 	desc(Namespace+"_pods_unstarted_time_seconds", "The time from pod creation until the pod is running.", "name", "namespace")
 	desc(Namespace+"_pods_provisioning_unbound_time_seconds", "The time from when stevedore first thinks the pod can schedule until it binds. Note: this is calculated from a point in memory, not by the pod creation timestamp.", "name", "namespace")
@@ -194,12 +199,45 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.opts.Clock.Now()
 	snap := c.opts.State.Snapshot(now)
 	c.collectSync(ch, now, len(snap.Nodes))
-	c.collectNodes(ch, snap, now)
+	if !c.clusterStateOff {
+		c.collectNodes(ch, snap, now)
+	}
 	c.collectPods(ch, snap, now)
 	c.collectCost(ch, snap)
 	for _, s := range c.status {
+		if c.clusterStateOff && s.clusterState {
+			continue
+		}
 		s.collect(ch, snap, now)
 	}
+}
+
+// DisableClusterStateObservability turns off the metrics Karpenter's
+// --disable-cluster-state-observability turns off: those of its metrics
+// controllers of pods (karpenter_pods_state, the pod startup and binding
+// durations and times, provisioning ones included), of nodes (the per-node
+// gauges, karpenter_cluster_utilization_percent) and of NodePools
+// (karpenter_nodepools_usage, _limit and _cost_total), and those of its
+// status controllers of NodeClaims, Nodes and NodePools (operator_nodeclaim_*,
+// operator_node_*, operator_nodepool_*, and the deprecated operator_* series
+// of NodeClaims and NodePools). The EC2NodeClass status metrics stay, as in
+// Karpenter. Call it before the metrics are first fed.
+func (m *Metrics) DisableClusterStateObservability() {
+	if m == nil {
+		return
+	}
+	c := m.state
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clusterStateOff = true
+}
+
+// clusterStateObserved reports whether the cluster-state metrics are on.
+func (m *Metrics) clusterStateObserved() bool {
+	c := m.state
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.clusterStateOff
 }
 
 func (c *stateCollector) collectSync(ch chan<- prometheus.Metric, now time.Time, nodes int) {
@@ -255,10 +293,14 @@ func (c *stateCollector) collectNodes(ch chan<- prometheus.Metric, snap state.Sn
 		for _, k := range nodeLabelKeys {
 			labels = append(labels, n.Node.Labels[k])
 		}
-		labels = append(labels, n.Node.Name, string(n.Node.Status.Phase))
+		// A node is managed when a NodeClaim owns it.
+		labels = append(labels, n.Node.Name, string(n.Node.Status.Phase), strconv.FormatBool(n.NodeClaim != nil))
 		var podReq, podLim, dsReq, dsLim corev1.ResourceList
 		for _, p := range n.Pods {
-			req, lim := resources.Requests(p), podLimits(p)
+			// Each pod also counts 1 of the pods resource, as Karpenter
+			// sums a node's pods.
+			req := resources.Add(resources.Requests(p), onePod)
+			lim := resources.Add(podLimits(p), onePod)
 			podReq, podLim = resources.Add(podReq, req), resources.Add(podLim, lim)
 			if isDaemon(p) {
 				dsReq, dsLim = resources.Add(dsReq, req), resources.Add(dsLim, lim)
@@ -296,6 +338,9 @@ func (c *stateCollector) collectNodes(ch chan<- prometheus.Metric, snap state.Sn
 		c.emit(ch, Namespace+"_cluster_utilization_percent", pct, resourceLabel(name))
 	}
 }
+
+// onePod is one of the pods resource.
+var onePod = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
 
 func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 	names := make([]corev1.ResourceName, 0, len(rl))
@@ -362,9 +407,16 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		}
 		scheduledCond, scheduled := podCondition(pod, corev1.PodScheduled)
 		readyCond, ready := podCondition(pod, corev1.PodReady)
+		if pod.Spec.NodeName == "" && state.IsProvisionable(pod) {
+			zones[effectiveZone(pod)]++
+		}
+		if c.clusterStateOff {
+			return
+		}
 		c.emit(ch, namePodsState, 1, pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, fmt.Sprint(scheduled),
 			labels[wellknown.LabelNodePool], labels[wellknown.LabelTopologyZone], labels[wellknown.LabelArch],
-			labels[wellknown.LabelCapacityType], labels[wellknown.LabelInstanceType], string(pod.Status.Phase), fmt.Sprint(ready))
+			labels[wellknown.LabelCapacityType], labels[wellknown.LabelInstanceType], string(pod.Status.Phase), fmt.Sprint(ready),
+			strconv.FormatBool(labels[wellknown.LabelNodePool] != ""))
 		times := s.pods[key]
 		pending := pod.Status.Phase == corev1.PodPending
 		created := pod.CreationTimestamp.Time
@@ -402,9 +454,6 @@ func (c *stateCollector) collectPods(ch chan<- prometheus.Metric, snap state.Sna
 		}
 		if !times.seen.IsZero() && times.decided.IsZero() && pod.Spec.NodeName == "" && !scheduled {
 			c.emit(ch, Namespace+"_pods_provisioning_scheduling_undecided_time_seconds", now.Sub(times.seen).Seconds(), pod.Name, pod.Namespace)
-		}
-		if pod.Spec.NodeName == "" && state.IsProvisionable(pod) {
-			zones[effectiveZone(pod)]++
 		}
 	}
 	for _, n := range snap.Nodes {
@@ -603,6 +652,9 @@ func (c *stateCollector) collectCost(ch chan<- prometheus.Metric, snap state.Sna
 		}
 	}
 	for _, pool := range sortedKeys(cost) {
+		if c.clusterStateOff {
+			break
+		}
 		c.emit(ch, Namespace+"_nodepools_cost_total", cost[pool], pool)
 	}
 }

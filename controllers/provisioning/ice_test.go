@@ -89,8 +89,8 @@ func TestInsufficientCapacityFallsBackToAnotherOffering(t *testing.T) {
 			t.Errorf("Launched condition = %+v, want False/%s", c, lifecycle.ReasonInsufficientCapacity)
 		}
 	}
-	if len(e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: first[0].Name, Reason: lifecycle.ReasonInsufficientCapacity})) != 1 {
-		t.Errorf("no %s event on NodeClaim %s: %+v", lifecycle.ReasonInsufficientCapacity, first[0].Name, e.Events)
+	if len(e.Events.Matching(environment.Event{Kind: "NodeClaim", Name: first[0].Name, Reason: lifecycle.ReasonInsufficientCapacityError})) != 1 {
+		t.Errorf("no %s event on NodeClaim %s: %+v", lifecycle.ReasonInsufficientCapacityError, first[0].Name, e.Events)
 	}
 	for range 5 {
 		if err := e.Kube.Get(e.Ctx, client.ObjectKeyFromObject(&first[0]), got); apierrors.IsNotFound(err) {

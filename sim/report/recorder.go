@@ -30,12 +30,12 @@ var (
 // interruptionReasons are the reasons of the events the interruption
 // handler records; those marked true take the node away.
 var interruptionReasons = map[string]bool{
-	"SpotInterrupted":                true,
-	"SpotRebalanceRecommendation":    false,
-	"InstanceUnhealthy":              true,
-	"InstanceStopping":               true,
-	"InstanceTerminating":            true,
-	"CapacityReservationInterrupted": true,
+	"SpotInterrupted":                        true,
+	"SpotRebalanceRecommendation":            false,
+	"InstanceUnhealthy":                      true,
+	"InstanceStopping":                       true,
+	"InstanceTerminating":                    true,
+	"CapacityReservationInstanceInterrupted": true,
 }
 
 // Recorder builds a Document while a run goes. Create it with NewRecorder;
@@ -80,7 +80,7 @@ type claim struct {
 // NodeClaim they delete for something other than a disruption.
 var deletionReasons = map[string]bool{
 	"RegistrationTimeout": true, "LaunchTimeout": true, "InstanceNotFound": true,
-	"InsufficientCapacity": true, "NodeClassNotReady": true,
+	"InsufficientCapacityError": true, "NodeClassNotReady": true,
 	// The termination controller deletes the NodeClaim of a Node deleted
 	// by someone else (a failed node removed, kubectl delete node).
 	"DeletedNodeClaim": true,

@@ -187,17 +187,17 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	out := []watch.Controller{
 		{
 			Name:       lifecycle.Name,
-			Reconciler: lifecycle.New(kube, d.Cloud, d.Clock, d.Recorder(lifecycle.Name), d.Metrics).WithIndexes(),
+			Reconciler: lifecycle.New(kube, d.Cloud, d.Clock, d.Recorder(controllers.EventSource), d.Metrics).WithIndexes(),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK), watch.Map(nodeGVK, nodeClaimsWithProviderID(kube))},
 		},
 		{
 			Name:       nodeclaimgc.Name,
-			Reconciler: nodeclaimgc.New(kube, d.Cloud, d.Clock, d.Recorder(nodeclaimgc.Name)),
+			Reconciler: nodeclaimgc.New(kube, d.Cloud, d.Clock, d.Recorder(controllers.EventSource)),
 			Start:      []reconcile.Request{nodeclaimgc.Request()},
 		},
 		{
 			Name:       nodeterm.Name,
-			Reconciler: nodeterm.New(kube, d.Cloud, d.Clock, d.Recorder(nodeterm.Name)),
+			Reconciler: nodeterm.New(kube, d.Cloud, d.Clock, d.Recorder(controllers.EventSource)),
 			Watches: []watch.Watch{
 				watch.Own(nodeGVK, func(o client.Object) bool {
 					return !o.GetDeletionTimestamp().IsZero() && controllerutil.ContainsFinalizer(o, wellknown.FinalizerTermination)
@@ -218,7 +218,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		},
 		{
 			Name:       nodepoolstatus.Name,
-			Reconciler: nodepoolstatus.New(kube, d.State, d.Clock, d.Recorder(nodepoolstatus.Name), d.Validator, d.Metrics),
+			Reconciler: nodepoolstatus.New(kube, d.State, d.Clock, d.Recorder(controllers.EventSource), d.Validator, d.Metrics),
 			Watches: []watch.Watch{
 				watch.Own(nodePoolGVK),
 				{Kind: nodeClaimGVK, Map: func(c apiserver.Change) []reconcile.Request {
@@ -238,11 +238,11 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		},
 		{
 			Name:       nodeclassstatus.Name,
-			Reconciler: nodeclassstatus.New(kube, d.Resolver, d.Recorder(nodeclassstatus.Name), d.NodeClass),
+			Reconciler: nodeclassstatus.New(kube, d.Resolver, d.Recorder(controllers.EventSource), d.NodeClass),
 			Watches:    []watch.Watch{watch.Own(ec2NodeClassGVK), watch.Map(nodeClaimGVK, nodeClassOfNodeClaim)},
 		},
 	}
-	prov := provisioning.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(provisioning.Name), d.Provisioning, d.Metrics)
+	prov := provisioning.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(controllers.EventSource), d.Provisioning, d.Metrics)
 	provWatches := []watch.Watch{watch.Map(podGVK, func(o client.Object) []reconcile.Request {
 		if !state.IsProvisionable(o.(*corev1.Pod)) {
 			return nil
@@ -279,8 +279,8 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			},
 		})
 	}
-	disr := disruptionctl.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(disruptionctl.Name), d.Disruption, d.Metrics)
-	ncd := nodeclaimdisruption.New(kube, d.Cloud, d.Clock, d.Recorder(nodeclaimdisruption.Name))
+	disr := disruptionctl.New(kube, d.State, d.Cloud, d.Clock, d.Recorder(controllers.EventSource), d.Disruption, d.Metrics)
+	ncd := nodeclaimdisruption.New(kube, d.Cloud, d.Clock, d.Recorder(controllers.EventSource))
 	out = append(out,
 		watch.Controller{
 			Name:       nodeclaimdisruption.Name,
@@ -306,7 +306,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 		},
 		watch.Controller{
 			Name:       expiration.Name,
-			Reconciler: expiration.New(kube, d.Clock, d.Recorder(expiration.Name), d.Metrics),
+			Reconciler: expiration.New(kube, d.Clock, d.Recorder(controllers.EventSource), d.Metrics),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK)},
 		},
 		watch.Controller{
@@ -321,7 +321,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	if d.NodeRepair.Enabled && len(d.Cloud.RepairPolicies()) > 0 {
 		out = append(out, watch.Controller{
 			Name:       health.Name,
-			Reconciler: health.New(kube, d.Cloud, d.Clock, d.Recorder(health.Name), d.Metrics, d.NodeRepair),
+			Reconciler: health.New(kube, d.Cloud, d.Clock, d.Recorder(controllers.EventSource), d.Metrics, d.NodeRepair),
 			Watches: []watch.Watch{{Kind: nodeGVK, Map: func(c apiserver.Change) []reconcile.Request {
 				switch c.Type {
 				case apiserver.Deleted:
@@ -385,7 +385,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	// The instance-status poller and the queue consumer act on what they
 	// find the same way.
 	nodeClaimFor := controllers.NodeClaimForInstance(d.State, d.Clock)
-	handle := controllers.InterruptionHandler(kube, d.Recorder(controllers.NameInterruption), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock)
+	handle := controllers.InterruptionHandler(kube, d.Recorder(controllers.EventSource), d.Cloud, disr, d.Metrics, d.ActOnRebalance, d.Clock)
 	status, err := interruptionqueue.NewStatusPoller(interruptionqueue.StatusConfig{
 		EC2:          d.Clients.EC2,
 		NodeClaimFor: nodeClaimFor,

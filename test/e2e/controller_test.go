@@ -313,10 +313,10 @@ func testNodeClassNotReady(t *testing.T) {
 				return err
 			}
 			i := slices.IndexFunc(evs, func(e corev1.Event) bool {
-				return e.ReportingController == "provisioner" || e.Source.Component == "provisioner"
+				return e.ReportingController == "karpenter" || e.Source.Component == "karpenter"
 			})
 			if i < 0 {
-				return fmt.Errorf("pod %s: no FailedScheduling event from stevedore's provisioner: %d from others", p.Name, len(evs))
+				return fmt.Errorf("pod %s: no FailedScheduling event from stevedore (source karpenter): %d from others", p.Name, len(evs))
 			}
 			// The pod's event names the NodePool left out and why.
 			if want := "nodepool " + pool + ": left out: "; !strings.Contains(evs[i].Message, want) || !strings.Contains(evs[i].Message, "NodeClassNotReady") {

@@ -71,14 +71,15 @@ const (
 	VolumeWaitInterval = 5 * time.Second
 )
 
-// Event reasons. Notes of the events say the same in words ("tainted node",
-// "evicted pod", "deleted node"), and so do the log lines.
+// Event reasons. Evicted and Disrupted (a pod deleted at the node's
+// termination deadline) are Karpenter's; the others are stevedore's own, whose notes say the same in words
+// ("tainted node", "deleted node"), as the log lines do.
 const (
 	ReasonTaintedNode         = "TaintedNode"
-	ReasonEvictedPod          = "EvictedPod"
+	ReasonEvicted             = "Evicted"
 	ReasonEvictionBlocked     = "EvictionBlocked"
 	ReasonEvictionFailed      = "EvictionFailed"
-	ReasonDeletedPod          = "DeletedPod"
+	ReasonDisrupted           = "Disrupted"
 	ReasonTerminatingInstance = "TerminatingInstance"
 	ReasonDeletedNode         = "DeletedNode"
 	ReasonInstanceNotFound    = "InstanceNotFound"

@@ -214,7 +214,7 @@ func TestPDBBlocksEvictionUntilDeadline(t *testing.T) {
 	if p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 1 {
 		t.Errorf("deletion grace = %v, want 1s", p.DeletionGracePeriodSeconds)
 	}
-	if len(e.Events.Matching(environment.Event{Reason: ReasonDeletedPod})) != 1 {
+	if len(e.Events.Matching(environment.Event{Reason: ReasonDisrupted})) != 1 {
 		t.Errorf("want one deleted-pod event: %v", e.Events)
 	}
 }
@@ -249,7 +249,7 @@ func TestPDBAllowsOneAtATime(t *testing.T) {
 	if got := e.condition(nc, karpv1.ConditionTypeDrained); got != metav1.ConditionTrue {
 		t.Errorf("Drained = %q after every pod left, want True", got)
 	}
-	if got := len(e.Events.Matching(environment.Event{Reason: ReasonEvictedPod})); got != 3 {
+	if got := len(e.Events.Matching(environment.Event{Reason: ReasonEvicted})); got != 3 {
 		t.Errorf("%d evicted-pod events, want 3", got)
 	}
 }
@@ -356,7 +356,7 @@ func TestInstanceGoneSkipsDrain(t *testing.T) {
 	if running, _ := e.Pods(); !slices.Equal(running, []string{"app"}) {
 		t.Errorf("running %v: pods were drained from a node whose instance is gone", running)
 	}
-	if len(e.Events.Matching(environment.Event{Reason: ReasonTaintedNode})) != 0 || len(e.Events.Matching(environment.Event{Reason: ReasonEvictedPod})) != 0 {
+	if len(e.Events.Matching(environment.Event{Reason: ReasonTaintedNode})) != 0 || len(e.Events.Matching(environment.Event{Reason: ReasonEvicted})) != 0 {
 		t.Errorf("unexpected events %v", e.Events)
 	}
 }

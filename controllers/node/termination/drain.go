@@ -263,7 +263,7 @@ func (r *Reconciler) drain(ctx context.Context, node *corev1.Node, deadline *tim
 			}
 			deleted[p.UID] = true
 			logger.Info("deleted pod at termination deadline", "pod", klogRef(p), "gracePeriodSeconds", grace, "deadline", deadline.UTC().Format(time.RFC3339))
-			r.recorder.Eventf(p, node, corev1.EventTypeWarning, ReasonDeletedPod, "Delete",
+			r.recorder.Eventf(p, node, corev1.EventTypeNormal, ReasonDisrupted, "Delete",
 				"deleted pod with grace period %ds: node termination deadline %s reached", grace, deadline.UTC().Format(time.RFC3339))
 		}
 	}
@@ -311,7 +311,7 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		r.metrics.PodDrained(r.drainReasonOf(node.Name))
 		delete(backoff, pod.UID)
 		logger.Info("evicted pod")
-		r.recorder.Eventf(pod, node, corev1.EventTypeNormal, ReasonEvictedPod, "Evict", "evicted pod from terminating node %s", node.Name)
+		r.recorder.Eventf(pod, node, corev1.EventTypeNormal, ReasonEvicted, "Evict", "evicted pod from terminating node %s", node.Name)
 		return time.Time{}
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or replaced by a pod of the same name.

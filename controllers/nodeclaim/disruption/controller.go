@@ -83,7 +83,9 @@ const DriftInterval = 5 * time.Minute
 // manager's cache, so a pod's node leads to its NodeClaim without a scan.
 const NodeClaimNodeNameIndex = "status.nodeName"
 
-// ReasonDrifted is the event recorded on a NodeClaim that starts drifting.
+// ReasonDrifted is the reason of the event recorded on a NodeClaim that
+// starts drifting: the Drifted condition's transition event, which the status
+// watch records (see controllers/metrics).
 const ReasonDrifted = "Drifted"
 
 // Reconciler maintains the Drifted and Consolidatable conditions and
@@ -344,10 +346,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if drift.Drifted() && !wasDrifted && !keepDrift {
+		// The event is the status watch's (controllers/metrics), as
+		// Karpenter's status controller records it: reason Drifted, with
+		// the condition's reason and message.
 		log.FromContext(ctx).Info("nodeclaim drifted", "reason", drift.Reason, "message", drift.Message)
-		if r.recorder != nil {
-			r.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDrifted, "Drift", "%s: %s", drift.Reason, drift.Message)
-		}
 	}
 	if cloudErr != nil {
 		return reconcile.Result{}, cloudErr

@@ -81,25 +81,28 @@ const (
 
 // Reasons of events and conditions.
 const (
-	ReasonLaunching                = "Launching"
-	ReasonLaunched                 = "Launched"
-	ReasonInsufficientCapacity     = "InsufficientCapacity"
-	ReasonNodeClassNotReady        = "NodeClassNotReady"
-	ReasonLaunchTimeout            = "LaunchTimeout"
-	ReasonAwaitingLaunch           = "AwaitingLaunch"
-	ReasonNodeNotFound             = "NodeNotFound"
-	ReasonMultipleNodesFound       = "MultipleNodesFound"
-	ReasonRegistered               = "Registered"
-	ReasonRegistrationTimeout      = "RegistrationTimeout"
-	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
-	ReasonAwaitingRegistration     = "AwaitingRegistration"
-	ReasonNodeNotReady             = "NodeNotReady"
-	ReasonStartupTaintsPresent     = "StartupTaintsPresent"
-	ReasonResourcesNotRegistered   = "ResourcesNotRegistered"
-	ReasonInitialized              = "Initialized"
-	ReasonReady                    = "Ready"
-	ReasonInstanceTerminating      = "InstanceTerminating"
-	ReasonDeleted                  = "Deleted"
+	ReasonLaunching            = "Launching"
+	ReasonLaunched             = "Launched"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	// ReasonInsufficientCapacityError is the event recorded with the
+	// InsufficientCapacity condition, Karpenter's.
+	ReasonInsufficientCapacityError = "InsufficientCapacityError"
+	ReasonNodeClassNotReady         = "NodeClassNotReady"
+	ReasonLaunchTimeout             = "LaunchTimeout"
+	ReasonAwaitingLaunch            = "AwaitingLaunch"
+	ReasonNodeNotFound              = "NodeNotFound"
+	ReasonMultipleNodesFound        = "MultipleNodesFound"
+	ReasonRegistered                = "Registered"
+	ReasonRegistrationTimeout       = "RegistrationTimeout"
+	ReasonUnregisteredTaintMissing  = "UnregisteredTaintMissing"
+	ReasonAwaitingRegistration      = "AwaitingRegistration"
+	ReasonNodeNotReady              = "NodeNotReady"
+	ReasonStartupTaintsPresent      = "StartupTaintsPresent"
+	ReasonResourcesNotRegistered    = "ResourcesNotRegistered"
+	ReasonInitialized               = "Initialized"
+	ReasonReady                     = "Ready"
+	ReasonInstanceTerminating       = "InstanceTerminating"
+	ReasonDeleted                   = "Deleted"
 )
 
 // Reconciler is the NodeClaim lifecycle controller. Create it with New.

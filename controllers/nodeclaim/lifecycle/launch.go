@@ -79,6 +79,15 @@ func (r *Reconciler) launch(ctx context.Context, nc *karpv1.NodeClaim) (res reco
 	return reconcile.Result{}, false, nil
 }
 
+// eventReason is the reason of the event recorded with a launch failure's
+// condition reason: Karpenter's event reasons.
+func eventReason(conditionReason string) string {
+	if conditionReason == ReasonInsufficientCapacity {
+		return ReasonInsufficientCapacityError
+	}
+	return conditionReason
+}
+
 // launchFailed handles an error from Create.
 func (r *Reconciler) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err error) (reconcile.Result, bool, error) {
 	logger := log.FromContext(ctx)
@@ -94,7 +103,7 @@ func (r *Reconciler) launchFailed(ctx context.Context, nc *karpv1.NodeClaim, err
 		// for an instance, and delete the NodeClaim so that the provisioner
 		// can try another offering.
 		logger.Error(err, "failed launching nodeclaim, deleting it", "reason", reason)
-		r.event(nc, corev1.EventTypeWarning, reason, "Launch", "NodeClaim %s could not launch and is deleted: %s", nc.Name, err.Error())
+		r.event(nc, corev1.EventTypeWarning, eventReason(reason), "Launch", "NodeClaim %s could not launch and is deleted: %s", nc.Name, err.Error())
 		if perr := r.patchStatus(ctx, nc, func(nc *karpv1.NodeClaim) {
 			r.setCondition(nc, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, err.Error())
 		}); perr != nil {

@@ -231,8 +231,8 @@ func TestInsufficientCapacityDeletesNodeClaim(t *testing.T) {
 	if nc, _ := e.Settle(e.r, "lifecycle-ice"); nc != nil {
 		t.Fatalf("NodeClaim still exists: %+v", nc.Status.Conditions)
 	}
-	if len(e.Events.Matching(environment.Event{Reason: ReasonInsufficientCapacity})) == 0 {
-		t.Errorf("no %s event in %v", ReasonInsufficientCapacity, e.Events)
+	if len(e.Events.Matching(environment.Event{Reason: ReasonInsufficientCapacityError})) == 0 {
+		t.Errorf("no %s event in %v", ReasonInsufficientCapacityError, e.Events)
 	}
 	if ids := e.AWS.InstanceIDs(); len(ids) != 0 {
 		t.Errorf("instances %v exist", ids)
