@@ -19,6 +19,7 @@ FROM --platform=$BUILDPLATFORM golang:1.26.8@sha256:3c3e25a4da13fd0478eed2df1eb3
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=devel
+ARG COMMIT=""
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -27,7 +28,7 @@ COPY . .
 # instance type of the two architectures.
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH GOAMD64=v1 GOARM64=v8.0 \
     go build -trimpath -buildvcs=false \
-    -ldflags "-s -w -X github.com/stevedore-autoscaler/stevedore/internal/version.Version=${VERSION}" \
+    -ldflags "-s -w -X github.com/stevedore-autoscaler/stevedore/internal/version.Version=${VERSION} -X github.com/stevedore-autoscaler/stevedore/internal/version.Commit=${COMMIT}" \
     -o /out/stevedore ./cmd/stevedore
 
 # No base image: nothing to pull, patch or scan besides the binary. It needs

@@ -26,6 +26,7 @@ E2E_RUN ?= .
 IMAGE ?= ghcr.io/stevedore-autoscaler/stevedore
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 TAG ?= $(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 PLATFORMS ?= linux/amd64,linux/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # docker when its buildx plugin is installed (a docker client alone cannot
@@ -137,9 +138,9 @@ lint:
 ## podman manifest push --all $(IMAGE):$(TAG).
 image:
 	@case "$(CONTAINER_ENGINE)" in \
-	docker) set -x; docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	docker) set -x; docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
 		--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) -t $(IMAGE):$(TAG) $(IMAGE_FLAGS) . ;; \
-	podman) set -x; podman build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	podman) set -x; podman build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
 		--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) --manifest $(IMAGE):$(TAG) $(IMAGE_FLAGS) . ;; \
 	*) echo "make image: no container engine: neither docker with the buildx plugin nor podman is installed;" \
 		"make image-oci builds the same image without one, as an OCI archive in bin/image/" >&2; exit 1 ;; \
@@ -150,7 +151,7 @@ image:
 ## crane push or skopeo copy. Reproducible: same commit, same digest.
 image-oci:
 	cd hack/image && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run . -root ../.. \
-		-version $(VERSION) -image $(IMAGE) -tag $(TAG) -out ../../bin/image
+		-version $(VERSION) -commit $(COMMIT) -image $(IMAGE) -tag $(TAG) -out ../../bin/image
 
 clean:
 	rm -rf bin/stevedore bin/image

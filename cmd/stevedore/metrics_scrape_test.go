@@ -176,7 +176,7 @@ func TestControllerServesEveryFamily(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	leaseKey := client.ObjectKey{Namespace: "default", Name: "stevedore-leader-election"}
+	leaseKey := client.ObjectKey{Namespace: "default", Name: "karpenter-leader-election"}
 	waitFor("Lease holder", func() bool {
 		var lease coordinationv1.Lease
 		return kube.Get(ctx, leaseKey, &lease) == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""

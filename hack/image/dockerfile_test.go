@@ -163,7 +163,7 @@ func TestDockerfileMatchesBuilder(t *testing.T) {
 			t.Errorf("Dockerfile: the go build does not set %s", want)
 		}
 	}
-	args := GoBuildArgs("${VERSION}", "OUT")
+	args := GoBuildArgs("${VERSION}", "${COMMIT}", "OUT")
 	for i := 0; i < len(args); i++ {
 		want := args[i]
 		switch {

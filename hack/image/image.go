@@ -33,6 +33,9 @@ const (
 	Package = "./cmd/stevedore"
 	// VersionVar is the variable release builds set at link time.
 	VersionVar = "github.com/stevedore-autoscaler/stevedore/internal/version.Version"
+	// CommitVar is the VCS revision, set at link time: the log lines'
+	// commit key and `stevedore version` carry it.
+	CommitVar = "github.com/stevedore-autoscaler/stevedore/internal/version.Commit"
 )
 
 // Entrypoint runs the controller; the chart passes only flags as args.
@@ -59,9 +62,9 @@ var Platforms = []Platform{
 // binary (the Dockerfile's context has no .git), so the same source and Go
 // version give the same bytes; -s -w drop the symbol table and DWARF, which a
 // container never needs.
-func GoBuildArgs(version, out string) []string {
+func GoBuildArgs(version, commit, out string) []string {
 	return []string{"build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -X " + VersionVar + "=" + version,
+		"-ldflags", "-s -w -X " + VersionVar + "=" + version + " -X " + CommitVar + "=" + commit,
 		"-o", out, Package}
 }
 
@@ -69,8 +72,8 @@ func GoBuildArgs(version, out string) []string {
 // what would otherwise come from the caller's: no cgo (the binary must be
 // static to run on scratch), the baseline instruction sets the Dockerfile's
 // builder uses, and no GOFLAGS.
-func Compile(ctx context.Context, root, version string, p Platform, out string) error {
-	cmd := exec.CommandContext(ctx, goTool(), GoBuildArgs(version, out)...)
+func Compile(ctx context.Context, root, version, commit string, p Platform, out string) error {
+	cmd := exec.CommandContext(ctx, goTool(), GoBuildArgs(version, commit, out)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch,

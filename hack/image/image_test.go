@@ -25,6 +25,7 @@ import (
 
 const (
 	testVersion = "v0.0.0-imagetest"
+	testCommit  = "0123456789abcdef0123456789abcdef01234567"
 	testRef     = "example.com/stevedore:" + testVersion
 )
 
@@ -58,7 +59,7 @@ func built(t *testing.T) {
 		}
 		for _, p := range Platforms {
 			b := Binary{Platform: p, Path: filepath.Join(buildDir, p.Arch, "stevedore")}
-			if buildErr = Compile(context.Background(), "../..", testVersion, p, b.Path); buildErr != nil {
+			if buildErr = Compile(context.Background(), "../..", testVersion, testCommit, p, b.Path); buildErr != nil {
 				return
 			}
 			bins = append(bins, b)
@@ -281,8 +282,10 @@ func TestBinary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Contains(data, []byte(testVersion)) {
-				t.Errorf("the binary does not contain the version %q set with -X %s", testVersion, VersionVar)
+			for _, stamp := range [][2]string{{testVersion, VersionVar}, {testCommit, CommitVar}} {
+				if !bytes.Contains(data, []byte(stamp[0])) {
+					t.Errorf("the binary does not contain %q set with -X %s", stamp[0], stamp[1])
+				}
 			}
 			var roots bool
 			for _, d := range bi.Deps {
@@ -303,7 +306,7 @@ func TestBinary(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stevedore version: %v\n%s", err, out)
 			}
-			if want := "stevedore " + testVersion + " "; !strings.HasPrefix(string(out), want) {
+			if want := "stevedore " + testVersion + " (" + testCommit + ") "; !strings.HasPrefix(string(out), want) {
 				t.Errorf("stevedore version printed %q, want it to start with %q", out, want)
 			}
 			if !strings.Contains(string(out), p.String()) {

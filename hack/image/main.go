@@ -13,6 +13,7 @@ import (
 func main() {
 	root := flag.String("root", "../..", "the stevedore module's root directory")
 	version := flag.String("version", "devel", "the version stamped into the binary (internal/version.Version)")
+	commit := flag.String("commit", "", "the VCS revision stamped into the binary (internal/version.Commit)")
 	repo := flag.String("image", "ghcr.io/stevedore-autoscaler/stevedore", "the image repository the layout names")
 	tag := flag.String("tag", "", "the tag the layout names (default: the version)")
 	out := flag.String("out", "../../bin/image", "output directory: the layout goes to OUT/oci, the archive to OUT/stevedore-oci.tar")
@@ -20,13 +21,13 @@ func main() {
 	if *tag == "" {
 		*tag = *version
 	}
-	if err := run(context.Background(), *root, *version, *repo+":"+*tag, *tag, *out); err != nil {
+	if err := run(context.Background(), *root, *version, *commit, *repo+":"+*tag, *tag, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, root, version, ref, tag, out string) error {
+func run(ctx context.Context, root, version, commit, ref, tag, out string) error {
 	epoch, err := sourceDateEpoch()
 	if err != nil {
 		return err
@@ -42,7 +43,7 @@ func run(ctx context.Context, root, version, ref, tag, out string) error {
 	var bins []Binary
 	for _, p := range Platforms {
 		b := Binary{Platform: p, Path: filepath.Join(work, p.OS+"-"+p.Arch, "stevedore")}
-		if err := Compile(ctx, root, version, p, b.Path); err != nil {
+		if err := Compile(ctx, root, version, commit, p, b.Path); err != nil {
 			return err
 		}
 		bins = append(bins, b)

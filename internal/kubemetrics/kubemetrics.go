@@ -50,14 +50,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 func RegisterClientGo(reg prometheus.Registerer) error {
 	total, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameRequestTotal,
-		Help: "Number of HTTP requests, partitioned by status code and method.",
+		Help: "Requests to the Kubernetes API server, by HTTP method and status code.",
 	}, []string{"code", "method"}))
 	if err != nil {
 		return err
 	}
 	duration, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    NameRequestDuration,
-		Help:    "Request latency in seconds. Broken down by verb, group, version, kind, and subresource.",
+		Help:    "Seconds a request to the Kubernetes API server took, by verb, group, version, kind and subresource.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 1.5, 20),
 	}, []string{"verb", "group", "version", "kind", "subresource"}))
 	if err != nil {

@@ -81,7 +81,7 @@ func TestRequestTotal(t *testing.T) {
 		clientmetrics.RequestResult.Increment(context.Background(), r.code, r.method, "127.0.0.1:6443")
 	}
 	want := `
-# HELP client_go_request_total Number of HTTP requests, partitioned by status code and method.
+# HELP client_go_request_total Requests to the Kubernetes API server, by HTTP method and status code.
 # TYPE client_go_request_total counter
 client_go_request_total{code="200",method="GET"} 2
 client_go_request_total{code="409",method="PUT"} 1

@@ -13,7 +13,7 @@ import (
 func SlowpathCounter(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameSlowpathTotal,
-		Help: "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+		Help: "Renewals of the leader-election Lease that had to read it again before writing (client-go's slow path), by Lease name.",
 	}, []string{"name"}))
 }
 

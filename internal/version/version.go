@@ -12,6 +12,11 @@ import (
 // Version is the release, set at link time.
 var Version = ""
 
+// Commit is the VCS revision, set at link time by builds made without the
+// repository's history (the image's: its build context has no .git); other
+// builds read it from the build information Go records.
+var Commit = ""
+
 // Info describes the running build.
 type Info struct {
 	Version   string `json:"version"`
@@ -22,13 +27,13 @@ type Info struct {
 
 // Get returns the running build's description.
 func Get() Info {
-	info := Info{Version: Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	info := Info{Version: Version, Revision: Commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			info.Version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
+			if s.Key == "vcs.revision" && info.Revision == "" {
 				info.Revision = s.Value
 			}
 		}

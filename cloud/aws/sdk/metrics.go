@@ -45,19 +45,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	latency := prometheus.ExponentialBuckets(0.01, 1.5, 20)
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameSDKRequests, Help: "The total number of AWS SDK Go requests",
+			Name: NameSDKRequests, Help: "AWS API calls made through the SDK, by service, action and result code",
 		}, labels),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameSDKAttempts, Help: "The total number of AWS SDK Go request attempts",
+			Name: NameSDKAttempts, Help: "HTTP attempts of AWS API calls, retries included",
 		}, labels),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: NameSDKRequestDuration, Help: "Latency of AWS SDK Go requests", Buckets: latency,
+			Name: NameSDKRequestDuration, Help: "Seconds an AWS API call took, from the first attempt to the result", Buckets: latency,
 		}, labels),
 		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: NameSDKAttemptDuration, Help: "Latency of AWS SDK Go request attempts", Buckets: latency,
+			Name: NameSDKAttemptDuration, Help: "Seconds one HTTP attempt of an AWS API call took", Buckets: latency,
 		}, labels),
 		retries: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: NameSDKRetries, Help: "The total number of AWS SDK Go retry attempts per request",
+			Name: NameSDKRetries, Help: "Retries of AWS API calls beyond their first attempt",
 			Buckets: prometheus.LinearBuckets(0, 1, 11),
 		}, labels),
 	}

@@ -164,9 +164,9 @@ func TestSDKMetricsRegisterTwice(t *testing.T) {
 
 func withHeaders(samples string) string {
 	return `
-# HELP aws_sdk_go_request_total The total number of AWS SDK Go requests
+# HELP aws_sdk_go_request_total AWS API calls made through the SDK, by service, action and result code
 # TYPE aws_sdk_go_request_total counter
-# HELP aws_sdk_go_request_attempt_total The total number of AWS SDK Go request attempts
+# HELP aws_sdk_go_request_attempt_total HTTP attempts of AWS API calls, retries included
 # TYPE aws_sdk_go_request_attempt_total counter
 ` + samples
 }
