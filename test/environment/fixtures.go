@@ -145,8 +145,9 @@ func KWOKNodeClassRef() *karpv1.NodeClassReference {
 // another Karpenter provider (KWOK's) in the same cluster, and its Node, as
 // that provider leaves them once the node is up: the NodeClaim Launched,
 // Registered, Initialized and Ready with provider ID kwok://<name>, the
-// Node of the same name Ready, both holding the termination finalizer. The
-// functions given change the NodeClaim before it is created.
+// Node of the same name Ready and without the not-ready taint, both holding
+// the termination finalizer. The functions given change the NodeClaim before
+// it is created.
 func (e *Env) CreateForeign(name, pool string, change ...func(*karpv1.NodeClaim)) (*karpv1.NodeClaim, *corev1.Node) {
 	e.T.Helper()
 	labels := map[string]string{
@@ -192,6 +193,8 @@ func (e *Env) CreateForeign(name, pool string, change ...func(*karpv1.NodeClaim)
 		},
 	}
 	e.Create(node)
+	e.MarkReady(name)
+	e.Refresh(node)
 	return nc, node
 }
 
