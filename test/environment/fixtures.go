@@ -111,7 +111,7 @@ func (e *Env) CreateNodePool(change ...func(*karpv1.NodePool)) *karpv1.NodePool 
 
 // NodeClassRef refers to the EC2NodeClass named name.
 func NodeClassRef(name string) *karpv1.NodeClassReference {
-	return &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: name}
+	return &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: wellknown.KindEC2NodeClass, Name: name}
 }
 
 // NewNodeClaim returns a NodeClaim named name of the NodePool nodePool (by

@@ -248,7 +248,7 @@ func (r *Reconciler) nodePoolsOfNodeClass(ctx context.Context, o client.Object) 
 // refersTo reports whether np's nodeClassRef names the EC2NodeClass name.
 func refersTo(np *karpv1.NodePool, name string) bool {
 	ref := np.Spec.Template.Spec.NodeClassRef
-	return ref != nil && ref.Group == wellknown.GroupAWS && ref.Kind == "EC2NodeClass" && ref.Name == name
+	return ref != nil && wellknown.ManagedNodeClass(ref) && ref.Name == name
 }
 
 // Reconcile brings one NodePool's hash annotations, status and gauges up to
