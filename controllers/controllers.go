@@ -556,6 +556,11 @@ func (h *interruptionHandler) handle(ctx context.Context, a queue.Action) error 
 	if err := h.kube.Get(ctx, client.ObjectKey{Name: a.NodeClaim}, nc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	// The lookup finds stevedore's NodeClaims only (the cluster state holds
+	// no other); one read since is still checked.
+	if !wellknown.ManagedNodeClaim(nc) {
+		return nil
+	}
 	forceful := forcefulKind(a.Event.Kind)
 	if forceful && !nc.DeletionTimestamp.IsZero() {
 		// The status poller reports a failing instance on every poll until

@@ -54,10 +54,19 @@ func nodeClaim(name, providerID string) *karpv1.NodeClaim {
 	return nc
 }
 
+// foreign makes the NodeClaim another provider's, of Karpenter's KWOK node
+// class.
+func foreign(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+	return nc
+}
+
 func TestKnownInstancesAndLookup(t *testing.T) {
 	st := state.NewCluster()
 	st.UpdateNodeClaim(nodeClaim("a", "aws:///us-east-1a/i-aaa"))
 	st.UpdateNodeClaim(nodeClaim("b", "")) // still launching
+	// Another provider's: neither known nor found, even on an EC2 instance.
+	st.UpdateNodeClaim(foreign(nodeClaim("k", "aws:///us-east-1a/i-kkk")))
 	known := knownInstances(st.NodeClaimProviderIDs())
 	if !known["i-aaa"] || len(known) != 1 {
 		t.Errorf("known = %v", known)
@@ -66,8 +75,10 @@ func TestKnownInstancesAndLookup(t *testing.T) {
 	if name, ok := lookup("i-aaa"); !ok || name != "a" {
 		t.Errorf("lookup(i-aaa) = %q, %v", name, ok)
 	}
-	if _, ok := lookup("i-zzz"); ok {
-		t.Error("lookup(i-zzz) found a NodeClaim")
+	for _, id := range []string{"i-zzz", "i-kkk"} {
+		if name, ok := lookup(id); ok {
+			t.Errorf("lookup(%s) found NodeClaim %s", id, name)
+		}
 	}
 }
 
@@ -115,6 +126,37 @@ func TestInterruptionHandler(t *testing.T) {
 			// Redelivery of the same message, after the NodeClaim is gone, is a no-op.
 			if err := h.handle(context.Background(), a); err != nil {
 				t.Errorf("second delivery: %v", err)
+			}
+		})
+	}
+}
+
+// TestInterruptionHandlerLeavesOtherProviders: whatever the event, another
+// provider's NodeClaim is neither deleted, handed to the disruption
+// controller nor given an event.
+func TestInterruptionHandlerLeavesOtherProviders(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := karpv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []interruption.Kind{
+		interruption.KindSpotInterrupted, interruption.KindScheduledChange, interruption.KindInstanceStopped,
+		interruption.KindInstanceTerminated, interruption.KindCapacityReservationInterrupted,
+		interruption.KindRebalanceRecommendation, interruption.KindInstanceStatus, interruption.KindSystemStatus,
+	} {
+		t.Run(string(kind), func(t *testing.T) {
+			kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(foreign(nodeClaim("nc", "aws:///us-east-1a/i-1"))).Build()
+			rec, got := &eventLog{}, &interrupts{}
+			h := &interruptionHandler{kube: kube, rec: rec, disruption: got, actOnRebalance: true}
+			a := queue.Action{Event: interruption.Event{Kind: kind, ID: "e1"}, InstanceID: "i-1", NodeClaim: "nc"}
+			if err := h.handle(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := kube.Get(context.Background(), client.ObjectKey{Name: "nc"}, &karpv1.NodeClaim{}); err != nil {
+				t.Errorf("NodeClaim deleted: %v", err)
+			}
+			if len(got.names) != 0 || len(rec.reasons) != 0 {
+				t.Errorf("handed to the disruption controller %v, events %v; want neither", got.names, rec.reasons)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 )
 
@@ -156,8 +157,14 @@ func (c *Cluster) DeleteNode(name string) {
 	}
 }
 
-// UpdateNodeClaim records the current version of a NodeClaim.
+// UpdateNodeClaim records the current version of a NodeClaim. Another
+// provider's NodeClaims (see wellknown.ManagedNodeClaim) are not recorded, as
+// Karpenter's cluster state leaves them out: their Nodes are unmanaged nodes
+// here, which pods may be placed on and which nothing disrupts.
 func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
+	if !wellknown.ManagedNodeClaim(nc) {
+		return
+	}
 	nc = nc.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()

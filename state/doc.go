@@ -9,11 +9,13 @@
 //
 // A Node and a NodeClaim that share a providerID are one StateNode. A
 // NodeClaim without a Node is in flight; a Node without a NodeClaim is not
-// managed by stevedore. Besides what the API holds, a Cluster remembers what
-// only the controller knows: nominations (nodes that the provisioner expects
-// pods to land on, which must not be disrupted meanwhile, and for each pod
-// the node it is expected on, whose room it keeps while the node boots) and
-// marks for deletion (nodes that a disruption command is taking away).
+// managed by stevedore. NodeClaims of another provider's node class are not
+// kept, so their Nodes are unmanaged nodes too. Besides what the API holds, a
+// Cluster remembers what only the controller knows: nominations (nodes that
+// the provisioner expects pods to land on, which must not be disrupted
+// meanwhile, and for each pod the node it is expected on, whose room it keeps
+// while the node boots) and marks for deletion (nodes that a disruption
+// command is taking away).
 //
 // Objects handed to a Cluster are copied; objects handed out by a Snapshot are
 // shared with the Cluster and must be treated as read-only.

@@ -69,6 +69,17 @@ func launchedAs(providerID string, allocatable corev1.ResourceList) claimOpt {
 	}
 }
 
+// ofKWOK makes the NodeClaim another provider's: its nodeClassRef names
+// Karpenter's KWOK node class.
+func ofKWOK(nc *karpv1.NodeClaim) {
+	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+}
+
+// ofEC2 makes the NodeClaim's nodeClassRef name an EC2NodeClass.
+func ofEC2(nc *karpv1.NodeClaim) {
+	nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: wellknown.KindEC2NodeClass, Name: "default"}
+}
+
 func claimTaints(ts, startup []corev1.Taint) claimOpt {
 	return func(nc *karpv1.NodeClaim) {
 		nc.Spec.Taints = ts

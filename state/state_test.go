@@ -58,6 +58,19 @@ func TestJoin(t *testing.T) {
 		pods:  []*corev1.Pod{pod("kube-system", "proxy", onNode("static-1"))},
 		want:  []want{{name: "static-1", allocatable: list("4", "16Gi"), pods: []string{"kube-system/proxy"}}},
 	}, {
+		name: "another provider's claims are not kept: its node is unmanaged, stevedore's is joined",
+		claims: []*karpv1.NodeClaim{
+			claim("kwok-abc", "kwok", ofKWOK, launchedAs("kwok://kwok-abc", list("2", "8Gi"))),
+			claim("kwok-def", "kwok", ofKWOK),
+			claim("default-abc", "default", ofEC2, launchedAs("aws:///us-east-1a/i-1", list("2", "8Gi"))),
+		},
+		nodes: []*corev1.Node{node("kwok-abc", "kwok://kwok-abc", inPool("kwok")), node("ip-10-0-0-1", "aws:///us-east-1a/i-1", inPool("default"))},
+		pods:  []*corev1.Pod{pod("a", "p1", onNode("kwok-abc"))},
+		want: []want{
+			{name: "ip-10-0-0-1", managed: true, nodePool: "default", allocatable: list("4", "16Gi")},
+			{name: "kwok-abc", nodePool: "kwok", allocatable: list("4", "16Gi"), pods: []string{"a/p1"}},
+		},
+	}, {
 		name:   "different providerIDs do not join; order by name",
 		claims: []*karpv1.NodeClaim{claim("z-claim", "default", launchedAs("aws:///us-east-1a/i-2", list("2", "8Gi")))},
 		nodes:  []*corev1.Node{node("b-node", "aws:///us-east-1a/i-1"), node("a-node", "")},
@@ -319,6 +332,21 @@ func TestSynced(t *testing.T) {
 			"launched claim without providerID",
 			[]client.Object{launchedNoID},
 			func(c *state.Cluster) { c.UpdateNodeClaim(launchedNoID) },
+			false,
+		},
+		{
+			"another provider's claims are not waited for",
+			[]client.Object{claim("kwok-1", "kwok", ofKWOK, launchedAs("kwok://kwok-1", list("1", "1Gi"))), claim("kwok-2", "kwok", ofKWOK), node("kwok-1", "kwok://kwok-1")},
+			func(c *state.Cluster) {
+				c.UpdateNode(node("kwok-1", "kwok://kwok-1"))
+				c.UpdateNodeClaim(claim("kwok-1", "kwok", ofKWOK, launchedAs("kwok://kwok-1", list("1", "1Gi"))))
+			},
+			true,
+		},
+		{
+			"stevedore's claims beside another provider's are",
+			[]client.Object{claim("kwok-1", "kwok", ofKWOK), claim("c1", "default", ofEC2)},
+			func(c *state.Cluster) { c.UpdateNodeClaim(claim("kwok-1", "kwok", ofKWOK)) },
 			false,
 		},
 		{

@@ -7,14 +7,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
 // Synced reports whether the Cluster has caught up with what c lists, so
 // that a decision made from it will not launch twice or miss a node: every
 // NodeClaim and Node listed is known, every listed NodeClaim that has a
 // providerID has it in the Cluster too, and no NodeClaim that has launched
-// lacks a providerID (its launch has not been recorded completely). It is
-// false when listing fails.
+// lacks a providerID (its launch has not been recorded completely). Another
+// provider's NodeClaims, which the Cluster does not record, are not looked
+// at. It is false when listing fails.
 //
 // Objects the Cluster knows but c does not list (deleted since) do not make
 // it unsynced: their delete events are on the way, and until then the
@@ -33,6 +35,9 @@ func (c *Cluster) Synced(ctx context.Context, r client.Reader) bool {
 	defer c.mu.Unlock()
 	for i := range claims.Items {
 		listed := &claims.Items[i]
+		if !wellknown.ManagedNodeClaim(listed) {
+			continue
+		}
 		if launched(listed) && listed.Status.ProviderID == "" {
 			return false
 		}

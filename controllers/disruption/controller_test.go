@@ -180,6 +180,66 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	}
 }
 
+// TestLeavesOtherProvidersNodeClaims: beside stevedore's empty node, which
+// is deleted, another provider's nodes are left alone: an empty, drifted,
+// consolidatable one is neither disrupted nor interrupted, and one that
+// provider is taking away itself (tainted, with a DisruptionReason) is not
+// rolled back.
+func TestLeavesOtherProvidersNodeClaims(t *testing.T) {
+	e := newEnv(t, "foreign", 311)
+	e.CreateNodePool()
+	theirs := environment.NewNodePool(e.Name+"-kwok", e.Name)
+	theirs.Spec.Template.Spec.NodeClassRef = environment.KWOKNodeClassRef()
+	theirs.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	e.Create(theirs)
+	ours := e.node("m6i.large")
+	e.setCondition(ours.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+	withCondition := func(typ, reason string) func(*karpv1.NodeClaim) {
+		return func(nc *karpv1.NodeClaim) {
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{
+				Type: typ, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(e.Clock.Now()),
+			})
+		}
+	}
+	idle, _ := e.CreateForeign(e.Name+"-kwok-idle", theirs.Name,
+		withCondition(karpv1.ConditionTypeConsolidatable, "Consolidatable"), withCondition(karpv1.ConditionTypeDrifted, "NodePoolDrifted"))
+	going, _ := e.CreateForeign(e.Name+"-kwok-going", theirs.Name, withCondition(karpv1.ConditionTypeDisruptionReason, string(karpv1.DisruptionReasonDrifted)))
+	if err := e.c.taint(e.Ctx, going.Status.NodeName); err != nil {
+		t.Fatal(err)
+	}
+
+	e.pass()
+	e.Clock.Step(DefaultValidationDelay)
+	e.pass()
+	if !e.deleting(ours.Name) {
+		t.Fatalf("stevedore's empty node not deleted; events %+v", e.Events)
+	}
+	if err := e.c.Interrupt(e.Ctx, idle.Name, "EC2 will reclaim the spot instance in two minutes"); err != nil {
+		t.Fatal(err)
+	}
+	e.pass()
+
+	if e.deleting(idle.Name) || e.tainted(idle.Status.NodeName) || e.disruptionReason(idle.Name) != "" {
+		t.Errorf("another provider's idle node: deleting %t, tainted %t, DisruptionReason %q; want it left alone",
+			e.deleting(idle.Name), e.tainted(idle.Status.NodeName), e.disruptionReason(idle.Name))
+	}
+	if e.deleting(going.Name) || !e.tainted(going.Status.NodeName) || e.disruptionReason(going.Name) != string(karpv1.DisruptionReasonDrifted) {
+		t.Errorf("another provider's node being taken away: deleting %t, tainted %t, DisruptionReason %q; want it as that provider left it",
+			e.deleting(going.Name), e.tainted(going.Status.NodeName), e.disruptionReason(going.Name))
+	}
+	for _, nc := range []*karpv1.NodeClaim{idle, going} {
+		if got := e.NodeClaim(nc.Name).Annotations[AnnotationCommand]; got != "" {
+			t.Errorf("%s carries command %q", nc.Name, got)
+		}
+		if evs := e.Events.About(nc.Name, ""); len(evs) > 0 {
+			t.Errorf("events about another provider's NodeClaim %s: %v", nc.Name, evs)
+		}
+	}
+	if n := len(e.poolNodeClaims()); n != 1 {
+		t.Errorf("%d NodeClaims in stevedore's pool, want the deleted one only", n)
+	}
+}
+
 // TestUnderutilizedReplacedAfterValidation: a node bigger than its pod needs
 // is replaced by a cheaper one, after the validation delay, and deleted once
 // the replacement is up.

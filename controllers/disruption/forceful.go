@@ -33,8 +33,9 @@ import (
 //
 // It is idempotent, for redelivered interruption messages: a NodeClaim being
 // deleted is left alone, and replacements are launched only once per
-// interruption (they carry its ID, which the NodeClaim records). Unlike
-// Reconcile, it may run concurrently with other calls.
+// interruption (they carry its ID, which the NodeClaim records). Another
+// provider's NodeClaim (see wellknown.ManagedNodeClaim) is left alone too.
+// Unlike Reconcile, it may run concurrently with other calls.
 func (c *Controller) Interrupt(ctx context.Context, nodeClaim, message string) error {
 	return c.forceful(ctx, nodeClaim, decide.ReasonInterrupted, message)
 }
@@ -46,7 +47,7 @@ func (c *Controller) forceful(ctx context.Context, name string, reason decide.Re
 	if err := c.kube.Get(ctx, nodeClaimKey(name), nc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !nc.DeletionTimestamp.IsZero() {
+	if !nc.DeletionTimestamp.IsZero() || !wellknown.ManagedNodeClaim(nc) {
 		return nil
 	}
 	// A redelivered message finds the ID the first delivery recorded, and

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/karpenter/v1alpha1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
@@ -187,7 +186,7 @@ func NewNodeClaim(np *karpv1.NodePool, claim packer.NodeClaim, names []string) *
 	}
 	labels[wellknown.LabelNodePool] = np.Name
 	ref := tmpl.Spec.NodeClassRef.DeepCopy()
-	if ref != nil && ref.Group == awsv1.GroupVersion.Group && ref.Kind == "EC2NodeClass" {
+	if ref != nil && wellknown.ManagedNodeClass(ref) {
 		labels[wellknown.LabelEC2NodeClass] = ref.Name
 	}
 	annotations := make(map[string]string, len(tmpl.Metadata.Annotations)+2)

@@ -533,7 +533,7 @@ func nodePoolsOfNodeClass(api *apiserver.Server) func(client.Object) []reconcile
 		var out []reconcile.Request
 		for _, p := range api.Objects(nodePoolGVK) {
 			ref := p.(*karpv1.NodePool).Spec.Template.Spec.NodeClassRef
-			if ref != nil && ref.Group == wellknown.GroupAWS && ref.Kind == "EC2NodeClass" && ref.Name == o.GetName() {
+			if ref != nil && wellknown.ManagedNodeClass(ref) && ref.Name == o.GetName() {
 				out = append(out, watch.Key(p))
 			}
 		}
@@ -544,7 +544,7 @@ func nodePoolsOfNodeClass(api *apiserver.Server) func(client.Object) []reconcile
 // nodeClassOfNodeClaim maps a NodeClaim to the EC2NodeClass it references.
 func nodeClassOfNodeClaim(o client.Object) []reconcile.Request {
 	ref := o.(*karpv1.NodeClaim).Spec.NodeClassRef
-	if ref == nil || ref.Group != wellknown.GroupAWS || ref.Kind != "EC2NodeClass" {
+	if ref == nil || !wellknown.ManagedNodeClass(ref) {
 		return nil
 	}
 	return []reconcile.Request{watch.Named(ref.Name)}

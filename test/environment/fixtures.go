@@ -1,6 +1,8 @@
 package environment
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -109,7 +111,7 @@ func (e *Env) CreateNodePool(change ...func(*karpv1.NodePool)) *karpv1.NodePool 
 
 // NodeClassRef refers to the EC2NodeClass named name.
 func NodeClassRef(name string) *karpv1.NodeClassReference {
-	return &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: "EC2NodeClass", Name: name}
+	return &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: wellknown.KindEC2NodeClass, Name: name}
 }
 
 // NewNodeClaim returns a NodeClaim named name of the NodePool nodePool (by
@@ -131,6 +133,69 @@ func NewNodeClaim(name, nodePool, nodeClass string) *karpv1.NodeClaim {
 			NodeClassRef: NodeClassRef(nodeClass),
 		},
 	}
+}
+
+// KWOKNodeClassRef refers to a node class of Karpenter's KWOK provider:
+// another provider's, whose NodeClaims stevedore leaves alone.
+func KWOKNodeClassRef() *karpv1.NodeClassReference {
+	return &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+}
+
+// CreateForeign creates a NodeClaim named name of the NodePool pool made by
+// another Karpenter provider (KWOK's) in the same cluster, and its Node, as
+// that provider leaves them once the node is up: the NodeClaim Launched,
+// Registered, Initialized and Ready with provider ID kwok://<name>, the
+// Node of the same name Ready and without the not-ready taint, both holding
+// the termination finalizer. The functions given change the NodeClaim before
+// it is created.
+func (e *Env) CreateForeign(name, pool string, change ...func(*karpv1.NodeClaim)) (*karpv1.NodeClaim, *corev1.Node) {
+	e.T.Helper()
+	labels := map[string]string{
+		wellknown.LabelNodePool:           pool,
+		wellknown.LabelInstanceType:       "c-2x-amd64-linux",
+		wellknown.LabelCapacityType:       wellknown.CapacityTypeOnDemand,
+		"karpenter.kwok.sh/kwoknodeclass": "default",
+	}
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	now := metav1.NewTime(e.Clock.Now())
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels), Finalizers: []string{wellknown.FinalizerTermination}},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: wellknown.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c-2x-amd64-linux"}},
+			},
+			NodeClassRef: KWOKNodeClassRef(),
+		},
+		Status: karpv1.NodeClaimStatus{
+			ProviderID: "kwok://" + name, NodeName: name, Capacity: capacity, Allocatable: capacity,
+		},
+	}
+	for _, typ := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, karpv1.ConditionTypeReady} {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, LastTransitionTime: now})
+	}
+	for _, c := range change {
+		c(nc)
+	}
+	e.Create(nc)
+
+	labels[wellknown.LabelHostname] = name
+	labels[wellknown.LabelRegistered] = wellknown.LabelValueTrue
+	labels[wellknown.LabelInitialized] = wellknown.LabelValueTrue
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: labels, Finalizers: []string{wellknown.FinalizerTermination},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: karpv1.GroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}},
+		},
+		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
+		Status: corev1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now, LastHeartbeatTime: now}},
+		},
+	}
+	e.Create(node)
+	e.MarkReady(name)
+	e.Refresh(node)
+	return nc, node
 }
 
 // NewPod returns a pod named name with one container that requests cpu

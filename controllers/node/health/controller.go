@@ -27,6 +27,9 @@
 // when the NodeClaim's deletion begins, so the deadline set here is the one
 // the drain honours.
 //
+// Nodes whose NodeClaim is another provider's (see wellknown.ManagedNodeClaim)
+// are left to that provider.
+//
 // Repair is off unless Options.Enabled is set, as Karpenter keeps it behind
 // its NodeRepair feature gate: replacing nodes on a condition is a policy
 // that operators should opt into.
@@ -206,8 +209,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: health.RepairAt.Sub(now)}, nil
 	}
 	nc, err := r.nodeClaimOf(ctx, node)
-	if err != nil || nc == nil {
-		// A Node without a NodeClaim is not stevedore's to replace.
+	if err != nil || nc == nil || !wellknown.ManagedNodeClaim(nc) {
+		// A Node without a NodeClaim, or whose NodeClaim is another
+		// provider's, is not stevedore's to replace.
 		return reconcile.Result{}, err
 	}
 	if repaired(nc, now) {

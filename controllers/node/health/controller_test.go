@@ -244,6 +244,30 @@ func TestRepairPolicyTolerations(t *testing.T) {
 	}
 }
 
+// TestLeavesOtherProvidersNodes: of two nodes unhealthy for an hour,
+// stevedore's is repaired and the one whose NodeClaim is another provider's
+// is left to that provider.
+func TestLeavesOtherProvidersNodes(t *testing.T) {
+	e := newEnv(t, Options{Enabled: true, MaxUnhealthyPercent: 100})
+	e.machine("repair-ours", "repair-pool", corev1.ConditionFalse, start.Add(-time.Hour))
+	e.machine("repair-kwok", "repair-kwok-pool", corev1.ConditionFalse, start.Add(-time.Hour), func(nc *karpv1.NodeClaim) {
+		nc.Spec.NodeClassRef = environment.KWOKNodeClassRef()
+	})
+	for _, name := range []string{"repair-ours", "repair-kwok"} {
+		if res := e.reconcile(name); res.RequeueAfter != 0 {
+			t.Errorf("%s: RequeueAfter = %s, want none", name, res.RequeueAfter)
+		}
+	}
+	e.wantRepaired("repair-ours")
+	e.wantKept("repair-kwok")
+	if got := e.Events.About("repair-kwok", ""); len(got) != 0 {
+		t.Errorf("events about another provider's node: %v", got)
+	}
+	if c := meta.FindStatusCondition(e.NodeClaim("repair-kwok").Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil {
+		t.Errorf("another provider's NodeClaim got DisruptionReason %+v", c)
+	}
+}
+
 func TestRepairBlockedByCap(t *testing.T) {
 	e := newEnv(t, Options{Enabled: true})
 	e.machine("cap-a", "cap-pool", corev1.ConditionTrue, start.Add(-time.Hour))

@@ -17,6 +17,10 @@
 //  5. The instance is deleted, every 5 s, until the cloud says it is gone
 //     (InstanceTerminating), and the finalizer is removed.
 //
+// A Node whose NodeClaim is another provider's (see
+// wellknown.ManagedNodeClaim) is left to that provider, which holds the same
+// finalizer.
+//
 // The termination deadline is the karpenter.sh/nodeclaim-termination-timestamp
 // annotation, read from the Node's NodeClaim or, failing that, the Node. The
 // NodeClaim lifecycle controller writes it; this package only reads it.
@@ -196,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nodeClaim, err := r.nodeClaimFor(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if nodeClaim != nil && !wellknown.ManagedNodeClaim(nodeClaim) {
+		return reconcile.Result{}, nil
 	}
 	if nodeClaim != nil {
 		logger = logger.WithValues("nodeclaim", nodeClaim.Name)

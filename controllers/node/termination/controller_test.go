@@ -437,3 +437,40 @@ func TestFullTermination(t *testing.T) {
 		}
 	}
 }
+
+// TestLeavesOtherProvidersNodes: of two deleted Nodes with a pod each,
+// stevedore's is drained and its NodeClaim deleted, while the one whose
+// NodeClaim is another provider's is neither tainted, drained nor let go,
+// and its NodeClaim is left as it was.
+func TestLeavesOtherProvidersNodes(t *testing.T) {
+	e := newEnv(t)
+	ours, ourClaim := e.launch(true)
+	otherClaim, other := e.CreateForeign(e.Name+"-kwok", "kwok")
+	for _, n := range []*corev1.Node{ours, other} {
+		e.pod(n, n.Name+"-app")
+		e.deleteNode(n)
+		e.Refresh(n)
+	}
+	for range 2 {
+		e.reconcile(ours)
+		e.reconcile(other)
+	}
+
+	if running, terminating := e.Pods(); !slices.Equal(running, []string{other.Name + "-app"}) || !slices.Equal(terminating, []string{ours.Name + "-app"}) {
+		t.Errorf("pods running %v, terminating %v; want only stevedore's node drained", running, terminating)
+	}
+	if nc := e.NodeClaim(ourClaim.Name); nc.DeletionTimestamp.IsZero() {
+		t.Errorf("NodeClaim %s of stevedore's deleted node was not deleted", nc.Name)
+	}
+	if nc := e.NodeClaim(otherClaim.Name); nc.ResourceVersion != otherClaim.ResourceVersion {
+		t.Errorf("another provider's NodeClaim %s was written: deletion %v, conditions %+v", nc.Name, nc.DeletionTimestamp, nc.Status.Conditions)
+	}
+	if n := e.Node(other.Name); n.ResourceVersion != other.ResourceVersion {
+		t.Errorf("another provider's Node %s was written: taints %v, finalizers %v", n.Name, n.Spec.Taints, n.Finalizers)
+	}
+	for _, ev := range e.Events.All() {
+		if ev.Name == other.Name || ev.Name == otherClaim.Name || strings.HasPrefix(ev.Name, other.Name+"-") {
+			t.Errorf("event about another provider's node: %v", ev)
+		}
+	}
+}

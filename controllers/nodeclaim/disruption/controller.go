@@ -36,6 +36,9 @@
 // out from the class as it was (each node class has a change count, and an
 // answer is kept only with the count it was asked under). The memory is an
 // optimisation only: after a restart every NodeClaim is simply asked again.
+//
+// Another provider's NodeClaims (see wellknown.ManagedNodeClaim) get no
+// signals from stevedore: their own provider writes them.
 package disruption
 
 import (
@@ -174,7 +177,10 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 
 	b := builder.ControllerManagedBy(mgr).
 		Named(Name).
-		For(&karpv1.NodeClaim{}).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			nc, ok := o.(*karpv1.NodeClaim)
+			return ok && wellknown.ManagedNodeClaim(nc)
+		}))).
 		// Status changes of a NodePool (its resources, its conditions) say
 		// nothing about drift or consolidateAfter; its spec and its hash
 		// annotation do.
@@ -262,8 +268,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// A deleting NodeClaim is on its way out whatever its signals say, and
 	// one that has not launched has nothing to compare yet; its launch is a
-	// change that wakes this controller.
-	if !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
+	// change that wakes this controller. Another provider's NodeClaim,
+	// which its NodePool or node class may enqueue, is that provider's.
+	if !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) ||
+		!wellknown.ManagedNodeClaim(nc) {
 		return reconcile.Result{}, nil
 	}
 	poolName := nc.Labels[wellknown.LabelNodePool]

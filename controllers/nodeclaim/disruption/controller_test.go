@@ -680,3 +680,62 @@ func daemonPod(p *corev1.Pod) *corev1.Pod {
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: &yes}}
 	return p
 }
+
+// TestLeavesOtherProvidersNodeClaims: a NodeClaim of another provider's
+// node class gets no Drifted or Consolidatable condition and no pod event
+// time, even when its NodePool's template has moved on and its
+// consolidateAfter has passed, while stevedore's own NodeClaim in the same
+// situation gets them.
+func TestLeavesOtherProvidersNodeClaims(t *testing.T) {
+	e := newEnv(t, 308)
+	consolidateNow := func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.NewNillableDuration(0)
+	}
+	ours := e.nodePool("signals-ours", consolidateNow)
+	theirs := e.nodePool("signals-kwok", func(np *karpv1.NodePool) {
+		consolidateNow(np)
+		np.Spec.Template.Spec.NodeClassRef = environment.KWOKNodeClassRef()
+	})
+	e.launched("signals-ours", ours)
+	e.initialized("signals-ours")
+	other, _ := e.CreateForeign("signals-kwok", theirs.Name, func(nc *karpv1.NodeClaim) {
+		nc.Annotations = map[string]string{
+			wellknown.AnnotationNodePoolHash:        theirs.Annotations[wellknown.AnnotationNodePoolHash],
+			wellknown.AnnotationNodePoolHashVersion: hash.Version,
+		}
+	})
+	// Both templates move on: both NodeClaims are behind their NodePools.
+	for _, name := range []string{ours.Name, theirs.Name} {
+		e.updatePool(name, func(np *karpv1.NodePool) {
+			np.Spec.Template.Metadata.Annotations = map[string]string{"example.com/owner": "team-b"}
+		})
+	}
+	e.Clock.Step(time.Minute)
+
+	for _, tc := range []struct {
+		name    string
+		signals bool
+	}{
+		{"signals-ours", true},
+		{other.Name, false},
+	} {
+		before := e.NodeClaim(tc.name)
+		e.reconcile(tc.name)
+		if _, err := e.r.ReconcilePodEvent(e.Ctx, request(tc.name)); err != nil {
+			t.Fatal(err)
+		}
+		nc := e.NodeClaim(tc.name)
+		drifted := condition(nc, karpv1.ConditionTypeDrifted) != nil
+		consolidatable := condition(nc, karpv1.ConditionTypeConsolidatable) != nil
+		podEvent := !nc.Status.LastPodEventTime.IsZero()
+		if drifted != tc.signals || consolidatable != tc.signals || podEvent != tc.signals {
+			t.Errorf("%s: Drifted %t, Consolidatable %t, lastPodEventTime %t; want each %t", tc.name, drifted, consolidatable, podEvent, tc.signals)
+		}
+		if !tc.signals && nc.ResourceVersion != before.ResourceVersion {
+			t.Errorf("%s was written: %+v", tc.name, nc.Status)
+		}
+	}
+	if evs := e.Events.About(other.Name, ""); len(evs) > 0 {
+		t.Errorf("events about another provider's NodeClaim: %v", evs)
+	}
+}

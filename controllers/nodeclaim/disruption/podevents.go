@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
 // PodEventsName is the name of the controller that records pod events in
@@ -43,7 +44,7 @@ func (r *Reconciler) ReconcilePodEvent(ctx context.Context, req reconcile.Reques
 	if err := r.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !nc.DeletionTimestamp.IsZero() {
+	if !nc.DeletionTimestamp.IsZero() || !wellknown.ManagedNodeClaim(nc) {
 		return reconcile.Result{}, nil
 	}
 	now := r.clock.Now()

@@ -14,6 +14,9 @@
 // condition to True with reason Expired, so that the reason the node went
 // away is on the object itself; afterwards it records an Expired event and
 // counts karpenter_nodeclaims_disrupted_total{reason="expired"}.
+//
+// Another provider's NodeClaims (see wellknown.ManagedNodeClaim) are left to
+// that provider to expire.
 package expiration
 
 import (
@@ -32,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
@@ -73,7 +77,10 @@ func New(c client.Client, clk clock.PassiveClock, recorder events.EventRecorder,
 func (r *Reconciler) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
-		For(&karpv1.NodeClaim{}).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			nc, ok := o.(*karpv1.NodeClaim)
+			return ok && wellknown.ManagedNodeClaim(nc)
+		}))).
 		Complete(r)
 }
 
@@ -84,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !nc.DeletionTimestamp.IsZero() {
+	if !nc.DeletionTimestamp.IsZero() || !wellknown.ManagedNodeClaim(nc) {
 		return reconcile.Result{}, nil
 	}
 	now := r.clock.Now()

@@ -97,6 +97,35 @@ karpenter_nodeclaims_disrupted_total{capacity_type="spot",nodepool="default",rea
 	}
 }
 
+// TestLeavesOtherProvidersNodeClaims: of two NodeClaims past their
+// expireAfter, stevedore's is deleted and another provider's is left to it.
+func TestLeavesOtherProvidersNodeClaims(t *testing.T) {
+	e := newEnv(t)
+	ours := e.create("expire-ours", karpv1.NewNillableDuration(time.Minute))
+	other, _ := e.CreateForeign("expire-kwok", "kwok", func(nc *karpv1.NodeClaim) {
+		nc.Spec.ExpireAfter = karpv1.NewNillableDuration(time.Minute)
+	})
+	e.Clock.Step(time.Hour)
+	for _, tc := range []struct {
+		name    string
+		expired bool
+	}{
+		{ours.Name, true},
+		{other.Name, false},
+	} {
+		nc, res := e.reconcile(tc.name)
+		if deleting := !nc.DeletionTimestamp.IsZero(); deleting != tc.expired {
+			t.Errorf("%s: deleting %t, want %t", tc.name, deleting, tc.expired)
+		}
+		if !tc.expired && (res.RequeueAfter != 0 || meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason) != nil) {
+			t.Errorf("%s: RequeueAfter %s, conditions %+v; want neither a requeue nor a DisruptionReason", tc.name, res.RequeueAfter, nc.Status.Conditions)
+		}
+	}
+	if evs := e.Events.About(other.Name, ""); len(evs) > 0 {
+		t.Errorf("events about another provider's NodeClaim: %v", evs)
+	}
+}
+
 func TestExpiredLongAgo(t *testing.T) {
 	// A NodeClaim found past its expiry (the controller was down) is deleted
 	// at once.

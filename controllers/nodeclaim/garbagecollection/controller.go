@@ -8,7 +8,8 @@
 // A NodeClaim whose Node is still Ready is kept: a Ready node proves the
 // instance is alive, and the cloud's list may simply lag. NodeClaims that
 // have not registered are left to the lifecycle controller's launch and
-// registration timeouts.
+// registration timeouts, and another provider's NodeClaims (see
+// wellknown.ManagedNodeClaim) to that provider.
 //
 // Deleting a NodeClaim hands it to the lifecycle controller's finalizer,
 // which deletes its Node and confirms the instance is gone.
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/singleton"
 )
@@ -86,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	var candidates []*karpv1.NodeClaim
 	for i := range claims.Items {
 		nc := &claims.Items[i]
-		if nc.DeletionTimestamp.IsZero() && nc.Status.ProviderID != "" &&
+		if wellknown.ManagedNodeClaim(nc) && nc.DeletionTimestamp.IsZero() && nc.Status.ProviderID != "" &&
 			meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeRegistered) {
 			candidates = append(candidates, nc)
 		}

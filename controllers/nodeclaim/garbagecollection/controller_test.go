@@ -69,6 +69,13 @@ func TestCollectsNodeClaimsWithoutInstance(t *testing.T) {
 	node(e, goneNotReady)
 	node(e, goneReady)
 	e.MarkReady(goneReady.Status.NodeName)
+	// Another provider's, registered, whose Node is not Ready and whose
+	// provider ID no EC2 instance has: left to that provider.
+	other, otherNode := e.CreateForeign("gc-kwok", "kwok")
+	otherNode.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := e.Kube.Status().Update(e.Ctx, otherNode); err != nil {
+		t.Fatal(err)
+	}
 	// Not registered: left to the lifecycle controller's timeouts.
 	unregistered := registered(e, "gc-unregistered")
 	unregistered.Status.Conditions[1].Status = metav1.ConditionUnknown
@@ -108,6 +115,9 @@ func TestCollectsNodeClaimsWithoutInstance(t *testing.T) {
 		if got := exists(e, name); got != want {
 			t.Errorf("NodeClaim %s exists = %t, want %t", name, got, want)
 		}
+	}
+	if nc := e.NodeClaim(other.Name); !nc.DeletionTimestamp.IsZero() {
+		t.Errorf("another provider's NodeClaim %s was deleted", other.Name)
 	}
 	var events []string
 	for _, ev := range e.Events.All() {

@@ -1,6 +1,7 @@
 // Package lifecycle is the NodeClaim lifecycle controller: it takes a
 // NodeClaim from creation to a working node and, when the NodeClaim is
-// deleted, back to nothing.
+// deleted, back to nothing. NodeClaims of another provider's node class
+// (see wellknown.ManagedNodeClaim) are left to that provider.
 //
 // A NodeClaim moves through four steps, each recorded as a status condition:
 //
@@ -41,9 +42,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 )
@@ -170,9 +173,15 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 	r.WithIndexes()
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
-		For(&karpv1.NodeClaim{}).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(managed))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeClaimsForNode)).
 		Complete(r)
+}
+
+// managed passes stevedore's NodeClaims.
+func managed(o client.Object) bool {
+	nc, ok := o.(*karpv1.NodeClaim)
+	return ok && wellknown.ManagedNodeClaim(nc)
 }
 
 // ignoreIndexConflict lets several controllers register the same index.
@@ -205,6 +214,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nc := &karpv1.NodeClaim{}
 	if err := r.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// Another provider's NodeClaim may still come through its Node's events.
+	if !wellknown.ManagedNodeClaim(nc) {
+		return reconcile.Result{}, nil
 	}
 	if !nc.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, nc)

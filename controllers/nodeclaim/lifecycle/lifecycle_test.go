@@ -550,3 +550,59 @@ func TestUnderManager(t *testing.T) {
 	e.MarkReady(names[0])
 	waitFor("initialization", func(nc *karpv1.NodeClaim) bool { return isTrue(nc, karpv1.ConditionTypeInitialized) })
 }
+
+// TestLeavesOtherProvidersNodeClaims: NodeClaims of another provider's node
+// class, whether new, up with a Node, or being deleted, are neither
+// launched, registered, timed out nor finalized, and their Nodes are not
+// touched, while stevedore's own NodeClaim beside them is launched.
+func TestLeavesOtherProvidersNodeClaims(t *testing.T) {
+	e := newEnv(t, 112)
+	kwok := func(nc *karpv1.NodeClaim) { nc.Spec.NodeClassRef = environment.KWOKNodeClassRef() }
+	type foreign struct {
+		claim *karpv1.NodeClaim
+		node  *corev1.Node
+	}
+	var others []foreign
+	others = append(others, foreign{claim: e.create("lifecycle-kwok-new", kwok)})
+	up, upNode := e.CreateForeign("lifecycle-kwok-up", "kwok")
+	others = append(others, foreign{up, upNode})
+	gone, goneNode := e.CreateForeign("lifecycle-kwok-gone", "kwok")
+	if err := e.Kube.Delete(e.Ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh(gone)
+	others = append(others, foreign{gone, goneNode})
+
+	ours := e.launched("lifecycle-ours")
+	if ids := e.AWS.InstanceIDs(); len(ids) != 1 || ids[0] != instanceID(t, ours.Status.ProviderID) {
+		t.Errorf("instances %v, want only that of %s", ids, ours.Name)
+	}
+
+	// Past the launch and registration timeouts, and twice through each.
+	for range 2 {
+		for _, o := range others {
+			if nc, _ := e.Settle(e.r, o.claim.Name); nc == nil {
+				t.Fatalf("NodeClaim %s was deleted", o.claim.Name)
+			}
+		}
+		e.Clock.Step(RegistrationTimeout + LaunchTimeout)
+	}
+	for _, o := range others {
+		after := e.NodeClaim(o.claim.Name)
+		if after.ResourceVersion != o.claim.ResourceVersion {
+			t.Errorf("NodeClaim %s was written: finalizers %v, conditions %+v", o.claim.Name, after.Finalizers, after.Status.Conditions)
+		}
+		if o.node == nil {
+			continue
+		}
+		if node := e.Node(o.node.Name); node.ResourceVersion != o.node.ResourceVersion || !node.DeletionTimestamp.IsZero() {
+			t.Errorf("Node %s was written or deleted: deletion %v, labels %v", node.Name, node.DeletionTimestamp, node.Labels)
+		}
+	}
+	if len(e.AWS.InstanceIDs()) != 1 {
+		t.Errorf("instances %v, want one", e.AWS.InstanceIDs())
+	}
+	if evs := e.Events.About("lifecycle-kwok-new", ""); len(evs) > 0 {
+		t.Errorf("events about another provider's NodeClaim: %v", evs)
+	}
+}

@@ -61,11 +61,12 @@ func (r *Reconciler) Register(mgr manager.Manager) error {
 		Complete(r)
 }
 
-// Taggable reports whether a NodeClaim's instance is due for tagging: its
-// node has registered (status.nodeName), it is not being deleted, and it is
-// not annotated as tagged yet.
+// Taggable reports whether a NodeClaim's instance is due for tagging: it is
+// stevedore's (see wellknown.ManagedNodeClaim), its node has registered
+// (status.nodeName), it is not being deleted, and it is not annotated as
+// tagged yet.
 func Taggable(nc *karpv1.NodeClaim) bool {
-	return nc.Annotations[wellknown.AnnotationInstanceTagged] != "true" &&
+	return wellknown.ManagedNodeClaim(nc) && nc.Annotations[wellknown.AnnotationInstanceTagged] != "true" &&
 		nc.Status.NodeName != "" && nc.DeletionTimestamp.IsZero()
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	awsprovider "github.com/stevedore-autoscaler/stevedore/cloud/aws"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
@@ -51,20 +52,24 @@ func launch(t *testing.T, f *fake.AWS, w *fake.ClusterWorld, extra map[string]st
 	return fmt.Sprintf("aws:///%s/%s", aws.ToString(i.Placement.AvailabilityZone), aws.ToString(i.InstanceId))
 }
 
-// claim creates a NodeClaim with the provider ID and node name.
-func claim(e *environment.Env, name, providerID, nodeName string) {
+// claim creates a NodeClaim with the provider ID and node name, changed
+// first by the functions given.
+func claim(e *environment.Env, name, providerID, nodeName string, change ...func(*karpv1.NodeClaim)) {
 	e.T.Helper()
 	nc := environment.NewNodeClaim(name, "default", "default")
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = nodeName
+	for _, c := range change {
+		c(nc)
+	}
 	e.Create(nc)
 }
 
 // TestTagsRegisteredInstances: a registered NodeClaim's instance gets Name
 // (the node's name), karpenter.sh/nodeclaim and eks:eks-cluster-name, a Name
 // it already has is kept, the NodeClaim is annotated as tagged, and the
-// CreateTags requests pass Karpenter's policy. An unregistered NodeClaim is
-// left alone.
+// CreateTags requests pass Karpenter's policy. An unregistered NodeClaim,
+// and another provider's NodeClaim, are left alone.
 func TestTagsRegisteredInstances(t *testing.T) {
 	e := environment.New(t, environment.Options{Seed: 5, InstanceTypes: []string{"m6i.large"}})
 	ctx, f, w := e.Ctx, e.AWS, e.World
@@ -74,11 +79,13 @@ func TestTagsRegisteredInstances(t *testing.T) {
 	plain := launch(t, f, w, nil)
 	named := launch(t, f, w, map[string]string{wellknown.TagName: "from-spec-tags"})
 	pending := launch(t, f, w, nil)
+	foreign := launch(t, f, w, nil)
 	claim(e, "tag-plain", plain, "ip-10-0-0-1.ec2.internal")
 	claim(e, "tag-named", named, "ip-10-0-0-2.ec2.internal")
 	claim(e, "tag-pending", pending, "")
+	claim(e, "tag-kwok", foreign, "ip-10-0-0-4.ec2.internal", func(nc *karpv1.NodeClaim) { nc.Spec.NodeClassRef = environment.KWOKNodeClassRef() })
 
-	for _, name := range []string{"tag-plain", "tag-named", "tag-pending"} {
+	for _, name := range []string{"tag-plain", "tag-named", "tag-pending", "tag-kwok"} {
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
 			t.Fatalf("Reconcile(%s): %v", name, err)
 		}
@@ -96,7 +103,10 @@ func TestTagsRegisteredInstances(t *testing.T) {
 	if got := tags(pending); got[wellknown.TagName] != "" || got[wellknown.TagNodeClaim] != "" {
 		t.Errorf("unregistered instance was tagged: %v", got)
 	}
-	for name, want := range map[string]string{"tag-plain": "true", "tag-named": "true", "tag-pending": ""} {
+	if got := tags(foreign); got[wellknown.TagName] != "" || got[wellknown.TagNodeClaim] != "" {
+		t.Errorf("another provider's instance was tagged: %v", got)
+	}
+	for name, want := range map[string]string{"tag-plain": "true", "tag-named": "true", "tag-pending": "", "tag-kwok": ""} {
 		nc := e.NodeClaim(name)
 		if got := nc.Annotations[wellknown.AnnotationInstanceTagged]; got != want {
 			t.Errorf("%s: %s = %q, want %q", name, wellknown.AnnotationInstanceTagged, got, want)

@@ -137,7 +137,7 @@ func nodeClassOfNodeClaim(_ context.Context, o client.Object) []reconcile.Reques
 // name is empty.
 func references(claim *karpv1.NodeClaim, name string) bool {
 	ref := claim.Spec.NodeClassRef
-	return ref != nil && ref.Group == wellknown.GroupAWS && ref.Kind == "EC2NodeClass" && (name == "" || ref.Name == name)
+	return ref != nil && wellknown.ManagedNodeClass(ref) && (name == "" || ref.Name == name)
 }
 
 // Reconcile resolves one EC2NodeClass, or finishes its deletion.

@@ -8,7 +8,8 @@
 // is not limited by disruption budgets.
 //
 // The controller is a singleton that looks at every static NodePool each
-// Period, from the cluster state's snapshot.
+// Period, from the cluster state's snapshot. NodePools of another provider's
+// node class (see wellknown.ManagedNodePool) are that provider's to scale.
 package static
 
 import (
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
@@ -84,7 +86,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	var launchable []packer.NodePool
 	var errs []error
 	for _, np := range snap.NodePools {
-		if !decide.IsStatic(np) || !np.DeletionTimestamp.IsZero() {
+		if !decide.IsStatic(np) || !np.DeletionTimestamp.IsZero() || !wellknown.ManagedNodePool(np) {
 			continue
 		}
 		want := *np.Spec.Replicas

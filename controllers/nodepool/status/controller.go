@@ -248,7 +248,7 @@ func (r *Reconciler) nodePoolsOfNodeClass(ctx context.Context, o client.Object) 
 // refersTo reports whether np's nodeClassRef names the EC2NodeClass name.
 func refersTo(np *karpv1.NodePool, name string) bool {
 	ref := np.Spec.Template.Spec.NodeClassRef
-	return ref != nil && ref.Group == wellknown.GroupAWS && ref.Kind == "EC2NodeClass" && ref.Name == name
+	return ref != nil && wellknown.ManagedNodeClass(ref) && ref.Name == name
 }
 
 // Reconcile brings one NodePool's hash annotations, status and gauges up to
@@ -425,7 +425,9 @@ func (r *Reconciler) patchHash(ctx context.Context, np *karpv1.NodePool) error {
 // another algorithm. Re-stamping at that moment, with the hash of the
 // template as it is then, rather than whenever a NodeClaim's version
 // differs from its NodePool's, keeps a NodeClaim from being given a hash
-// that the NodePool is about to replace.
+// that the NodePool is about to replace. Another provider's NodeClaims (see
+// wellknown.ManagedNodeClaim) are left to it, as Karpenter's hash controller
+// leaves them.
 func (r *Reconciler) restampNodeClaims(ctx context.Context, nodePool, h string) error {
 	var list karpv1.NodeClaimList
 	if err := r.client.List(ctx, &list, client.MatchingLabels{wellknown.LabelNodePool: nodePool}); err != nil {
@@ -435,7 +437,7 @@ func (r *Reconciler) restampNodeClaims(ctx context.Context, nodePool, h string) 
 	for i := range list.Items {
 		nc := &list.Items[i]
 		stampVersion, stampHash := decide.Restamp(nc, hash.Version)
-		if !stampVersion {
+		if !stampVersion || !wellknown.ManagedNodeClaim(nc) {
 			continue
 		}
 		base := nc.DeepCopy()

@@ -359,9 +359,9 @@ func TestHashAnnotations(t *testing.T) {
 // TestHashVersionRestampsNodeClaims: a NodePool whose hash version is not
 // the current one has its NodeClaims of another version re-stamped before
 // its own annotations: the version on all of them, the NodePool's new hash
-// on those that have not drifted. NodeClaims of the current version, and of
-// other NodePools, are left alone; so are all NodeClaims once the NodePool
-// carries the current version.
+// on those that have not drifted. NodeClaims of the current version, of
+// other NodePools and of another provider's node class are left alone; so
+// are all NodeClaims once the NodePool carries the current version.
 func TestHashVersionRestampsNodeClaims(t *testing.T) {
 	e := newEnv(t)
 	e.nodePool("restamp", "restamp-nc", func(np *karpv1.NodePool) {
@@ -370,12 +370,15 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 			wellknown.AnnotationNodePoolHashVersion: "old-version",
 		}
 	})
-	claim := func(name, pool string, annotations map[string]string, drifted bool) {
+	claim := func(name, pool string, annotations map[string]string, drifted bool, change ...func(*karpv1.NodeClaim)) {
 		t.Helper()
 		nc := environment.NewNodeClaim(name, pool, "restamp-nc")
 		nc.Annotations = annotations
 		if drifted {
 			meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+		}
+		for _, c := range change {
+			c(nc)
 		}
 		e.Create(nc)
 	}
@@ -387,6 +390,9 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 	claim("restamp-current", "restamp", stamped("2", wellknown.NodePoolHashVersion), false)
 	claim("restamp-bare", "restamp", nil, false)
 	claim("restamp-other-pool", "restamp-other", stamped("1", "old-version"), false)
+	claim("restamp-kwok", "restamp", stamped("1", "old-version"), false, func(nc *karpv1.NodeClaim) {
+		nc.Spec.NodeClassRef = environment.KWOKNodeClassRef()
+	})
 
 	np := e.reconcile("restamp")
 	h := np.Annotations[wellknown.AnnotationNodePoolHash]
@@ -408,6 +414,7 @@ func TestHashVersionRestampsNodeClaims(t *testing.T) {
 	check("restamp-current", "2", wellknown.NodePoolHashVersion)
 	check("restamp-bare", h, wellknown.NodePoolHashVersion)
 	check("restamp-other-pool", "1", "old-version")
+	check("restamp-kwok", "1", "old-version")
 
 	// The NodePool is current now: a NodeClaim of another version is not
 	// compared by hash, and not re-stamped either.
