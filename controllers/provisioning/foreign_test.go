@@ -66,6 +66,12 @@ func TestOtherProvidersPoolsAndNodes(t *testing.T) {
 			t.Errorf("pod %s: %s events %+v, want one naming %q", tc.pod, tc.reason, evs, tc.note)
 		}
 	}
+	// The other provider's pool is not stevedore's to explain either.
+	for _, ev := range e.podEvents("too-big-for-kwok-node", ReasonFailedScheduling) {
+		if strings.Contains(ev.Note, "nodepool "+kwok.Name) {
+			t.Errorf("the FailedScheduling note names the other provider's NodePool: %s", ev.Note)
+		}
+	}
 	if evs := e.podEvents("too-big-for-kwok-node", ReasonNominated); len(evs) != 0 {
 		t.Errorf("pod too-big-for-kwok-node nominated: %+v", evs)
 	}

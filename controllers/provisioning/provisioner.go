@@ -516,8 +516,9 @@ func listTypes(ctx context.Context, cp cloud.CloudProvider, snap state.Snapshot)
 			continue
 		}
 		if !slices.ContainsFunc(supported, func(gvk schema.GroupVersionKind) bool { return gvk.Group == ref.Group && gvk.Kind == ref.Kind }) {
-			skip(np, ReasonNodeClassNotReady, nil,
-				"NodeClass %s is not ready: kind %s.%s is not supported by the %s provider", ref.Name, ref.Kind, ref.Group, cp.Name())
+			// Another provider's pool: its controller launches for it, and
+			// stevedore says nothing about it, as Karpenter leaves the pools
+			// of node classes it does not serve.
 			continue
 		}
 		class, ok := classes[ref.Name]

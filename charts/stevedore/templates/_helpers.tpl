@@ -56,22 +56,30 @@ holding the Lease acts.
 {{- define "stevedore.leaseName" -}}karpenter-leader-election{{- end -}}
 
 {{/*
-stevedore.keepSelector fails the render when the release's namespace
-already has a Deployment of this name whose selector differs from the one
-rendered: Kubernetes refuses to change a Deployment's selector, so the
-upgrade would fail half-way. Only a live install or upgrade can look
-(helm template renders without a cluster, and lookup returns nothing).
+stevedore.keepRelease fails the render when the release already has a
+Deployment (Karpenter's, on an in-place swap) that this render would not
+keep: another name, or another selector, which Kubernetes refuses to change.
+Helm would otherwise delete that Deployment, its ServiceAccount, Service,
+PDB and RBAC and create new ones under other names (breaking the
+ServiceAccount's IAM association and the scrape configurations), or fail
+half-way on the selector. Only a live install or upgrade can look: helm
+template renders without a cluster, and lookup returns nothing.
 */}}
-{{- define "stevedore.keepSelector" -}}
-{{- $existing := lookup "apps/v1" "Deployment" .Release.Namespace (include "stevedore.fullname" .) -}}
-{{- if $existing -}}
+{{- define "stevedore.keepRelease" -}}
+{{- $name := include "stevedore.fullname" . -}}
 {{- $want := include "stevedore.selectorLabels" . | fromYaml -}}
-{{- $have := $existing.spec.selector.matchLabels | default dict -}}
-{{- if not (eq (toJson $want) (toJson $have)) -}}
-{{- fail (printf "Deployment %s/%s already exists with the selector %s, and this release would give it %s, which Kubernetes refuses to change. To take over that Deployment in place, set nameOverride to %q (its app.kubernetes.io/name)" .Release.Namespace (include "stevedore.fullname" .) (toJson $have) (toJson $want) (get $have "app.kubernetes.io/name")) -}}
+{{- $existing := lookup "apps/v1" "Deployment" .Release.Namespace "" -}}
+{{- range $d := (get ($existing | default dict) "items" | default list) -}}
+{{- $labels := $d.metadata.labels | default dict -}}
+{{- if eq (get $labels "app.kubernetes.io/instance") $.Release.Name -}}
+{{- $have := $d.spec.selector.matchLabels | default dict -}}
+{{- if or (ne $d.metadata.name $name) (ne (toJson $have) (toJson $want)) -}}
+{{- fail (printf "release %s already has the Deployment %s/%s with the selector %s; this chart would make %s with %s, and so replace the release's Deployment, ServiceAccount, Service, PodDisruptionBudget and RBAC under other names (or fail on the selector, which Kubernetes never changes). To keep them, set nameOverride to %q (and fullnameOverride to %q if the release had one)" $.Release.Name $.Release.Namespace $d.metadata.name (toJson $have) $name (toJson $want) (get $have "app.kubernetes.io/name") $d.metadata.name) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
 
 {{- define "stevedore.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "stevedore.name" . }}

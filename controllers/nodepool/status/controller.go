@@ -163,7 +163,12 @@ func New(c client.Client, cluster *state.Cluster, clk clock.PassiveClock, record
 func (r *Reconciler) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
-		For(&karpv1.NodePool{}).
+		// Another provider's NodePools are its controller's to write, as
+		// Karpenter leaves the pools of node classes it does not serve.
+		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			np, ok := o.(*karpv1.NodePool)
+			return !ok || wellknown.ManagedNodePool(np)
+		}))).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfLabel),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				before, ok1 := e.ObjectOld.(*karpv1.NodeClaim)
@@ -261,7 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !np.DeletionTimestamp.IsZero() {
+	if !np.DeletionTimestamp.IsZero() || !wellknown.ManagedNodePool(np) {
 		r.forget(np.Name)
 		return reconcile.Result{}, nil
 	}
@@ -522,10 +527,6 @@ func (r *Reconciler) nodeClass(ctx context.Context, np *karpv1.NodePool) (*awsv1
 func (r *Reconciler) setNodeClassReady(np *karpv1.NodePool, nc *awsv1.EC2NodeClass) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	switch {
-	case nc == nil && ref != nil && !refersTo(np, ref.Name):
-		r.setCondition(np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse, ReasonNodeClassNotFound,
-			fmt.Sprintf("nodeClassRef names %s/%s, which stevedore does not serve: use group %s and kind EC2NodeClass", ref.Group, ref.Kind, wellknown.GroupAWS))
-		return
 	case nc == nil:
 		name := ""
 		if ref != nil {

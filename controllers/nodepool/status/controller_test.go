@@ -758,3 +758,28 @@ func TestValidationRemembered(t *testing.T) {
 		}
 	}
 }
+
+// TestLeavesOtherProvidersPools: a NodePool of another provider's node class
+// is that provider's controller's to write: no hash annotations, no
+// conditions, no counts, as Karpenter leaves the pools it does not serve.
+// stevedore's own pool beside it is written as usual.
+func TestLeavesOtherProvidersPools(t *testing.T) {
+	e := newEnv(t)
+	e.nodePool("theirs", "theirs-nc", func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.NodeClassRef = environment.KWOKNodeClassRef()
+	})
+	e.nodePool("ours", "ours-nc", nil)
+	e.nodeClass("ours-nc", metav1.ConditionTrue, "Ready", "")
+
+	theirs := e.reconcile("theirs")
+	if len(theirs.Status.Conditions) != 0 || theirs.Annotations[wellknown.AnnotationNodePoolHash] != "" || theirs.Status.Resources != nil {
+		t.Errorf("another provider's NodePool was written: annotations %v, status %+v", theirs.Annotations, theirs.Status)
+	}
+	ours := e.reconcile("ours")
+	if c := condition(t, ours, karpv1.ConditionTypeNodeClassReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("stevedore's NodePool: NodeClassReady = %+v, want True", c)
+	}
+	if ours.Annotations[wellknown.AnnotationNodePoolHash] == "" {
+		t.Error("stevedore's NodePool has no hash annotation")
+	}
+}
