@@ -74,7 +74,9 @@ func TestMetricsScrape(t *testing.T) {
 	table := readMetricsTable(t)
 	spec := accountSpec{Cluster: "e2e-metrics", Region: "ap-northeast-1", Seed: 15}
 	acc := serveAccount(t, spec)
-	c := startController(t, controllerOptions{name: "stevedore-metrics", account: acc.URL})
+	// With leader election on, as in production, so that its metrics
+	// (leader_election_master_status) are served too.
+	c := startController(t, controllerOptions{name: "stevedore-metrics", account: acc.URL, leaderElectionID: "stevedore-e2e-metrics-" + suffix()})
 
 	// Many series exist only for a while: the per-pod gauges while a pod is
 	// pending, the per-node ones while the node exists, a termination gauge
