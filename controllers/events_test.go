@@ -163,7 +163,7 @@ func TestEventsAreKarpentersOrListed(t *testing.T) {
 
 // eventCall finds the reason constants at the event calls of a line.
 var (
-	eventCall      = regexp.MustCompile(`Eventf\(|\.event\(|eventOnCandidate\(|eventOnClaimAndNode\(`)
+	eventCall      = regexp.MustCompile(`Eventf(By)?\(|\.event\(|eventOnCandidate\(|eventOnClaimAndNode\(`)
 	reasonConstant = regexp.MustCompile(`\bReason[A-Z][A-Za-z]*\b`)
 )
 
