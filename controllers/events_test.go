@@ -81,6 +81,7 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonDisruptionLaunching", reason: disruptionctl.ReasonDisruptionLaunching, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"},
 		otherKinds: "recorded on the candidates being replaced, naming their replacements, rather than on each replacement"},
 	{constant: "ReasonDisruptionTerminating", reason: disruptionctl.ReasonDisruptionTerminating, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
+	{constant: "ReasonDisruptionWaitingReadiness", reason: disruptionctl.ReasonDisruptionWaitingReadiness, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonFailedScheduling", reason: provisioning.ReasonFailedScheduling, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},

@@ -128,6 +128,10 @@ const (
 	// UnconsolidatableEventInterval is the same for Unconsolidatable events,
 	// which most nodes would otherwise get on every pass.
 	UnconsolidatableEventInterval = 15 * time.Minute
+	// DedupeInterval is the same for the events Karpenter dedupes over its
+	// default window: DisruptionWaitingReadiness, ConsolidationCandidate,
+	// ConsolidationApproved and the do-not-disrupt pod events.
+	DedupeInterval = 2 * time.Minute
 )
 
 // Annotations that record a command in the API, so that it can be resumed or
@@ -166,6 +170,9 @@ const (
 	ReasonDisruptionTerminating = "DisruptionTerminating"
 	// ReasonDisruptionFailed is a command rolled back.
 	ReasonDisruptionFailed = "DisruptionFailed"
+	// ReasonDisruptionWaitingReadiness is a replacement a command waits
+	// for, not initialized yet.
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 )
 
 // Request returns the request the controller reconciles: there is one
@@ -227,6 +234,9 @@ type Controller struct {
 	// commands; unconsolidatable does the same, more sparingly.
 	events           *eventlimit.Recorder
 	unconsolidatable *eventlimit.Recorder
+	// dedupe rate-limits the events Karpenter dedupes over its default
+	// window (DedupeInterval).
+	dedupe *eventlimit.Recorder
 
 	// pending is the command waiting for its validation delay to pass.
 	pending *pendingCommand
@@ -295,6 +305,7 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 		opts:             opts,
 		events:           eventlimit.New(rec, EventInterval),
 		unconsolidatable: eventlimit.New(rec, UnconsolidatableEventInterval),
+		dedupe:           eventlimit.New(rec, DedupeInterval),
 		inflight:         map[string]*command{},
 		owner:            map[string]string{},
 		done:             map[string]time.Time{},
@@ -323,6 +334,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	c.events.Forget(now)
 	c.unconsolidatable.Forget(now)
+	c.dedupe.Forget(now)
 
 	// wait is the earliest time anything needs looking at again; Period
 	// when nothing does.

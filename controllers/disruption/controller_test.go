@@ -107,6 +107,16 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
 		t.Errorf("%d NodeClaims in the pool, want the candidate and its replacement", n)
 	}
+	// The replacement it waits for says so, once per DedupeInterval.
+	waiting := environment.Event{Kind: "NodeClaim", Name: rep, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionWaitingReadiness}
+	if evs := e.Events.Matching(waiting); len(evs) != 1 || !strings.Contains(evs[0].Note, id) {
+		t.Errorf("DisruptionWaitingReadiness events %+v, want one naming command %s", evs, id)
+	}
+	e.Clock.Step(DedupeInterval)
+	e.pass()
+	if n := len(e.Events.Matching(waiting)); n != 2 {
+		t.Errorf("%d DisruptionWaitingReadiness events after %v, want 2", n, DedupeInterval)
+	}
 	if got := Remaining(e.State.Snapshot(e.Clock.Now()), e.Clock.Now())[e.Name][decide.ReasonDrifted]; got != 0 {
 		t.Errorf("remaining Drifted budget = %d while the command runs, want 0", got)
 	}
@@ -119,6 +129,9 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	}
 	if e.deleting(rep) {
 		t.Error("replacement deleted")
+	}
+	if n := len(e.Events.Matching(waiting)); n != 2 {
+		t.Errorf("%d DisruptionWaitingReadiness events once the replacement is initialized, want still 2", n)
 	}
 	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{
 		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
