@@ -83,6 +83,8 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonDisruptionTerminating", reason: disruptionctl.ReasonDisruptionTerminating, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonDisruptionWaitingReadiness", reason: disruptionctl.ReasonDisruptionWaitingReadiness, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonConsolidationCandidate", reason: disruptionctl.ReasonConsolidationCandidate, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
+	{constant: "ReasonConsolidationApproved", reason: disruptionctl.ReasonConsolidationApproved, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim", "NodePool"}},
 	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonFailedScheduling", reason: provisioning.ReasonFailedScheduling, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
 	{constant: "ReasonNominated", reason: provisioning.ReasonNominated, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},

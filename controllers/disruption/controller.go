@@ -163,6 +163,13 @@ const (
 	// ReasonConsolidationRejected is a command dropped because it no longer
 	// held after the validation delay.
 	ReasonConsolidationRejected = "ConsolidationRejected"
+	// ReasonConsolidationCandidate is a node a consolidation move would
+	// replace with a cheaper one.
+	ReasonConsolidationCandidate = "ConsolidationCandidate"
+	// ReasonConsolidationApproved is a consolidation command the Balanced
+	// policy approved: on the node for one node, on each NodePool for
+	// several.
+	ReasonConsolidationApproved = "ConsolidationApproved"
 	// ReasonDisruptionLaunching is a candidate whose replacements are being
 	// launched.
 	ReasonDisruptionLaunching = "DisruptionLaunching"
@@ -465,6 +472,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 	c.lastFingerprint, c.lastFull = fp, now
 	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
+	c.consolidationEvents(snap, dec, now)
 	cmd := dec.Command
 	if cmd == nil {
 		c.markQuiet(snap, changes, now)

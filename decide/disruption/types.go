@@ -81,6 +81,8 @@ type Blocked struct {
 	// Score is the Balanced score of a consolidation move that was
 	// rejected for it (CodeBalancedScore); nil otherwise.
 	Score *Score
+	// Method is the method of that rejected move; empty otherwise.
+	Method Method
 }
 
 func (b Blocked) String() string {
@@ -158,7 +160,10 @@ type Command struct {
 	SavingsPerHour float64
 	// Score is the move's Balanced score when a candidate's NodePool has
 	// consolidationPolicy: Balanced (consolidation only); nil otherwise.
-	Score *Score
+	// It is the lowest of Scores, which holds each Balanced NodePool's
+	// score of the move, by NodePool name (every one approving).
+	Score  *Score
+	Scores []Score
 }
 
 // Pods is the number of pods that move.

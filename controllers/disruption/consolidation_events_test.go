@@ -1,0 +1,167 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
+)
+
+// TestConsolidationEvents: the decision's consolidation moves are reported
+// as Karpenter reports them. A move that replaces nodes gets
+// ConsolidationCandidate on each candidate's Node and NodeClaim, even when
+// the Balanced policy then turns it down; a move that only deletes gets
+// none. A command a Balanced NodePool approves gets ConsolidationApproved:
+// on the Node and NodeClaim for one node, on the NodePool for several.
+//
+// On-demand prices per hour: c6i.large 0.085, m6i.large 0.096, c6i.xlarge
+// 0.17, m6i.xlarge 0.192.
+func TestConsolidationEvents(t *testing.T) {
+	type node struct {
+		itype          string
+		cpu            string // of its one pod
+		consolidatable bool
+	}
+	// want is an event expected once: on node i's NodeClaim and Node, or on
+	// the NodePool when i is -1.
+	type want struct {
+		reason string
+		i      int
+	}
+	for _, tc := range []struct {
+		name     string
+		balanced bool
+		// m6iOnly restricts the NodePool to m6i.large and m6i.xlarge.
+		m6iOnly bool
+		// all lets every node be disrupted at once (the default budget
+		// allows one of a few).
+		all   bool
+		nodes []node
+		want  []want
+		// none are reasons no object may get.
+		none []string
+	}{{
+		// The 500m pod fits nowhere else; m6i.large, c6i.large and
+		// c6i.xlarge cost less than the node, so the move saves
+		// 0.192-0.17.
+		name:  "a replace move",
+		nodes: []node{{"m6i.xlarge", "500m", true}},
+		want:  []want{{ReasonConsolidationCandidate, 0}},
+		none:  []string{ReasonConsolidationApproved},
+	}, {
+		// The same move under Balanced: 0.022 of the pool's 0.192 for all
+		// of its disruption scores 0.11.
+		name:     "Balanced turns a replace move down",
+		balanced: true,
+		nodes:    []node{{"m6i.xlarge", "500m", true}},
+		want:     []want{{ReasonConsolidationCandidate, 0}, {ReasonUnconsolidatable, 0}},
+		none:     []string{ReasonConsolidationApproved},
+	}, {
+		// Only m6i.large may replace the m6i.xlarge: 0.096 of the pool's
+		// 0.384 (25%) for a third of its disruption scores 0.75. The full
+		// nodes' pods leave no room for the 500m pod.
+		name:     "Balanced approves a replace move",
+		balanced: true,
+		m6iOnly:  true,
+		nodes:    []node{{"m6i.large", "1600m", false}, {"m6i.large", "1600m", false}, {"m6i.xlarge", "500m", true}},
+		want:     []want{{ReasonConsolidationCandidate, 2}, {ReasonConsolidationApproved, 2}},
+	}, {
+		// The pod of node 1 fits beside node 0's: deleting node 1 saves
+		// half of the pool's price for half of its disruption.
+		name:     "Balanced approves a delete move, which is no candidate",
+		balanced: true,
+		nodes:    []node{{"m6i.large", "500m", false}, {"m6i.large", "500m", true}},
+		want:     []want{{ReasonConsolidationApproved, 1}},
+		none:     []string{ReasonConsolidationCandidate},
+	}, {
+		// Both nodes' pods on one c6i.large: 0.192-0.085 of 0.192 for all
+		// of the disruption scores 0.56.
+		name:     "Balanced approves a move of several nodes on the NodePool",
+		balanced: true,
+		all:      true,
+		nodes:    []node{{"m6i.large", "500m", true}, {"m6i.large", "500m", true}},
+		want:     []want{{ReasonConsolidationCandidate, 0}, {ReasonConsolidationCandidate, 1}, {ReasonConsolidationApproved, -1}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "consolidation-events", 331)
+			np := e.CreateNodePool(func(np *karpv1.NodePool) {
+				if tc.balanced {
+					np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyBalanced
+				}
+				if tc.all {
+					np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+				}
+				if tc.m6iOnly {
+					np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+						Key: wellknown.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i.large", "m6i.xlarge"}})
+				}
+			})
+			var claims, nodes []string
+			for i, n := range tc.nodes {
+				nc := e.node(n.itype)
+				e.pod(fmt.Sprintf("pod-%d", i), nc.Status.NodeName, n.cpu)
+				if n.consolidatable {
+					e.setCondition(nc.Name, karpv1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Consolidatable")
+				}
+				claims, nodes = append(claims, nc.Name), append(nodes, nc.Status.NodeName)
+			}
+			e.pass()
+
+			for _, w := range tc.want {
+				objs := []environment.Event{{Kind: "NodePool", Name: np.Name}}
+				if w.i >= 0 {
+					objs = []environment.Event{{Kind: "NodeClaim", Name: claims[w.i]}, {Kind: "Node", Name: nodes[w.i]}}
+				}
+				if w.reason == ReasonUnconsolidatable {
+					objs = objs[:1] // on the NodeClaim only
+				}
+				for _, o := range objs {
+					o.Reason, o.Type = w.reason, corev1.EventTypeNormal
+					evs := e.Events.Matching(o)
+					if len(evs) != 1 {
+						t.Errorf("%s events about %s %s: %d, want 1; events:\n%s", w.reason, o.Kind, o.Name, len(evs), e.Events)
+						continue
+					}
+					switch w.reason {
+					case ReasonConsolidationApproved:
+						if !strings.Contains(evs[0].Note, ">= threshold") {
+							t.Errorf("approval %q does not give the score", evs[0].Note)
+						}
+					case ReasonUnconsolidatable:
+						if !strings.Contains(evs[0].Note, decide.CodeBalancedScore) {
+							t.Errorf("Unconsolidatable %q is not the Balanced rejection", evs[0].Note)
+						}
+					case ReasonConsolidationCandidate:
+						if !strings.Contains(evs[0].Note, "saves $") {
+							t.Errorf("candidate %q does not give the savings", evs[0].Note)
+						}
+					}
+				}
+			}
+			for _, reason := range tc.none {
+				if evs := e.Events.Matching(environment.Event{Reason: reason}); len(evs) != 0 {
+					t.Errorf("%s events %+v, want none", reason, evs)
+				}
+			}
+			// A command's candidates are reported once: the command waits
+			// for its validation, and no decision is made meanwhile.
+			e.Clock.Step(Period)
+			e.pass()
+			for _, w := range tc.want {
+				if w.reason != ReasonConsolidationCandidate {
+					continue
+				}
+				if n := len(e.Events.About(claims[w.i], w.reason)); n != 1 {
+					t.Errorf("%d %s events about %s after another pass, want still 1", n, w.reason, claims[w.i])
+				}
+			}
+		})
+	}
+}
