@@ -180,6 +180,13 @@ const (
 	// ReasonDisruptionWaitingReadiness is a replacement a command waits
 	// for, not initialized yet.
 	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	// ReasonDoNotDisruptUntil, ReasonDoNotDisruptGracePeriodElapsed and
+	// ReasonInvalidDoNotDisruptAnnotation are a pod on a candidate whose
+	// karpenter.sh/do-not-disrupt annotation is a duration still
+	// protecting it, a duration run out, or neither "true" nor a duration.
+	ReasonDoNotDisruptUntil              = "DoNotDisruptUntil"
+	ReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+	ReasonInvalidDoNotDisruptAnnotation  = "InvalidDoNotDisruptAnnotation"
 )
 
 // Request returns the request the controller reconciles: there is one
@@ -473,6 +480,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
 	c.consolidationEvents(snap, dec, now)
+	c.doNotDisruptEvents(dec.DoNotDisrupt, now)
 	cmd := dec.Command
 	if cmd == nil {
 		c.markQuiet(snap, changes, now)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/state"
 )
@@ -154,4 +155,32 @@ func nodeObjects(n *state.StateNode) []client.Object {
 		out = append(out, n.Node)
 	}
 	return out
+}
+
+// doNotDisruptEvents records, on each pod a decision found with a
+// karpenter.sh/do-not-disrupt annotation other than "true", what the
+// annotation does: DoNotDisruptUntil while its duration protects the pod,
+// DoNotDisruptGracePeriodElapsed once it has run out, and the Warning
+// InvalidDoNotDisruptAnnotation for a value that is neither "true" nor a
+// positive duration, which is ignored. Karpenter records the same whenever
+// it reads the annotation of a pod on a node it considers disrupting; each
+// is rate-limited per pod (and deadline, or value) over DedupeInterval.
+func (c *Controller) doNotDisruptEvents(pods []decide.DoNotDisruptPod, now time.Time) {
+	if c.recorder == nil {
+		return
+	}
+	for _, p := range pods {
+		switch {
+		case p.Invalid:
+			c.dedupe.EventfBy(now, p.Value, p.Pod, nil, corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation, "Disrupt",
+				"ignoring %s=%q: it is neither \"true\" nor a positive duration", wellknown.AnnotationDoNotDisrupt, p.Value)
+		case p.Active:
+			until := p.Until.UTC().Format(time.RFC3339)
+			c.dedupe.EventfBy(now, until, p.Pod, nil, corev1.EventTypeNormal, ReasonDoNotDisruptUntil, "Disrupt",
+				"%s=%s keeps the pod from being disrupted until %s", wellknown.AnnotationDoNotDisrupt, p.Value, until)
+		default:
+			c.dedupe.Eventf(now, p.Pod, nil, corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed, "Disrupt",
+				"the %s=%s protection has run out: the pod may be disrupted", wellknown.AnnotationDoNotDisrupt, p.Value)
+		}
+	}
 }

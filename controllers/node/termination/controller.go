@@ -58,6 +58,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 )
@@ -91,6 +92,23 @@ const (
 	ReasonInvalidAnnotation   = "InvalidAnnotation"
 )
 
+// Events Karpenter records while it terminates a node, with its reasons,
+// rate-limited as it dedupes them (see EventInterval).
+const (
+	// ReasonDoNotDisruptUntil, ReasonDoNotDisruptGracePeriodElapsed and
+	// ReasonInvalidDoNotDisruptAnnotation are a pod to be evicted whose
+	// karpenter.sh/do-not-disrupt annotation is a duration still protecting
+	// it, a duration run out, or neither "true" nor a duration.
+	ReasonDoNotDisruptUntil              = "DoNotDisruptUntil"
+	ReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+	ReasonInvalidDoNotDisruptAnnotation  = "InvalidDoNotDisruptAnnotation"
+)
+
+// EventInterval is the least time between two events of the same reason
+// about the same object (and deadline, or value, where they differ by
+// one), for the events Karpenter dedupes over its default window.
+const EventInterval = 2 * time.Minute
+
 // Condition reasons written on the NodeClaim.
 const (
 	conditionReasonDraining          = "Draining"
@@ -109,6 +127,8 @@ type Reconciler struct {
 	clock    clock.PassiveClock
 	recorder events.EventRecorder
 	metrics  *metrics.Metrics
+	// events rate-limits the events recorded over EventInterval.
+	events *eventlimit.Recorder
 
 	mu sync.Mutex
 	// backoff holds, per node name, the eviction backoff of the node's pods
@@ -126,6 +146,7 @@ func New(kube client.Client, cloudProvider cloud.CloudProvider, clk clock.Passiv
 		cloud:    cloudProvider,
 		clock:    clk,
 		recorder: recorder,
+		events:   eventlimit.New(recorder, EventInterval),
 		backoff:  map[string]map[types.UID]*evictionBackoff{},
 		reasons:  map[string]string{},
 	}
@@ -243,6 +264,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	deadline := r.deadline(ctx, node, nodeClaim)
 	now := r.clock.Now()
+	r.events.Forget(now)
 
 	// 2. Taint and exclude from load balancers.
 	if err := r.taint(ctx, node); err != nil {

@@ -298,6 +298,55 @@ func TestDoNotDisruptWaitsUntilDeadline(t *testing.T) {
 	}
 }
 
+// TestDoNotDisruptEvents: while draining, a pod whose do-not-disrupt
+// annotation is a duration says until when it is protected (once per
+// EventInterval), then that the protection ran out; an invalid value is
+// reported and ignored.
+func TestDoNotDisruptEvents(t *testing.T) {
+	e := newEnv(t)
+	node, _ := e.launch(true)
+	annotated := func(v string) podOpt {
+		return func(p *corev1.Pod) { p.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: v} }
+	}
+	e.pod(node, "a-invalid", annotated("soon"))
+	e.pod(node, "b-long", annotated("1h"))
+	until := e.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	e.deleteNode(node)
+	count := func(pod, reason string) int { return len(e.Events.About(pod, reason)) }
+
+	for i, step := range []struct {
+		after                  time.Duration
+		invalid, until, passed int
+		evicted                []string
+	}{
+		{0, 1, 1, 0, []string{"a-invalid"}},
+		{time.Minute, 1, 1, 0, []string{"a-invalid"}}, // within EventInterval
+		{EventInterval, 1, 2, 0, []string{"a-invalid"}},
+		{time.Hour, 1, 2, 1, []string{"a-invalid", "b-long"}},
+	} {
+		e.Clock.Step(step.after)
+		e.reconcile(node)
+		if got := count("a-invalid", ReasonInvalidDoNotDisruptAnnotation); got != step.invalid {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonInvalidDoNotDisruptAnnotation, step.invalid)
+		}
+		if got := count("b-long", ReasonDoNotDisruptUntil); got != step.until {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonDoNotDisruptUntil, step.until)
+		}
+		if got := count("b-long", ReasonDoNotDisruptGracePeriodElapsed); got != step.passed {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonDoNotDisruptGracePeriodElapsed, step.passed)
+		}
+		if _, terminating := e.Pods(); !slices.Equal(terminating, step.evicted) {
+			t.Errorf("step %d: evicted %v, want %v", i, terminating, step.evicted)
+		}
+	}
+	if evs := e.Events.Matching(environment.Event{Name: "a-invalid", Reason: ReasonInvalidDoNotDisruptAnnotation}); len(evs) == 0 || evs[0].Type != corev1.EventTypeWarning {
+		t.Errorf("invalid-annotation events %+v, want a Warning", evs)
+	}
+	if evs := e.Events.About("b-long", ReasonDoNotDisruptUntil); len(evs) == 0 || !strings.Contains(evs[0].Note, until) {
+		t.Errorf("until events %+v, want them to name %s", evs, until)
+	}
+}
+
 func TestTierOrder(t *testing.T) {
 	e := newEnv(t)
 	node, _ := e.launch(true)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,5 +164,48 @@ func TestConsolidationEvents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoNotDisruptEvents: the pods of a node the controller considers get
+// an event of what their do-not-disrupt annotation does, other than
+// "true": still protecting (until when), run out, or ignored as invalid.
+func TestDoNotDisruptEvents(t *testing.T) {
+	e := newEnv(t, "do-not-disrupt", 332)
+	e.CreateNodePool()
+	nc := e.node("m6i.large")
+	node := nc.Status.NodeName
+	started := e.Clock.Now()
+	// In name order, the order they are read in: the one that protects
+	// the node comes last, so that all three are read.
+	for _, p := range [][2]string{{"a-invalid", "soon"}, {"b-short", "1m"}, {"c-long", "2h"}} {
+		e.pod(p[0], node, "100m", func(pod *corev1.Pod) {
+			pod.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: p[1]}
+		})
+	}
+	e.Clock.Step(90 * time.Second)
+	e.pass()
+	until := started.Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		pod, reason, typ, note string
+	}{
+		{"a-invalid", ReasonInvalidDoNotDisruptAnnotation, corev1.EventTypeWarning, `"soon"`},
+		{"b-short", ReasonDoNotDisruptGracePeriodElapsed, corev1.EventTypeNormal, "run out"},
+		{"c-long", ReasonDoNotDisruptUntil, corev1.EventTypeNormal, until},
+	} {
+		evs := e.Events.Matching(environment.Event{Kind: "Pod", Namespace: e.Name, Name: tc.pod})
+		if len(evs) != 1 || evs[0].Reason != tc.reason || evs[0].Type != tc.typ || !strings.Contains(evs[0].Note, tc.note) {
+			t.Errorf("events about %s: %+v, want one %s %s saying %s", tc.pod, evs, tc.typ, tc.reason, tc.note)
+		}
+	}
+
+	// Once the long one has run out too, it says so.
+	e.Clock.Step(2 * time.Hour)
+	e.pass()
+	if evs := e.Events.About("c-long", ReasonDoNotDisruptGracePeriodElapsed); len(evs) != 1 {
+		t.Errorf("%s events about c-long after its duration: %+v, want one", ReasonDoNotDisruptGracePeriodElapsed, evs)
+	}
+	if n := len(e.Events.About("c-long", ReasonDoNotDisruptUntil)); n != 1 {
+		t.Errorf("%d %s events about c-long, want still 1", n, ReasonDoNotDisruptUntil)
 	}
 }
