@@ -97,6 +97,10 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonNodeRepairBlocked", reason: health.ReasonNodeRepairBlocked, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
 	{constant: "ReasonDisrupted", reason: nodeterm.ReasonDisrupted, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonEvicted", reason: nodeterm.ReasonEvicted, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
+	{constant: "ReasonFailedDraining", reason: nodeterm.ReasonFailedDraining, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
+	{constant: "ReasonAwaitingVolumeDetachment", reason: nodeterm.ReasonAwaitingVolumeDetachment, typ: corev1.EventTypeNormal, kinds: []string{"Node"}},
+	{constant: "ReasonTerminationGracePeriodExpiring", reason: nodeterm.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
+	{constant: "ReasonTerminationGracePeriodExpiring", reason: lifecycle.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonInsufficientCapacityError", reason: lifecycle.ReasonInsufficientCapacityError, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: lifecycle.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: provisioning.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"},
@@ -115,7 +119,6 @@ var stevedoreEvents = []emitted{
 
 	// stevedore's own, for happenings Karpenter records no event of.
 	{constant: "ReasonTaintedNode", reason: nodeterm.ReasonTaintedNode, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "termination tainted the node"},
-	{constant: "ReasonEvictionBlocked", reason: nodeterm.ReasonEvictionBlocked, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}, own: "a PodDisruptionBudget refused an eviction"},
 	{constant: "ReasonEvictionFailed", reason: nodeterm.ReasonEvictionFailed, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}, own: "an eviction failed otherwise"},
 	{constant: "ReasonTerminatingInstance", reason: nodeterm.ReasonTerminatingInstance, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "the drained node's instance is terminated"},
 	{constant: "ReasonDeletedNode", reason: nodeterm.ReasonDeletedNode, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "termination finished"},

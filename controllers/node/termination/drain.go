@@ -324,6 +324,8 @@ func (r *Reconciler) drain(ctx context.Context, node *corev1.Node, deadline *tim
 		logger.V(1).Info("draining node", "tier", t.String(), "pods", len(byTier[t]), "remaining", len(pods))
 		break
 	}
+	r.events.Eventf(now, node, nil, corev1.EventTypeWarning, ReasonFailedDraining, "Drain",
+		"not drained yet: %d pod(s) have still to leave", len(pods))
 	return false, max(next.Sub(now), EvictionBaseDelay), nil
 }
 
@@ -362,9 +364,10 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	b.next = now.Add(delay)
 	if apierrors.IsTooManyRequests(err) {
 		logger.Info("eviction blocked by disruption budget", "attempt", b.attempts, "retryAfter", delay, "reason", err.Error())
-		if b.attempts == 1 {
-			r.recorder.Eventf(pod, node, corev1.EventTypeWarning, ReasonEvictionBlocked, "Evict", "eviction blocked: %v", err)
-		}
+		// On the node, as Karpenter records it, rate-limited with the
+		// other FailedDraining events of the node.
+		r.events.Eventf(now, node, pod, corev1.EventTypeWarning, ReasonFailedDraining, "Evict",
+			"not drained yet: the eviction of pod %s was refused: %v", klogRef(pod), err)
 		return b.next
 	}
 	logger.Error(err, "evicting pod", "attempt", b.attempts, "retryAfter", delay)
