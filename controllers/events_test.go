@@ -93,6 +93,7 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonDoNotDisruptUntil", reason: nodeterm.ReasonDoNotDisruptUntil, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonDoNotDisruptGracePeriodElapsed", reason: nodeterm.ReasonDoNotDisruptGracePeriodElapsed, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonFailedScheduling", reason: provisioning.ReasonFailedScheduling, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
+	{constant: "ReasonNoCompatibleInstanceTypes", reason: provisioning.ReasonNoCompatibleInstanceTypes, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"}},
 	{constant: "ReasonNominated", reason: provisioning.ReasonNominated, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonNodeRepairBlocked", reason: health.ReasonNodeRepairBlocked, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
 	{constant: "ReasonDisrupted", reason: nodeterm.ReasonDisrupted, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},

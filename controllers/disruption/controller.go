@@ -454,6 +454,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
+	provisioning.RecordNoCompatibleInstanceTypes(c.events, now, snap, in.Pools, c.opts.MinValuesPolicy)
 	pools := poolsHash(in.Pools)
 	if c.memo.holds(relaxations, pools, remaining, now) {
 		in.Options.SkipConsolidation, in.Options.Verdicts = true, c.memo.verdicts

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/controllers/provisioning"
 	decide "github.com/stevedore-autoscaler/stevedore/decide/disruption"
 	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
@@ -207,5 +208,33 @@ func TestDoNotDisruptEvents(t *testing.T) {
 	}
 	if n := len(e.Events.About("c-long", ReasonDoNotDisruptUntil)); n != 1 {
 		t.Errorf("%d %s events about c-long, want still 1", n, ReasonDoNotDisruptUntil)
+	}
+}
+
+// TestNoCompatibleInstanceTypesEvent: deciding with a NodePool whose
+// requirements leave no instance type to launch replacements from says so
+// on the NodePool, as the provisioner does; a static NodePool, which
+// launches for its replicas only, is left out.
+func TestNoCompatibleInstanceTypesEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		static bool
+		want   int
+	}{{"dynamic", false, 1}, {"static", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "no-compatible", 333)
+			np := e.CreateNodePool(func(np *karpv1.NodePool) {
+				np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+					Key: wellknown.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"r8g"}})
+				if tc.static {
+					np.Spec.Replicas = new(int64)
+				}
+			})
+			e.pass()
+			evs := e.Events.Matching(environment.Event{Kind: "NodePool", Name: np.Name, Type: corev1.EventTypeWarning, Reason: provisioning.ReasonNoCompatibleInstanceTypes})
+			if len(evs) != tc.want {
+				t.Errorf("%s events %+v, want %d", provisioning.ReasonNoCompatibleInstanceTypes, evs, tc.want)
+			}
+		})
 	}
 }
