@@ -39,6 +39,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
@@ -255,6 +256,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	}
 	if err := expiration.New(kube, deps.Clock, rec, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", expiration.Name, err)
+	}
+	if err := consistency.New(kube, deps.Clock, rec).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", consistency.Name, err)
 	}
 	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", tagging.Name, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
@@ -102,6 +103,7 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonAwaitingVolumeDetachment", reason: nodeterm.ReasonAwaitingVolumeDetachment, typ: corev1.EventTypeNormal, kinds: []string{"Node"}},
 	{constant: "ReasonTerminationGracePeriodExpiring", reason: nodeterm.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
 	{constant: "ReasonTerminationGracePeriodExpiring", reason: lifecycle.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonFailedConsistencyCheck", reason: consistency.ReasonFailedConsistencyCheck, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonInsufficientCapacityError", reason: lifecycle.ReasonInsufficientCapacityError, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: lifecycle.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: provisioning.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"},

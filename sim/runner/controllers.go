@@ -33,6 +33,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
@@ -308,6 +309,17 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Name:       expiration.Name,
 			Reconciler: expiration.New(kube, d.Clock, d.Recorder(controllers.EventSource), d.Metrics),
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK)},
+		},
+		watch.Controller{
+			Name:       consistency.Name,
+			Reconciler: consistency.New(kube, d.Clock, d.Recorder(controllers.EventSource)),
+			Watches: []watch.Watch{
+				watch.Own(nodeClaimGVK, func(o client.Object) bool {
+					nc, ok := o.(*karpv1.NodeClaim)
+					return ok && wellknown.ManagedNodeClaim(nc)
+				}),
+				watch.Map(nodeGVK, consistency.NodeClaimsOf),
+			},
 		},
 		watch.Controller{
 			Name:       tagging.Name,
