@@ -109,6 +109,8 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonNodeClassNotReady", reason: provisioning.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"},
 		otherKinds: "the provisioner also says so on a NodePool it leaves out because its node class is not ready; Karpenter records a reasonless warning there"},
 	{constant: "ReasonUnregisteredTaintMissing", reason: lifecycle.ReasonUnregisteredTaintMissing, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonZonalShiftActive", reason: ReasonZonalShiftActive, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"}},
+	{constant: "ReasonZonalShiftCleared", reason: ReasonZonalShiftCleared, typ: corev1.EventTypeNormal, kinds: []string{"NodePool"}},
 	{constant: "ReasonSpotInterrupted", reason: ReasonSpotInterrupted, typ: corev1.EventTypeWarning, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonCapacityReservationInterrupted", reason: ReasonCapacityReservationInterrupted, typ: corev1.EventTypeWarning, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonSpotRebalanceRecommendation", reason: ReasonSpotRebalanceRecommendation, typ: interruptionEventType(ReasonSpotRebalanceRecommendation), kinds: []string{"Node", "NodeClaim"}},

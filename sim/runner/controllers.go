@@ -390,7 +390,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	if shifts := d.Cloud.ZonalShifts(); shifts != nil {
 		out = append(out, watch.Controller{
 			Name:       controllers.NameZonalShift,
-			Reconciler: &zonalShiftPoller{tracker: shifts},
+			Reconciler: &zonalShiftPoller{watcher: controllers.NewZonalShiftWatcher(shifts, kube, d.Recorder(controllers.EventSource), d.Clock)},
 			Start:      []reconcile.Request{watch.Named(controllers.NameZonalShift)},
 		})
 	}
@@ -488,10 +488,12 @@ func (p *statusPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 
 // zonalShiftPoller is the zonal shift poll loop of controllers.Register
 // (--enable-zonal-shift), as a periodic singleton reconciler.
-type zonalShiftPoller struct{ tracker *zonalshift.Tracker }
+type zonalShiftPoller struct {
+	watcher *controllers.ZonalShiftWatcher
+}
 
 func (p *zonalShiftPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{RequeueAfter: zonalshift.DefaultInterval}, p.tracker.Update(ctx)
+	return reconcile.Result{RequeueAfter: zonalshift.DefaultInterval}, p.watcher.Poll(ctx)
 }
 
 // nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the
