@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -83,10 +84,10 @@ var stevedoreEvents = []emitted{
 		otherKinds: "recorded on the candidates being replaced, naming their replacements, rather than on each replacement"},
 	{constant: "ReasonDisruptionTerminating", reason: disruptionctl.ReasonDisruptionTerminating, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonDisruptionWaitingReadiness", reason: disruptionctl.ReasonDisruptionWaitingReadiness, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
-	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonConsolidationCandidate", reason: disruptionctl.ReasonConsolidationCandidate, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonConsolidationApproved", reason: disruptionctl.ReasonConsolidationApproved, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim", "NodePool"}},
-	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonInvalidDoNotDisruptAnnotation", reason: disruptionctl.ReasonInvalidDoNotDisruptAnnotation, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
 	{constant: "ReasonDoNotDisruptUntil", reason: disruptionctl.ReasonDoNotDisruptUntil, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonDoNotDisruptGracePeriodElapsed", reason: disruptionctl.ReasonDoNotDisruptGracePeriodElapsed, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
@@ -176,6 +177,31 @@ func TestEventsAreKarpentersOrListed(t *testing.T) {
 	}
 	sort.Strings(own)
 	t.Logf("stevedore's own reasons: %s", strings.Join(slices.Compact(own), ", "))
+}
+
+// TestEveryKarpenterReasonIsRecorded checks the other way round: every
+// event of Karpenter's table is one stevedore records, on every kind of
+// object Karpenter records it on.
+func TestEveryKarpenterReasonIsRecorded(t *testing.T) {
+	kinds := map[string][]string{}
+	for _, e := range stevedoreEvents {
+		if e.own == "" {
+			kinds[e.reason] = append(kinds[e.reason], e.kinds...)
+		}
+	}
+	upstream := readUpstreamEvents(t)
+	for _, reason := range slices.Sorted(maps.Keys(upstream)) {
+		got, recorded := kinds[reason]
+		if !recorded {
+			t.Errorf("Karpenter's %s: stevedore records no such event", reason)
+			continue
+		}
+		for _, k := range upstream[reason].kinds {
+			if !slices.Contains(got, k) {
+				t.Errorf("Karpenter's %s on a %s: stevedore records it only on %v", reason, k, slices.Compact(slices.Sorted(slices.Values(got))))
+			}
+		}
+	}
 }
 
 // eventCall finds the reason constants at the event calls of a line.

@@ -519,8 +519,8 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 		log.FromContext(ctx).Info("consolidation rejected", "code", rej.Code, "reason", rej.Message, "command", p.cmd.String())
 		c.metrics.DisruptionFailedValidation(consolidationType(p.cmd))
 		for _, cand := range p.cmd.Candidates {
-			if nc := cand.Node.NodeClaim; nc != nil {
-				c.events.Eventf(now, nc, nil, corev1.EventTypeNormal, ReasonConsolidationRejected, "Validate",
+			for _, obj := range nodeObjects(cand.Node) {
+				c.events.Eventf(now, obj, nil, corev1.EventTypeNormal, ReasonConsolidationRejected, "Validate",
 					"%s consolidation rejected (%s): %s", strings.ToLower(string(p.cmd.Reason)), rej.Code, rej.Message)
 			}
 		}

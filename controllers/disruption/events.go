@@ -31,8 +31,8 @@ var blockingCodes = map[string]bool{
 //   - DisruptionBlocked, on the Node and the NodeClaim, for a do-not-disrupt
 //     annotation, a PodDisruptionBudget or an exhausted disruption budget,
 //     and for a drifted node whose pods fit nowhere;
-//   - Unconsolidatable, on the NodeClaim, for every other reason emptiness
-//     or consolidation kept a node.
+//   - Unconsolidatable, on the Node and the NodeClaim, for every other
+//     reason emptiness or consolidation kept a node.
 //
 // Nodes that are no candidates for an ordinary reason (not initialized, not
 // managed, being deleted, nominated) get none: that is the normal life of a
@@ -61,8 +61,10 @@ func (c *Controller) blockedEvents(snap state.Snapshot, blocked []decide.Blocked
 				c.events.Eventf(now, n.Node, nil, corev1.EventTypeNormal, ReasonDisruptionBlocked, "Disrupt", "%s", note)
 			}
 		case b.Reason == decide.ReasonEmpty || b.Reason == decide.ReasonUnderutilized:
-			c.unconsolidatable.Eventf(now, n.NodeClaim, nil, corev1.EventTypeNormal, ReasonUnconsolidatable, "Consolidate",
-				"not consolidated (%s): %s (%s)", method, b.Message, b.Code)
+			for _, obj := range nodeObjects(n) {
+				c.unconsolidatable.Eventf(now, obj, nil, corev1.EventTypeNormal, ReasonUnconsolidatable, "Consolidate",
+					"not consolidated (%s): %s (%s)", method, b.Message, b.Code)
+			}
 		}
 	}
 }

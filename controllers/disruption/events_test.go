@@ -121,9 +121,6 @@ func TestConsolidationEvents(t *testing.T) {
 				if w.i >= 0 {
 					objs = []environment.Event{{Kind: "NodeClaim", Name: claims[w.i]}, {Kind: "Node", Name: nodes[w.i]}}
 				}
-				if w.reason == ReasonUnconsolidatable {
-					objs = objs[:1] // on the NodeClaim only
-				}
 				for _, o := range objs {
 					o.Reason, o.Type = w.reason, corev1.EventTypeNormal
 					evs := e.Events.Matching(o)
