@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -39,6 +38,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
@@ -256,6 +256,9 @@ func Register(mgr manager.Manager, deps Deps) error {
 	if err := expiration.New(kube, deps.Clock, rec, deps.Metrics).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", expiration.Name, err)
 	}
+	if err := consistency.New(kube, deps.Clock, rec).Register(mgr); err != nil {
+		return fmt.Errorf("%s: %w", consistency.Name, err)
+	}
 	if err := tagging.New(kube, deps.Clients.EC2, deps.Settings.ClusterName).Register(mgr); err != nil {
 		return fmt.Errorf("%s: %w", tagging.Name, err)
 	}
@@ -306,7 +309,8 @@ func Register(mgr manager.Manager, deps Deps) error {
 		return fmt.Errorf("%s: %w", NameGarbageCollection, err)
 	}
 	if shifts := deps.Cloud.ZonalShifts(); shifts != nil {
-		if err := mgr.Add(&leaderRunnable{run: zonalShiftLoop(shifts, deps)}); err != nil {
+		w := NewZonalShiftWatcher(shifts, kube, rec, deps.Clock)
+		if err := mgr.Add(&leaderRunnable{run: zonalShiftLoop(w, deps)}); err != nil {
 			return fmt.Errorf("%s: %w", NameZonalShift, err)
 		}
 	}
@@ -492,22 +496,19 @@ func statusLoop(p *queue.StatusPoller, deps Deps) func(ctx context.Context) erro
 	}
 }
 
-// zonalShiftLoop reads the cluster's ARC zonal shifts every
+// zonalShiftLoop polls the cluster's ARC zonal shifts every
 // zonalshift.DefaultInterval until ctx ends, as Karpenter's zonal shift
-// controller does. A failed read is logged; the provider keeps using the
-// shifts it last read.
-func zonalShiftLoop(t *zonalshift.Tracker, deps Deps) func(ctx context.Context) error {
+// controller does (see ZonalShiftWatcher). A failed poll is logged; the
+// provider keeps using the shifts it last read.
+func zonalShiftLoop(w *ZonalShiftWatcher, deps Deps) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		logger := log.FromContext(ctx).WithName(NameZonalShift)
+		ctx = log.IntoContext(ctx, logger)
 		tick := deps.Clock.NewTicker(zonalshift.DefaultInterval)
 		defer tick.Stop()
-		var last []string
 		for {
-			if err := t.Update(ctx); err != nil && ctx.Err() == nil {
+			if err := w.Poll(ctx); err != nil && ctx.Err() == nil {
 				logger.Error(err, "reading zonal shifts")
-			} else if now := t.ShiftedZoneIDs(); !slices.Equal(now, last) {
-				logger.Info("zones under a zonal shift changed; no capacity is launched into them", "zoneIDs", now)
-				last = now
 			}
 			select {
 			case <-ctx.Done():

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
@@ -81,18 +83,35 @@ var stevedoreEvents = []emitted{
 	{constant: "ReasonDisruptionLaunching", reason: disruptionctl.ReasonDisruptionLaunching, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"},
 		otherKinds: "recorded on the candidates being replaced, naming their replacements, rather than on each replacement"},
 	{constant: "ReasonDisruptionTerminating", reason: disruptionctl.ReasonDisruptionTerminating, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
-	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
-	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonDisruptionWaitingReadiness", reason: disruptionctl.ReasonDisruptionWaitingReadiness, typ: corev1.EventTypeNormal, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonUnconsolidatable", reason: disruptionctl.ReasonUnconsolidatable, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
+	{constant: "ReasonConsolidationCandidate", reason: disruptionctl.ReasonConsolidationCandidate, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
+	{constant: "ReasonConsolidationApproved", reason: disruptionctl.ReasonConsolidationApproved, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim", "NodePool"}},
+	{constant: "ReasonConsolidationRejected", reason: disruptionctl.ReasonConsolidationRejected, typ: corev1.EventTypeNormal, kinds: []string{"Node", "NodeClaim"}},
+	{constant: "ReasonInvalidDoNotDisruptAnnotation", reason: disruptionctl.ReasonInvalidDoNotDisruptAnnotation, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
+	{constant: "ReasonDoNotDisruptUntil", reason: disruptionctl.ReasonDoNotDisruptUntil, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
+	{constant: "ReasonDoNotDisruptGracePeriodElapsed", reason: disruptionctl.ReasonDoNotDisruptGracePeriodElapsed, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
+	{constant: "ReasonInvalidDoNotDisruptAnnotation", reason: nodeterm.ReasonInvalidDoNotDisruptAnnotation, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
+	{constant: "ReasonDoNotDisruptUntil", reason: nodeterm.ReasonDoNotDisruptUntil, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
+	{constant: "ReasonDoNotDisruptGracePeriodElapsed", reason: nodeterm.ReasonDoNotDisruptGracePeriodElapsed, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonFailedScheduling", reason: provisioning.ReasonFailedScheduling, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}},
+	{constant: "ReasonNoCompatibleInstanceTypes", reason: provisioning.ReasonNoCompatibleInstanceTypes, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"}},
 	{constant: "ReasonNominated", reason: provisioning.ReasonNominated, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonNodeRepairBlocked", reason: health.ReasonNodeRepairBlocked, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
 	{constant: "ReasonDisrupted", reason: nodeterm.ReasonDisrupted, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
 	{constant: "ReasonEvicted", reason: nodeterm.ReasonEvicted, typ: corev1.EventTypeNormal, kinds: []string{"Pod"}},
+	{constant: "ReasonFailedDraining", reason: nodeterm.ReasonFailedDraining, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
+	{constant: "ReasonAwaitingVolumeDetachment", reason: nodeterm.ReasonAwaitingVolumeDetachment, typ: corev1.EventTypeNormal, kinds: []string{"Node"}},
+	{constant: "ReasonTerminationGracePeriodExpiring", reason: nodeterm.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"Node"}},
+	{constant: "ReasonTerminationGracePeriodExpiring", reason: lifecycle.ReasonTerminationGracePeriodExpiring, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonFailedConsistencyCheck", reason: consistency.ReasonFailedConsistencyCheck, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonInsufficientCapacityError", reason: lifecycle.ReasonInsufficientCapacityError, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: lifecycle.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
 	{constant: "ReasonNodeClassNotReady", reason: provisioning.ReasonNodeClassNotReady, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"},
 		otherKinds: "the provisioner also says so on a NodePool it leaves out because its node class is not ready; Karpenter records a reasonless warning there"},
 	{constant: "ReasonUnregisteredTaintMissing", reason: lifecycle.ReasonUnregisteredTaintMissing, typ: corev1.EventTypeWarning, kinds: []string{"NodeClaim"}},
+	{constant: "ReasonZonalShiftActive", reason: ReasonZonalShiftActive, typ: corev1.EventTypeWarning, kinds: []string{"NodePool"}},
+	{constant: "ReasonZonalShiftCleared", reason: ReasonZonalShiftCleared, typ: corev1.EventTypeNormal, kinds: []string{"NodePool"}},
 	{constant: "ReasonSpotInterrupted", reason: ReasonSpotInterrupted, typ: corev1.EventTypeWarning, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonCapacityReservationInterrupted", reason: ReasonCapacityReservationInterrupted, typ: corev1.EventTypeWarning, kinds: []string{"Node", "NodeClaim"}},
 	{constant: "ReasonSpotRebalanceRecommendation", reason: ReasonSpotRebalanceRecommendation, typ: interruptionEventType(ReasonSpotRebalanceRecommendation), kinds: []string{"Node", "NodeClaim"}},
@@ -106,7 +125,6 @@ var stevedoreEvents = []emitted{
 
 	// stevedore's own, for happenings Karpenter records no event of.
 	{constant: "ReasonTaintedNode", reason: nodeterm.ReasonTaintedNode, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "termination tainted the node"},
-	{constant: "ReasonEvictionBlocked", reason: nodeterm.ReasonEvictionBlocked, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}, own: "a PodDisruptionBudget refused an eviction"},
 	{constant: "ReasonEvictionFailed", reason: nodeterm.ReasonEvictionFailed, typ: corev1.EventTypeWarning, kinds: []string{"Pod"}, own: "an eviction failed otherwise"},
 	{constant: "ReasonTerminatingInstance", reason: nodeterm.ReasonTerminatingInstance, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "the drained node's instance is terminated"},
 	{constant: "ReasonDeletedNode", reason: nodeterm.ReasonDeletedNode, typ: corev1.EventTypeNormal, kinds: []string{"Node"}, own: "termination finished"},
@@ -161,9 +179,34 @@ func TestEventsAreKarpentersOrListed(t *testing.T) {
 	t.Logf("stevedore's own reasons: %s", strings.Join(slices.Compact(own), ", "))
 }
 
+// TestEveryKarpenterReasonIsRecorded checks the other way round: every
+// event of Karpenter's table is one stevedore records, on every kind of
+// object Karpenter records it on.
+func TestEveryKarpenterReasonIsRecorded(t *testing.T) {
+	kinds := map[string][]string{}
+	for _, e := range stevedoreEvents {
+		if e.own == "" {
+			kinds[e.reason] = append(kinds[e.reason], e.kinds...)
+		}
+	}
+	upstream := readUpstreamEvents(t)
+	for _, reason := range slices.Sorted(maps.Keys(upstream)) {
+		got, recorded := kinds[reason]
+		if !recorded {
+			t.Errorf("Karpenter's %s: stevedore records no such event", reason)
+			continue
+		}
+		for _, k := range upstream[reason].kinds {
+			if !slices.Contains(got, k) {
+				t.Errorf("Karpenter's %s on a %s: stevedore records it only on %v", reason, k, slices.Compact(slices.Sorted(slices.Values(got))))
+			}
+		}
+	}
+}
+
 // eventCall finds the reason constants at the event calls of a line.
 var (
-	eventCall      = regexp.MustCompile(`Eventf\(|\.event\(|eventOnCandidate\(|eventOnClaimAndNode\(`)
+	eventCall      = regexp.MustCompile(`Eventf(By)?\(|\.event\(|eventOnCandidate\(|eventOnClaimAndNode\(`)
 	reasonConstant = regexp.MustCompile(`\bReason[A-Z][A-Za-z]*\b`)
 )
 

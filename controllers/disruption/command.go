@@ -276,6 +276,9 @@ func (c *Controller) step(ctx context.Context, cm *command, now time.Time) (time
 			return 0, c.rollback(ctx, cm, fmt.Sprintf("replacement %s is being deleted before it initialized%s", name, launchNote(nc)), now)
 		case meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized):
 			ready++
+		default:
+			c.dedupe.Eventf(now, nc, nil, corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness, "Wait",
+				"the %s disruption (command %s) goes on once this replacement is initialized", metricReason(cm.reason), cm.id)
 		}
 	}
 	if ready == len(cm.replacements) {

@@ -128,6 +128,10 @@ const (
 	// UnconsolidatableEventInterval is the same for Unconsolidatable events,
 	// which most nodes would otherwise get on every pass.
 	UnconsolidatableEventInterval = 15 * time.Minute
+	// DedupeInterval is the same for the events Karpenter dedupes over its
+	// default window: DisruptionWaitingReadiness, ConsolidationCandidate,
+	// ConsolidationApproved and the do-not-disrupt pod events.
+	DedupeInterval = 2 * time.Minute
 )
 
 // Annotations that record a command in the API, so that it can be resumed or
@@ -159,6 +163,13 @@ const (
 	// ReasonConsolidationRejected is a command dropped because it no longer
 	// held after the validation delay.
 	ReasonConsolidationRejected = "ConsolidationRejected"
+	// ReasonConsolidationCandidate is a node a consolidation move would
+	// replace with a cheaper one.
+	ReasonConsolidationCandidate = "ConsolidationCandidate"
+	// ReasonConsolidationApproved is a consolidation command the Balanced
+	// policy approved: on the node for one node, on each NodePool for
+	// several.
+	ReasonConsolidationApproved = "ConsolidationApproved"
 	// ReasonDisruptionLaunching is a candidate whose replacements are being
 	// launched.
 	ReasonDisruptionLaunching = "DisruptionLaunching"
@@ -166,6 +177,16 @@ const (
 	ReasonDisruptionTerminating = "DisruptionTerminating"
 	// ReasonDisruptionFailed is a command rolled back.
 	ReasonDisruptionFailed = "DisruptionFailed"
+	// ReasonDisruptionWaitingReadiness is a replacement a command waits
+	// for, not initialized yet.
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	// ReasonDoNotDisruptUntil, ReasonDoNotDisruptGracePeriodElapsed and
+	// ReasonInvalidDoNotDisruptAnnotation are a pod on a candidate whose
+	// karpenter.sh/do-not-disrupt annotation is a duration still
+	// protecting it, a duration run out, or neither "true" nor a duration.
+	ReasonDoNotDisruptUntil              = "DoNotDisruptUntil"
+	ReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+	ReasonInvalidDoNotDisruptAnnotation  = "InvalidDoNotDisruptAnnotation"
 )
 
 // Request returns the request the controller reconciles: there is one
@@ -227,6 +248,9 @@ type Controller struct {
 	// commands; unconsolidatable does the same, more sparingly.
 	events           *eventlimit.Recorder
 	unconsolidatable *eventlimit.Recorder
+	// dedupe rate-limits the events Karpenter dedupes over its default
+	// window (DedupeInterval).
+	dedupe *eventlimit.Recorder
 
 	// pending is the command waiting for its validation delay to pass.
 	pending *pendingCommand
@@ -295,6 +319,7 @@ func New(c client.Client, st *state.Cluster, cp cloud.CloudProvider, clk clock.P
 		opts:             opts,
 		events:           eventlimit.New(rec, EventInterval),
 		unconsolidatable: eventlimit.New(rec, UnconsolidatableEventInterval),
+		dedupe:           eventlimit.New(rec, DedupeInterval),
 		inflight:         map[string]*command{},
 		owner:            map[string]string{},
 		done:             map[string]time.Time{},
@@ -323,6 +348,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	c.events.Forget(now)
 	c.unconsolidatable.Forget(now)
+	c.dedupe.Forget(now)
 
 	// wait is the earliest time anything needs looking at again; Period
 	// when nothing does.
@@ -428,6 +454,7 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		return Period, nil
 	}
 	in := c.input(ctx, snap, remaining)
+	provisioning.RecordNoCompatibleInstanceTypes(c.events, now, snap, in.Pools, c.opts.MinValuesPolicy)
 	pools := poolsHash(in.Pools)
 	if c.memo.holds(relaxations, pools, remaining, now) {
 		in.Options.SkipConsolidation, in.Options.Verdicts = true, c.memo.verdicts
@@ -453,6 +480,8 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 	c.lastFingerprint, c.lastFull = fp, now
 	c.scoredMoves(dec)
 	c.blockedEvents(snap, dec.Blocked, now)
+	c.consolidationEvents(snap, dec, now)
+	c.doNotDisruptEvents(dec.DoNotDisrupt, now)
 	cmd := dec.Command
 	if cmd == nil {
 		c.markQuiet(snap, changes, now)
@@ -490,8 +519,8 @@ func (c *Controller) validate(ctx context.Context, now time.Time) (bool, error) 
 		log.FromContext(ctx).Info("consolidation rejected", "code", rej.Code, "reason", rej.Message, "command", p.cmd.String())
 		c.metrics.DisruptionFailedValidation(consolidationType(p.cmd))
 		for _, cand := range p.cmd.Candidates {
-			if nc := cand.Node.NodeClaim; nc != nil {
-				c.events.Eventf(now, nc, nil, corev1.EventTypeNormal, ReasonConsolidationRejected, "Validate",
+			for _, obj := range nodeObjects(cand.Node) {
+				c.events.Eventf(now, obj, nil, corev1.EventTypeNormal, ReasonConsolidationRejected, "Validate",
 					"%s consolidation rejected (%s): %s", strings.ToLower(string(p.cmd.Reason)), rej.Code, rej.Message)
 			}
 		}

@@ -107,6 +107,16 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	if n := len(e.poolNodeClaims()); n != 2 || len(e.replacements(id)) != 1 {
 		t.Errorf("%d NodeClaims in the pool, want the candidate and its replacement", n)
 	}
+	// The replacement it waits for says so, once per DedupeInterval.
+	waiting := environment.Event{Kind: "NodeClaim", Name: rep, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionWaitingReadiness}
+	if evs := e.Events.Matching(waiting); len(evs) != 1 || !strings.Contains(evs[0].Note, id) {
+		t.Errorf("DisruptionWaitingReadiness events %+v, want one naming command %s", evs, id)
+	}
+	e.Clock.Step(DedupeInterval)
+	e.pass()
+	if n := len(e.Events.Matching(waiting)); n != 2 {
+		t.Errorf("%d DisruptionWaitingReadiness events after %v, want 2", n, DedupeInterval)
+	}
 	if got := Remaining(e.State.Snapshot(e.Clock.Now()), e.Clock.Now())[e.Name][decide.ReasonDrifted]; got != 0 {
 		t.Errorf("remaining Drifted budget = %d while the command runs, want 0", got)
 	}
@@ -119,6 +129,9 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	}
 	if e.deleting(rep) {
 		t.Error("replacement deleted")
+	}
+	if n := len(e.Events.Matching(waiting)); n != 2 {
+		t.Errorf("%d DisruptionWaitingReadiness events once the replacement is initialized, want still 2", n)
 	}
 	if got := e.Metric(metrics.NameNodeClaimsDisrupted, map[string]string{
 		metrics.LabelReason: "drifted", metrics.LabelNodePool: e.Name, metrics.LabelCapacityType: wellknown.CapacityTypeOnDemand,
@@ -306,9 +319,11 @@ func TestValidationRejectsWhenPodLands(t *testing.T) {
 	if e.deleting(nc.Name) || e.tainted(node) || e.disruptionReason(nc.Name) != "" {
 		t.Fatal("the command went ahead although a pod landed on the node")
 	}
-	evs := e.Events.About(nc.Name, ReasonConsolidationRejected)
-	if len(evs) != 1 || !strings.Contains(evs[0].Note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].Note, "no longer empty") {
-		t.Errorf("ConsolidationRejected events %+v, want one tagged %s", evs, decide.RejectChurn)
+	for _, name := range []string{nc.Name, node} {
+		evs := e.Events.About(name, ReasonConsolidationRejected)
+		if len(evs) != 1 || !strings.Contains(evs[0].Note, "("+decide.RejectChurn+")") || !strings.Contains(evs[0].Note, "no longer empty") {
+			t.Errorf("ConsolidationRejected events about %s: %+v, want one tagged %s", name, evs, decide.RejectChurn)
+		}
 	}
 	if got := e.Metric(metrics.NameDisruptionFailedValidations, map[string]string{metrics.LabelConsolidationType: "empty"}); got != 1 {
 		t.Errorf("failed validations = %v, want 1", got)
@@ -656,7 +671,7 @@ func TestInterruptLaunchesReplacementAndDeletes(t *testing.T) {
 
 // TestBlockedEvents: a drifted node kept by a do-not-disrupt pod gets
 // DisruptionBlocked on its Node and NodeClaim; a node consolidation cannot
-// act on gets Unconsolidatable; both are rate-limited.
+// act on gets Unconsolidatable, on both too; both are rate-limited.
 func TestBlockedEvents(t *testing.T) {
 	e := newEnv(t, "blocked", 311)
 	e.CreateNodePool()
@@ -675,8 +690,10 @@ func TestBlockedEvents(t *testing.T) {
 			t.Errorf("DisruptionBlocked events about %s: %+v", name, evs)
 		}
 	}
-	if evs := e.Events.About(busy.Name, ReasonUnconsolidatable); len(evs) != 1 || !strings.Contains(evs[0].Note, decide.CodeNotConsolidatable) {
-		t.Errorf("Unconsolidatable events about %s: %+v", busy.Name, evs)
+	for _, name := range []string{busy.Name, busy.Status.NodeName} {
+		if evs := e.Events.About(name, ReasonUnconsolidatable); len(evs) != 1 || !strings.Contains(evs[0].Note, decide.CodeNotConsolidatable) {
+			t.Errorf("Unconsolidatable events about %s: %+v", name, evs)
+		}
 	}
 	if e.tainted(kept.Status.NodeName) {
 		t.Error("a node with a do-not-disrupt pod was disrupted")

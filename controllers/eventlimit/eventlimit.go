@@ -44,12 +44,21 @@ func New(rec events.EventRecorder, interval time.Duration) *Recorder {
 // recorded about it within the interval before now. It reports whether the
 // event was recorded.
 func (r *Recorder) Eventf(now time.Time, obj client.Object, related runtime.Object, eventType, reason, action, note string, args ...any) bool {
+	return r.EventfBy(now, "", obj, related, eventType, reason, action, note, args...)
+}
+
+// EventfBy is Eventf for an event whose occurrences differ by more than
+// their object and reason: by tells them apart (a pod's deadline, the issue
+// a check found), so that an event of the same object and reason but
+// another by is recorded within the interval. Eventf is EventfBy with an
+// empty by.
+func (r *Recorder) EventfBy(now time.Time, by string, obj client.Object, related runtime.Object, eventType, reason, action, note string, args ...any) bool {
 	if r == nil || r.rec == nil {
 		return false
 	}
 	// The UID tells apart an object deleted and created again under the
 	// same name, which deserves its own events.
-	key := fmt.Sprintf("%T/%s/%s/%s/%s", obj, obj.GetNamespace(), obj.GetName(), obj.GetUID(), reason)
+	key := fmt.Sprintf("%T/%s/%s/%s/%s/%s", obj, obj.GetNamespace(), obj.GetName(), obj.GetUID(), reason, by)
 	r.mu.Lock()
 	last, seen := r.sent[key]
 	if seen && now.Sub(last) < r.interval {

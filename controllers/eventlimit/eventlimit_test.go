@@ -80,3 +80,32 @@ func TestNilDropsEvents(t *testing.T) {
 		t.Error("a Recorder without an EventRecorder recorded an event")
 	}
 }
+
+func TestRateLimitBy(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec := &notes{}
+	r := New(rec, 2*time.Minute)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "1"}}
+	for i, step := range []struct {
+		by    string
+		after time.Duration
+		want  bool
+	}{
+		{"12:05", 0, true},
+		{"12:05", time.Minute, false}, // same object, reason and by within the interval
+		{"12:10", 0, true},            // another by
+		{"", 0, true},                 // Eventf's empty by is one more
+		{"12:05", time.Minute, true},  // the interval is over
+	} {
+		now = now.Add(step.after)
+		if got := r.EventfBy(now, step.by, pod, nil, corev1.EventTypeNormal, "Until", "Act", "by %s", step.by); got != step.want {
+			t.Errorf("step %d (by %q): recorded %v, want %v", i, step.by, got, step.want)
+		}
+	}
+	if r.Eventf(now, pod, nil, corev1.EventTypeNormal, "Until", "Act", "plain") {
+		t.Error("Eventf recorded within the interval of EventfBy with an empty by")
+	}
+	if len(rec.got) != 4 {
+		t.Errorf("events = %q, want 4", rec.got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
 
 // TestMinValuesPolicy launches a pod on a NodePool that asks for three
@@ -47,6 +48,14 @@ func TestMinValuesPolicy(t *testing.T) {
 			e.pod("app")
 			e.batch()
 			claims := e.nodeClaims()
+			// The NodePool that can meet its minValues with no instance
+			// type says so, unless minValues are relaxed.
+			noTypes := e.Events.Matching(environment.Event{Kind: "NodePool", Name: e.Name, Type: corev1.EventTypeWarning, Reason: ReasonNoCompatibleInstanceTypes})
+			if want := !tc.launched; (len(noTypes) == 1) != want || len(noTypes) > 1 {
+				t.Errorf("%s events %+v, want one: %v", ReasonNoCompatibleInstanceTypes, noTypes, want)
+			} else if want && !strings.Contains(noTypes[0].Note, "minValues 3") {
+				t.Errorf("%s %q does not name the minValues", ReasonNoCompatibleInstanceTypes, noTypes[0].Note)
+			}
 			if !tc.launched {
 				if len(claims) != 0 {
 					t.Fatalf("%d NodeClaims created, want none", len(claims))

@@ -391,6 +391,7 @@ func (p *Provisioner) nodePools(ctx context.Context, snap state.Snapshot) ([]pac
 			p.event(snap.Time, s.NodePool, nil, corev1.EventTypeWarning, s.Reason, "Provision", "%s", s.Message)
 		}
 	}
+	RecordNoCompatibleInstanceTypes(p.events, snap.Time, snap, pools, p.opts.MinValuesPolicy)
 	return pools, skipped
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/lifecycle"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/state"
 	"github.com/stevedore-autoscaler/stevedore/test/environment"
 )
@@ -391,6 +392,78 @@ func TestNodeClassNotReady(t *testing.T) {
 	// The pod's event names the NodePool left out and why.
 	if want := fmt.Sprintf("nodepool %s: left out: NodeClass %s is not ready: no subnet matches the selector (%s)", e.Name, e.Name, ReasonNodeClassNotReady); !strings.Contains(evs[0].Note, want) {
 		t.Errorf("FailedScheduling %q does not say %q", evs[0].Note, want)
+	}
+}
+
+// TestNoCompatibleInstanceTypes: a NodePool whose requirements leave no
+// instance type gets a Warning, at most once per EventInterval; the pod it
+// cannot take stays pending.
+func TestNoCompatibleInstanceTypes(t *testing.T) {
+	e := newEnv(t, "prov-nocompat", 206)
+	e.nodeClass(metav1.ConditionTrue, "Ready", "")
+	e.nodePool(func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+			Key: wellknown.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"r8g"}})
+	})
+	e.pod("app")
+	e.batch()
+	noTypes := environment.Event{Kind: "NodePool", Name: e.Name, Type: corev1.EventTypeWarning, Reason: ReasonNoCompatibleInstanceTypes}
+	if evs := e.Events.Matching(noTypes); len(evs) != 1 || !strings.Contains(evs[0].Note, "none of its node class's instance types") {
+		t.Errorf("%s events %+v, want one", ReasonNoCompatibleInstanceTypes, evs)
+	}
+	if claims := e.nodeClaims(); len(claims) != 0 {
+		t.Errorf("%d NodeClaims from a NodePool with no instance type", len(claims))
+	}
+	for _, step := range []struct {
+		after time.Duration
+		want  int
+	}{{Period, 1}, {EventInterval, 2}} {
+		e.Clock.Step(step.after)
+		e.p.Trigger()
+		e.batch()
+		if n := len(e.Events.Matching(noTypes)); n != step.want {
+			t.Errorf("%d %s events %v later, want %d", n, ReasonNoCompatibleInstanceTypes, step.after, step.want)
+		}
+	}
+}
+
+// TestNoCompatibleInstanceTypesCases covers what leaves a NodePool nothing
+// to launch: no instance type at all, or too few for a minValues unless
+// minValues are relaxed.
+func TestNoCompatibleInstanceTypesCases(t *testing.T) {
+	typ := func(family string) *packer.InstanceType {
+		r, err := requirements.NewRequirement(wellknown.LabelInstanceFamily, corev1.NodeSelectorOpIn, family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &packer.InstanceType{Name: family + ".large", Requirements: requirements.New(r)}
+	}
+	families := func(minValues int) requirements.Requirements {
+		r, err := requirements.NewRequirement(wellknown.LabelInstanceFamily, corev1.NodeSelectorOpIn, "c6i", "m6i", "r6i")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return requirements.New(r.WithMinValues(minValues))
+	}
+	for _, tc := range []struct {
+		name   string
+		pool   packer.NodePool
+		policy packer.MinValuesPolicy
+		want   string // in the message; "" for none
+	}{
+		{"no instance type", packer.NodePool{}, "", "none of its node class's instance types"},
+		{"some instance types", packer.NodePool{InstanceTypes: []*packer.InstanceType{typ("m6i")}}, "", ""},
+		{"minValues met", packer.NodePool{Requirements: families(2), InstanceTypes: []*packer.InstanceType{typ("c6i"), typ("m6i")}}, packer.MinValuesStrict, ""},
+		{"minValues short", packer.NodePool{Requirements: families(3), InstanceTypes: []*packer.InstanceType{typ("c6i"), typ("m6i")}}, packer.MinValuesStrict, "2 value(s) of " + wellknown.LabelInstanceFamily + ", fewer than its minValues 3"},
+		{"minValues short by default", packer.NodePool{Requirements: families(3), InstanceTypes: []*packer.InstanceType{typ("c6i")}}, "", "minValues 3"},
+		{"minValues relaxed", packer.NodePool{Requirements: families(3), InstanceTypes: []*packer.InstanceType{typ("c6i")}}, packer.MinValuesBestEffort, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := NoCompatibleInstanceTypes(tc.pool, tc.policy)
+			if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("NoCompatibleInstanceTypes = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -119,11 +119,12 @@ func ScoreMove(savings, disruption, poolCost, poolDisruption float64) Score {
 
 // balancedScore scores cmd for each Balanced NodePool among its candidates,
 // in name order, and returns the first rejection, or else the lowest
-// approving score; ok is false when no candidate's NodePool is Balanced.
-// When the candidates come from several NodePools, each gets the share of
-// the savings that its nodes' price is of the candidates' price, and must
-// approve on its own: a permissive NodePool cannot carry a conservative one.
-func balancedScore(cmd *Command, totals map[string]poolTotals) (s Score, ok bool) {
+// approving score and every NodePool's (all); ok is false when no
+// candidate's NodePool is Balanced. When the candidates come from several
+// NodePools, each gets the share of the savings that its nodes' price is of
+// the candidates' price, and must approve on its own: a permissive NodePool
+// cannot carry a conservative one.
+func balancedScore(cmd *Command, totals map[string]poolTotals) (s Score, all []Score, ok bool) {
 	byPool := map[string][]*Candidate{}
 	price := 0.0
 	for _, c := range cmd.Candidates {
@@ -152,27 +153,28 @@ func balancedScore(cmd *Command, totals map[string]poolTotals) (s Score, ok bool
 		sc := ScoreMove(savings, disruption, t.cost, t.disruption)
 		sc.NodePool = name
 		if !sc.Approved {
-			return sc, true
+			return sc, nil, true
 		}
+		all = append(all, sc)
 		if !ok || sc.Value < s.Value {
 			s, ok = sc, true
 		}
 	}
-	return s, ok
+	return s, all, ok
 }
 
 // balanced lets a consolidation command through unless a Balanced NodePool
 // among its candidates rejects it, and records the score on it.
 func (w *world) balanced(cmd *Command) (*Command, *Blocked) {
-	s, ok := balancedScore(cmd, w.totals)
+	s, all, ok := balancedScore(cmd, w.totals)
 	if !ok {
 		return cmd, nil
 	}
 	if !s.Approved {
 		return nil, &Blocked{Node: names(cmd.Candidates), NodePool: s.NodePool, Reason: ReasonUnderutilized, Code: CodeBalancedScore,
 			Message: fmt.Sprintf("NodePool %s (consolidationPolicy: Balanced): the %s saves too little for the pods it disrupts: %s", s.NodePool, cmd.Method, s),
-			Score:   &s}
+			Score:   &s, Method: cmd.Method}
 	}
-	cmd.Score = &s
+	cmd.Score, cmd.Scores = &s, all
 	return cmd, nil
 }

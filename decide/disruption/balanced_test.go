@@ -104,6 +104,9 @@ func TestBalanced(t *testing.T) {
 				t.Errorf("message %q lacks %q", got.Message, want)
 			}
 		}
+		if got.Method != MethodReplace {
+			t.Errorf("rejected move's method = %q, want %q", got.Method, MethodReplace)
+		}
 		if !slices.ContainsFunc(d.Verdicts, func(b Blocked) bool { return b.Code == CodeBalancedScore && b.Score != nil }) {
 			t.Errorf("verdicts %v lack the scored rejection", d.Verdicts)
 		}
@@ -128,6 +131,9 @@ func TestBalanced(t *testing.T) {
 		if c.Score == nil || !c.Score.Approved || math.Abs(c.Score.Value-0.75) > 0.005 {
 			t.Fatalf("score = %+v", c.Score)
 		}
+		if len(c.Scores) != 1 || c.Scores[0] != *c.Score {
+			t.Errorf("scores = %+v, want the one NodePool's, %+v", c.Scores, *c.Score)
+		}
 		if !strings.Contains(c.String(), "score 0.75 >= threshold 0.50") {
 			t.Errorf("log line %q lacks the score", c.String())
 		}
@@ -141,4 +147,53 @@ func TestBalanced(t *testing.T) {
 			t.Fatalf("command = %v; blocked %v", d.Command, d.Blocked)
 		}
 	})
+}
+
+// TestBalancedScoreEveryPool: a move over several NodePools is scored for
+// each Balanced one, on its share of the savings, and every score is kept
+// when all approve.
+func TestBalancedScoreEveryPool(t *testing.T) {
+	pool := func(name string, policy karpv1.ConsolidationPolicy) *karpv1.NodePool {
+		np := &karpv1.NodePool{}
+		np.Name = name
+		np.Spec.Disruption.ConsolidationPolicy = policy
+		return np
+	}
+	a, b := pool("a", karpv1.ConsolidationPolicyBalanced), pool("b", karpv1.ConsolidationPolicyBalanced)
+	other := pool("c", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized)
+	totals := map[string]poolTotals{"a": {cost: 2, disruption: 4}, "b": {cost: 1, disruption: 2}}
+	for _, tc := range []struct {
+		name       string
+		cands      []*Candidate
+		savings    float64
+		wantOK     bool
+		wantPools  []string
+		wantReject string
+	}{
+		{"two Balanced pools approve", []*Candidate{{NodePool: a, Price: 1}, {NodePool: b, Price: 1}}, 1, true, []string{"a", "b"}, ""},
+		{"a pool of another policy is not scored", []*Candidate{{NodePool: a, Price: 1}, {NodePool: other, Price: 1}}, 1, true, []string{"a"}, ""},
+		{"one rejection rejects the move", []*Candidate{{NodePool: a, Price: 1}, {NodePool: b, Price: 1}}, 0.2, true, nil, "a"},
+		{"no Balanced pool", []*Candidate{{NodePool: other, Price: 1}}, 1, false, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := &Command{Candidates: tc.cands, SavingsPerHour: tc.savings}
+			s, all, ok := balancedScore(cmd, totals)
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			var pools []string
+			for _, sc := range all {
+				if !sc.Approved {
+					t.Errorf("a rejecting score among all: %+v", sc)
+				}
+				pools = append(pools, sc.NodePool)
+			}
+			if !slices.Equal(pools, tc.wantPools) {
+				t.Errorf("scored pools %v, want %v", pools, tc.wantPools)
+			}
+			if tc.wantReject != "" && (s.Approved || s.NodePool != tc.wantReject) {
+				t.Errorf("score %+v, want %s's rejection", s, tc.wantReject)
+			}
+		})
+	}
 }

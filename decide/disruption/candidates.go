@@ -378,7 +378,13 @@ func newCandidate(n *state.StateNode, np *karpv1.NodePool, now time.Time, pdbs p
 		}
 		// Every active pod counts here, DaemonSet and static pods too, as
 		// in Karpenter: their do-not-disrupt annotation keeps the node.
-		if active, _ := DoNotDisruptActive(p, now); active {
+		active, valid := DoNotDisruptActive(p, now)
+		if v, has := p.Annotations[wellknown.AnnotationDoNotDisrupt]; has && v != "true" && (!valid || p.Status.StartTime != nil) {
+			dnd := DoNotDisruptPod{Pod: p, Value: v, Invalid: !valid, Active: active}
+			dnd.Until, _ = DoNotDisruptEnds(p)
+			c.doNotDisrupt = append(c.doNotDisrupt, dnd)
+		}
+		if active {
 			c.gracefulBlock = &Blocked{Node: n.Name(), NodePool: np.Name, Code: CodeDoNotDisruptPod,
 				Message: fmt.Sprintf("pod %s/%s carries %s=%s", p.Namespace, p.Name, wellknown.AnnotationDoNotDisrupt, p.Annotations[wellknown.AnnotationDoNotDisrupt])}
 			continue

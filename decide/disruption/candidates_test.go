@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 )
 
 // The budget index finds, for every pod, exactly the budgets whose
@@ -57,5 +60,60 @@ func TestPDBIndexSelectsLikeTheSelectors(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("labels %v: budgets %v, want %v", l, got, want)
 		}
+	}
+}
+
+// TestDoNotDisruptReported: the decision reports the pods of candidates
+// whose do-not-disrupt annotation is a duration or invalid, with when the
+// duration ends; "true", pods not started and nodes that are no candidates
+// are not reported. Pods start an hour before t0.
+func TestDoNotDisruptReported(t *testing.T) {
+	notStarted := func(p *corev1.Pod) { p.Status.StartTime = nil }
+	for _, tc := range []struct {
+		name    string
+		value   string
+		opts    []podOpt
+		node    nodeSpec
+		want    bool
+		invalid bool
+		active  bool
+	}{
+		{name: "active duration", value: "2h", want: true, active: true},
+		{name: "elapsed duration", value: "30m", want: true},
+		{name: "invalid value", value: "soon", want: true, invalid: true},
+		{name: "negative duration is invalid", value: "-5m", want: true, invalid: true},
+		{name: "invalid value of a pod not started", value: "soon", opts: []podOpt{notStarted}, want: true, invalid: true},
+		{name: "true", value: "true"},
+		{name: "duration of a pod not started", value: "2h", opts: []podOpt{notStarted}},
+		{name: "node not initialized", value: "2h", node: nodeSpec{notInitialized: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pool("p", family, nil)
+			spec := tc.node
+			spec.pool, spec.itype = "p", xlarge
+			n := f.node(spec)
+			f.pod("a", n, "100m", "100Mi", append([]podOpt{annotate(wellknown.AnnotationDoNotDisrupt, tc.value)}, tc.opts...)...)
+			d := Decide(f.input())
+			if !tc.want {
+				if len(d.DoNotDisrupt) != 0 {
+					t.Fatalf("reported %+v, want nothing", d.DoNotDisrupt)
+				}
+				return
+			}
+			if len(d.DoNotDisrupt) != 1 {
+				t.Fatalf("reported %+v, want the pod", d.DoNotDisrupt)
+			}
+			got := d.DoNotDisrupt[0]
+			if got.Pod.Name != "a" || got.Value != tc.value || got.Invalid != tc.invalid || got.Active != tc.active {
+				t.Errorf("reported %s: value %q invalid %v active %v, want a: %q %v %v", got.Pod.Name, got.Value, got.Invalid, got.Active, tc.value, tc.invalid, tc.active)
+			}
+			if !tc.invalid {
+				d, _ := time.ParseDuration(tc.value)
+				if want := t0.Add(-time.Hour).Add(d); !got.Until.Equal(want) {
+					t.Errorf("until %s, want %s", got.Until, want)
+				}
+			}
+		})
 	}
 }

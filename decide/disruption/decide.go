@@ -26,6 +26,9 @@ func Decide(in Input) Decision {
 	}
 	slices.SortStableFunc(dec.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
 	dec.Verdicts = d.verdicts
+	for _, c := range d.cands {
+		dec.DoNotDisrupt = append(dec.DoNotDisrupt, c.doNotDisrupt...)
+	}
 	return dec
 }
 

@@ -3,6 +3,9 @@ package disruption
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
@@ -81,6 +84,8 @@ type Blocked struct {
 	// Score is the Balanced score of a consolidation move that was
 	// rejected for it (CodeBalancedScore); nil otherwise.
 	Score *Score
+	// Method is the method of that rejected move; empty otherwise.
+	Method Method
 }
 
 func (b Blocked) String() string {
@@ -124,6 +129,25 @@ type Candidate struct {
 	// do-not-disrupt pod or a PDB); nil when they may. Drift ignores it when
 	// the NodeClaim has a terminationGracePeriod.
 	gracefulBlock *Blocked
+	// doNotDisrupt are its pods whose do-not-disrupt annotation was read
+	// and is not "true" (Decision.DoNotDisrupt).
+	doNotDisrupt []DoNotDisruptPod
+}
+
+// DoNotDisruptPod is a pod of a candidate whose karpenter.sh/do-not-disrupt
+// annotation the decision read and found to be a duration or invalid (not
+// "true", which needs no explaining).
+type DoNotDisruptPod struct {
+	Pod *corev1.Pod
+	// Value is the annotation's value.
+	Value string
+	// Invalid is set for a value that is neither "true" nor a positive
+	// duration: it is ignored.
+	Invalid bool
+	// Until is when a duration stops protecting the pod, counted from its
+	// start; Active says whether that is still to come.
+	Until  time.Time
+	Active bool
 }
 
 // Name is the node's name.
@@ -158,7 +182,10 @@ type Command struct {
 	SavingsPerHour float64
 	// Score is the move's Balanced score when a candidate's NodePool has
 	// consolidationPolicy: Balanced (consolidation only); nil otherwise.
-	Score *Score
+	// It is the lowest of Scores, which holds each Balanced NodePool's
+	// score of the move, by NodePool name (every one approving).
+	Score  *Score
+	Scores []Score
 }
 
 // Pods is the number of pods that move.
@@ -307,4 +334,9 @@ type Decision struct {
 	// Verdicts are the entries of Blocked that single-node consolidation's
 	// packings produced: why each candidate it simulated could not go.
 	Verdicts []Blocked
+	// DoNotDisrupt are the pods of candidates whose do-not-disrupt
+	// annotation is a duration or invalid, as the decision read them. A
+	// candidate's pods are read until one protects the node; pods that have
+	// not started are not reported (they are protected until they do).
+	DoNotDisrupt []DoNotDisruptPod
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/node/health"
 	nodeterm "github.com/stevedore-autoscaler/stevedore/controllers/node/termination"
+	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/disruption"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/expiration"
 	nodeclaimgc "github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/garbagecollection"
@@ -310,6 +311,17 @@ func Production(d *Deps) ([]watch.Controller, error) {
 			Watches:    []watch.Watch{watch.Own(nodeClaimGVK)},
 		},
 		watch.Controller{
+			Name:       consistency.Name,
+			Reconciler: consistency.New(kube, d.Clock, d.Recorder(controllers.EventSource)),
+			Watches: []watch.Watch{
+				watch.Own(nodeClaimGVK, func(o client.Object) bool {
+					nc, ok := o.(*karpv1.NodeClaim)
+					return ok && wellknown.ManagedNodeClaim(nc)
+				}),
+				watch.Map(nodeGVK, consistency.NodeClaimsOf),
+			},
+		},
+		watch.Controller{
 			Name:       tagging.Name,
 			Reconciler: tagging.New(kube, d.Clients.EC2, d.Settings.ClusterName),
 			Watches: []watch.Watch{watch.Own(nodeClaimGVK, func(o client.Object) bool {
@@ -378,7 +390,7 @@ func Production(d *Deps) ([]watch.Controller, error) {
 	if shifts := d.Cloud.ZonalShifts(); shifts != nil {
 		out = append(out, watch.Controller{
 			Name:       controllers.NameZonalShift,
-			Reconciler: &zonalShiftPoller{tracker: shifts},
+			Reconciler: &zonalShiftPoller{watcher: controllers.NewZonalShiftWatcher(shifts, kube, d.Recorder(controllers.EventSource), d.Clock)},
 			Start:      []reconcile.Request{watch.Named(controllers.NameZonalShift)},
 		})
 	}
@@ -476,10 +488,12 @@ func (p *statusPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 
 // zonalShiftPoller is the zonal shift poll loop of controllers.Register
 // (--enable-zonal-shift), as a periodic singleton reconciler.
-type zonalShiftPoller struct{ tracker *zonalshift.Tracker }
+type zonalShiftPoller struct {
+	watcher *controllers.ZonalShiftWatcher
+}
 
 func (p *zonalShiftPoller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{RequeueAfter: zonalshift.DefaultInterval}, p.tracker.Update(ctx)
+	return reconcile.Result{RequeueAfter: zonalshift.DefaultInterval}, p.watcher.Poll(ctx)
 }
 
 // nodeClaimNodeNameIndex indexes NodeClaims by status.nodeName, for the

@@ -58,6 +58,7 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/controllers/eventlimit"
 	"github.com/stevedore-autoscaler/stevedore/controllers/metrics"
 	"github.com/stevedore-autoscaler/stevedore/controllers/nodeclaim/conditions"
 )
@@ -81,7 +82,6 @@ const (
 const (
 	ReasonTaintedNode         = "TaintedNode"
 	ReasonEvicted             = "Evicted"
-	ReasonEvictionBlocked     = "EvictionBlocked"
 	ReasonEvictionFailed      = "EvictionFailed"
 	ReasonDisrupted           = "Disrupted"
 	ReasonTerminatingInstance = "TerminatingInstance"
@@ -90,6 +90,34 @@ const (
 	ReasonDeletedNodeClaim    = "DeletedNodeClaim"
 	ReasonInvalidAnnotation   = "InvalidAnnotation"
 )
+
+// Events Karpenter records while it terminates a node, with its reasons,
+// rate-limited as it dedupes them (see EventInterval).
+const (
+	// ReasonFailedDraining is a node whose drain is not over: pods still
+	// have to leave, or a PodDisruptionBudget refused an eviction. It
+	// replaces stevedore's own EvictionBlocked pod event.
+	ReasonFailedDraining = "FailedDraining"
+	// ReasonAwaitingVolumeDetachment is a drained node whose termination
+	// waits for VolumeAttachments to be deleted.
+	ReasonAwaitingVolumeDetachment = "AwaitingVolumeDetachment"
+	// ReasonTerminationGracePeriodExpiring is a node (or, from the
+	// NodeClaim lifecycle controller, a NodeClaim) with a termination
+	// deadline, by which every pod left is deleted.
+	ReasonTerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
+	// ReasonDoNotDisruptUntil, ReasonDoNotDisruptGracePeriodElapsed and
+	// ReasonInvalidDoNotDisruptAnnotation are a pod to be evicted whose
+	// karpenter.sh/do-not-disrupt annotation is a duration still protecting
+	// it, a duration run out, or neither "true" nor a duration.
+	ReasonDoNotDisruptUntil              = "DoNotDisruptUntil"
+	ReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+	ReasonInvalidDoNotDisruptAnnotation  = "InvalidDoNotDisruptAnnotation"
+)
+
+// EventInterval is the least time between two events of the same reason
+// about the same object (and deadline, or value, where they differ by
+// one), for the events Karpenter dedupes over its default window.
+const EventInterval = 2 * time.Minute
 
 // Condition reasons written on the NodeClaim.
 const (
@@ -109,6 +137,8 @@ type Reconciler struct {
 	clock    clock.PassiveClock
 	recorder events.EventRecorder
 	metrics  *metrics.Metrics
+	// events rate-limits the events recorded over EventInterval.
+	events *eventlimit.Recorder
 
 	mu sync.Mutex
 	// backoff holds, per node name, the eviction backoff of the node's pods
@@ -126,6 +156,7 @@ func New(kube client.Client, cloudProvider cloud.CloudProvider, clk clock.Passiv
 		cloud:    cloudProvider,
 		clock:    clk,
 		recorder: recorder,
+		events:   eventlimit.New(recorder, EventInterval),
 		backoff:  map[string]map[types.UID]*evictionBackoff{},
 		reasons:  map[string]string{},
 	}
@@ -243,6 +274,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	deadline := r.deadline(ctx, node, nodeClaim)
 	now := r.clock.Now()
+	r.events.Forget(now)
 
 	// 2. Taint and exclude from load balancers.
 	if err := r.taint(ctx, node); err != nil {
@@ -278,6 +310,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if len(pending) > 0 {
 			logger.V(1).Info("waiting for volume attachments to be removed", "volumeAttachments", pending)
+			r.events.Eventf(now, node, nil, corev1.EventTypeNormal, ReasonAwaitingVolumeDetachment, "Terminate",
+				"waiting for %d VolumeAttachment(s) to be deleted: %s", len(pending), listFirst(pending, 5))
 			if err := r.setCondition(ctx, nodeClaim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionFalse, conditionReasonAwaitingVolumes,
 				fmt.Sprintf("Waiting for %d VolumeAttachments to be removed", len(pending))); err != nil {
 				return reconcile.Result{}, err
@@ -443,6 +477,8 @@ func (r *Reconciler) deadline(ctx context.Context, node *corev1.Node, nodeClaim 
 				"ignoring %s=%q: not an RFC 3339 time", wellknown.AnnotationNodeClaimTerminationTimestamp, v)
 			continue
 		}
+		r.events.Eventf(r.clock.Now(), node, nil, corev1.EventTypeWarning, ReasonTerminationGracePeriodExpiring, "Drain",
+			"every pod still on the node is deleted by %s, its termination deadline", t.UTC().Format(time.RFC3339))
 		return &t
 	}
 	return nil
@@ -519,4 +555,12 @@ func (r *Reconciler) drainReasonOf(nodeName string) string {
 		return reason
 	}
 	return "deleted"
+}
+
+// listFirst joins the first n names, saying how many more there are.
+func listFirst(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

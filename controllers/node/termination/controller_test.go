@@ -179,8 +179,14 @@ func TestPDBBlocksEvictionUntilDeadline(t *testing.T) {
 	if running, _ := e.Pods(); !slices.Equal(running, []string{"web-0"}) {
 		t.Fatalf("pods running = %v, want the pod kept by its budget", running)
 	}
-	if got := len(e.Events.Matching(environment.Event{Reason: ReasonEvictionBlocked})); got != 1 {
-		t.Errorf("%d eviction-blocked events, want 1 (first refusal only)", got)
+	// The refusal is reported on the node, as Karpenter reports it, once
+	// within EventInterval.
+	if evs := e.Events.Matching(environment.Event{Reason: ReasonFailedDraining}); len(evs) != 1 ||
+		evs[0].Kind != "Node" || evs[0].Name != node.Name || evs[0].Type != corev1.EventTypeWarning || !strings.Contains(evs[0].Note, e.Name+"/web-0") {
+		t.Errorf("FailedDraining events %+v, want one Warning on the node naming the pod", evs)
+	}
+	if evs := e.Events.Matching(environment.Event{Kind: "Pod"}); len(evs) != 0 {
+		t.Errorf("pod events %+v while its eviction is refused, want none", evs)
 	}
 	if got := e.condition(nc, karpv1.ConditionTypeDrained); got != metav1.ConditionFalse {
 		t.Errorf("Drained = %q, want False", got)
@@ -272,10 +278,21 @@ func TestDoNotDisruptWaitsUntilDeadline(t *testing.T) {
 	}
 	deadline := e.Clock.Now().Add(10 * time.Minute)
 	e.setDeadline(nc, deadline)
+	expiring := environment.Event{Kind: "Node", Name: node.Name, Type: corev1.EventTypeWarning, Reason: ReasonTerminationGracePeriodExpiring}
+	if n := len(e.Events.Matching(expiring)); n != 0 {
+		t.Errorf("%d %s events before the deadline was set", n, ReasonTerminationGracePeriodExpiring)
+	}
+	e.reconcile(node)
+	if evs := e.Events.Matching(expiring); len(evs) != 1 || !strings.Contains(evs[0].Note, deadline.UTC().Format(time.RFC3339)) {
+		t.Errorf("%s events %+v, want one naming the deadline", ReasonTerminationGracePeriodExpiring, evs)
+	}
 	// The pod's default grace period is 30 s: it is deleted 30 s before the
 	// deadline, with all of that grace.
 	e.Clock.SetTime(deadline.Add(-31 * time.Second))
 	res := e.reconcile(node)
+	if n := len(e.Events.Matching(expiring)); n != 2 {
+		t.Errorf("%d %s events %v later, want 2", n, ReasonTerminationGracePeriodExpiring, 10*time.Minute-31*time.Second)
+	}
 	if _, terminating := e.Pods(); len(terminating) != 0 {
 		t.Fatal("do-not-disrupt pod deleted too early")
 	}
@@ -295,6 +312,55 @@ func TestDoNotDisruptWaitsUntilDeadline(t *testing.T) {
 	e.reconcile(node)
 	if got := e.condition(nc, karpv1.ConditionTypeDrained); got != metav1.ConditionTrue {
 		t.Errorf("Drained = %q, want True", got)
+	}
+}
+
+// TestDoNotDisruptEvents: while draining, a pod whose do-not-disrupt
+// annotation is a duration says until when it is protected (once per
+// EventInterval), then that the protection ran out; an invalid value is
+// reported and ignored.
+func TestDoNotDisruptEvents(t *testing.T) {
+	e := newEnv(t)
+	node, _ := e.launch(true)
+	annotated := func(v string) podOpt {
+		return func(p *corev1.Pod) { p.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: v} }
+	}
+	e.pod(node, "a-invalid", annotated("soon"))
+	e.pod(node, "b-long", annotated("1h"))
+	until := e.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	e.deleteNode(node)
+	count := func(pod, reason string) int { return len(e.Events.About(pod, reason)) }
+
+	for i, step := range []struct {
+		after                  time.Duration
+		invalid, until, passed int
+		evicted                []string
+	}{
+		{0, 1, 1, 0, []string{"a-invalid"}},
+		{time.Minute, 1, 1, 0, []string{"a-invalid"}}, // within EventInterval
+		{EventInterval, 1, 2, 0, []string{"a-invalid"}},
+		{time.Hour, 1, 2, 1, []string{"a-invalid", "b-long"}},
+	} {
+		e.Clock.Step(step.after)
+		e.reconcile(node)
+		if got := count("a-invalid", ReasonInvalidDoNotDisruptAnnotation); got != step.invalid {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonInvalidDoNotDisruptAnnotation, step.invalid)
+		}
+		if got := count("b-long", ReasonDoNotDisruptUntil); got != step.until {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonDoNotDisruptUntil, step.until)
+		}
+		if got := count("b-long", ReasonDoNotDisruptGracePeriodElapsed); got != step.passed {
+			t.Errorf("step %d: %d %s events, want %d", i, got, ReasonDoNotDisruptGracePeriodElapsed, step.passed)
+		}
+		if _, terminating := e.Pods(); !slices.Equal(terminating, step.evicted) {
+			t.Errorf("step %d: evicted %v, want %v", i, terminating, step.evicted)
+		}
+	}
+	if evs := e.Events.Matching(environment.Event{Name: "a-invalid", Reason: ReasonInvalidDoNotDisruptAnnotation}); len(evs) == 0 || evs[0].Type != corev1.EventTypeWarning {
+		t.Errorf("invalid-annotation events %+v, want a Warning", evs)
+	}
+	if evs := e.Events.About("b-long", ReasonDoNotDisruptUntil); len(evs) == 0 || !strings.Contains(evs[0].Note, until) {
+		t.Errorf("until events %+v, want them to name %s", evs, until)
 	}
 }
 
@@ -385,8 +451,20 @@ func TestFullTermination(t *testing.T) {
 	if _, terminating := e.Pods(); !slices.Equal(terminating, []string{"app"}) {
 		t.Fatalf("terminating %v, want app (the mirror pod stays)", terminating)
 	}
+	draining := environment.Event{Kind: "Node", Name: node.Name, Type: corev1.EventTypeWarning, Reason: ReasonFailedDraining}
+	if evs := e.Events.Matching(draining); len(evs) != 1 || !strings.Contains(evs[0].Note, "1 pod(s)") {
+		t.Errorf("FailedDraining events %+v, want one counting the pod still to leave", evs)
+	}
 	e.FinishTerminating()
 	res := e.reconcile(node)
+	awaiting := environment.Event{Kind: "Node", Name: node.Name, Type: corev1.EventTypeNormal, Reason: ReasonAwaitingVolumeDetachment}
+	if evs := e.Events.Matching(awaiting); len(evs) != 1 || !strings.Contains(evs[0].Note, va.Name) {
+		t.Errorf("AwaitingVolumeDetachment events %+v, want one naming %s", evs, va.Name)
+	}
+	e.reconcile(node)
+	if n := len(e.Events.Matching(awaiting)); n != 1 {
+		t.Errorf("%d AwaitingVolumeDetachment events within %v, want 1", n, EventInterval)
+	}
 	if got := e.condition(nc, karpv1.ConditionTypeDrained); got != metav1.ConditionTrue {
 		t.Fatalf("Drained = %q, want True", got)
 	}
@@ -435,6 +513,12 @@ func TestFullTermination(t *testing.T) {
 		if !strings.Contains(e.Events.String(), words) {
 			t.Errorf("no %q event in %v", words, e.Events)
 		}
+	}
+	if n := len(e.Events.Matching(draining)); n != 1 {
+		t.Errorf("%d FailedDraining events, want still 1: the drain ended", n)
+	}
+	if evs := e.Events.Matching(environment.Event{Reason: ReasonTerminationGracePeriodExpiring}); len(evs) != 0 {
+		t.Errorf("%+v without a termination deadline", evs)
 	}
 }
 

@@ -157,23 +157,54 @@ func toleratesDisrupted(pod *corev1.Pod) bool {
 
 // doNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
 // annotation protects it at now: "true", or a positive duration not yet
-// elapsed since the pod started. Any other value protects nothing.
-func doNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+// elapsed since the pod started (a pod not started yet is protected). Any
+// other value protects nothing. reason is the event a value other than
+// "true" calls for, as Karpenter records it while it drains:
+// ReasonDoNotDisruptUntil (protected until until),
+// ReasonDoNotDisruptGracePeriodElapsed or
+// ReasonInvalidDoNotDisruptAnnotation; "" for none.
+func doNotDisrupt(pod *corev1.Pod, now time.Time) (protected bool, reason string, until time.Time) {
 	v, ok := pod.Annotations[wellknown.AnnotationDoNotDisrupt]
 	if !ok {
-		return false
+		return false, "", time.Time{}
 	}
 	if v == "true" {
-		return true
+		return true, "", time.Time{}
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return false
+		return false, ReasonInvalidDoNotDisruptAnnotation, time.Time{}
 	}
 	if pod.Status.StartTime == nil {
-		return true
+		return true, "", time.Time{}
 	}
-	return now.Sub(pod.Status.StartTime.Time) < d
+	until = pod.Status.StartTime.Add(d)
+	if now.Before(until) {
+		return true, ReasonDoNotDisruptUntil, until
+	}
+	return false, ReasonDoNotDisruptGracePeriodElapsed, until
+}
+
+// protected reports whether the pod's do-not-disrupt annotation keeps it
+// from eviction at now, and records what a value other than "true" does
+// (see doNotDisrupt), at most once per pod (and deadline, or value) every
+// EventInterval.
+func (r *Reconciler) protected(pod *corev1.Pod, now time.Time) bool {
+	protected, reason, until := doNotDisrupt(pod, now)
+	v := pod.Annotations[wellknown.AnnotationDoNotDisrupt]
+	switch reason {
+	case ReasonInvalidDoNotDisruptAnnotation:
+		r.events.EventfBy(now, v, pod, nil, corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation, "Drain",
+			"ignoring %s=%q: it is neither \"true\" nor a positive duration", wellknown.AnnotationDoNotDisrupt, v)
+	case ReasonDoNotDisruptUntil:
+		at := until.UTC().Format(time.RFC3339)
+		r.events.EventfBy(now, at, pod, nil, corev1.EventTypeNormal, ReasonDoNotDisruptUntil, "Drain",
+			"%s=%s keeps the pod from being evicted until %s", wellknown.AnnotationDoNotDisrupt, v, at)
+	case ReasonDoNotDisruptGracePeriodElapsed:
+		r.events.Eventf(now, pod, nil, corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed, "Drain",
+			"the %s=%s protection has run out: the pod may be evicted", wellknown.AnnotationDoNotDisrupt, v)
+	}
+	return protected
 }
 
 // gracePeriod returns the pod's terminationGracePeriodSeconds.
@@ -279,7 +310,7 @@ func (r *Reconciler) drain(ctx context.Context, node *corev1.Node, deadline *tim
 			continue
 		}
 		for _, p := range byTier[t] {
-			if p.DeletionTimestamp != nil || deleted[p.UID] || doNotDisrupt(p, now) {
+			if p.DeletionTimestamp != nil || deleted[p.UID] || r.protected(p, now) {
 				continue
 			}
 			if b := backoff[p.UID]; b != nil && now.Before(b.next) {
@@ -293,6 +324,8 @@ func (r *Reconciler) drain(ctx context.Context, node *corev1.Node, deadline *tim
 		logger.V(1).Info("draining node", "tier", t.String(), "pods", len(byTier[t]), "remaining", len(pods))
 		break
 	}
+	r.events.Eventf(now, node, nil, corev1.EventTypeWarning, ReasonFailedDraining, "Drain",
+		"not drained yet: %d pod(s) have still to leave", len(pods))
 	return false, max(next.Sub(now), EvictionBaseDelay), nil
 }
 
@@ -331,9 +364,10 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	b.next = now.Add(delay)
 	if apierrors.IsTooManyRequests(err) {
 		logger.Info("eviction blocked by disruption budget", "attempt", b.attempts, "retryAfter", delay, "reason", err.Error())
-		if b.attempts == 1 {
-			r.recorder.Eventf(pod, node, corev1.EventTypeWarning, ReasonEvictionBlocked, "Evict", "eviction blocked: %v", err)
-		}
+		// On the node, as Karpenter records it, rate-limited with the
+		// other FailedDraining events of the node.
+		r.events.Eventf(now, node, pod, corev1.EventTypeWarning, ReasonFailedDraining, "Evict",
+			"not drained yet: the eviction of pod %s was refused: %v", klogRef(pod), err)
 		return b.next
 	}
 	logger.Error(err, "evicting pod", "attempt", b.attempts, "retryAfter", delay)

@@ -85,21 +85,27 @@ func TestDoNotDisrupt(t *testing.T) {
 			p.Status.StartTime = &metav1.Time{Time: t0.Add(-ago)}
 		})
 	}
+	notStarted := podWith(func(p *corev1.Pod) { p.Annotations = map[string]string{wellknown.AnnotationDoNotDisrupt: "30m"} })
 	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
+		name   string
+		pod    *corev1.Pod
+		want   bool
+		reason string
+		until  time.Time
 	}{
-		{"none", podWith(nil), false},
-		{"true", started(time.Hour, "true"), true},
-		{"false", started(time.Hour, "false"), false},
-		{"duration active", started(10*time.Minute, "30m"), true},
-		{"duration elapsed", started(time.Hour, "30m"), false},
-		{"invalid", started(time.Minute, "soon"), false},
+		{"none", podWith(nil), false, "", time.Time{}},
+		{"true", started(time.Hour, "true"), true, "", time.Time{}},
+		{"false", started(time.Hour, "false"), false, ReasonInvalidDoNotDisruptAnnotation, time.Time{}},
+		{"duration active", started(10*time.Minute, "30m"), true, ReasonDoNotDisruptUntil, t0.Add(20 * time.Minute)},
+		{"duration elapsed", started(time.Hour, "30m"), false, ReasonDoNotDisruptGracePeriodElapsed, t0.Add(-30 * time.Minute)},
+		{"invalid", started(time.Minute, "soon"), false, ReasonInvalidDoNotDisruptAnnotation, time.Time{}},
+		{"zero is invalid", started(time.Minute, "0s"), false, ReasonInvalidDoNotDisruptAnnotation, time.Time{}},
+		{"duration of a pod not started", notStarted, true, "", time.Time{}},
 	}
 	for _, tc := range tests {
-		if got := doNotDisrupt(tc.pod, t0); got != tc.want {
-			t.Errorf("%s: doNotDisrupt = %v, want %v", tc.name, got, tc.want)
+		got, reason, until := doNotDisrupt(tc.pod, t0)
+		if got != tc.want || reason != tc.reason || !until.Equal(tc.until) {
+			t.Errorf("%s: doNotDisrupt = %v, %q, %s; want %v, %q, %s", tc.name, got, reason, until, tc.want, tc.reason, tc.until)
 		}
 	}
 }

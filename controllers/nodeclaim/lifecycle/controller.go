@@ -106,6 +106,9 @@ const (
 	ReasonReady                     = "Ready"
 	ReasonInstanceTerminating       = "InstanceTerminating"
 	ReasonDeleted                   = "Deleted"
+	// ReasonTerminationGracePeriodExpiring is the event recorded when a
+	// deleted NodeClaim gets its termination deadline, Karpenter's.
+	ReasonTerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
 )
 
 // Reconciler is the NodeClaim lifecycle controller. Create it with New.

@@ -27,15 +27,22 @@ func (r *Reconciler) finalize(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		return reconcile.Result{}, nil
 	}
 	logger := log.FromContext(ctx)
+	annotated := ""
 	if err := r.patchMeta(ctx, nc, func(nc *karpv1.NodeClaim) {
 		if ts, ok := terminationTimestamp(nc); ok && nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp] == "" {
 			if nc.Annotations == nil {
 				nc.Annotations = map[string]string{}
 			}
 			nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp] = ts
+			annotated = ts
 		}
 	}); err != nil {
 		return reconcile.Result{}, err
+	}
+	if annotated != "" {
+		// Once, when the deadline is set, as Karpenter records it.
+		r.event(nc, corev1.EventTypeWarning, ReasonTerminationGracePeriodExpiring, "Finalize",
+			"every pod still on its node is deleted by %s, the end of its terminationGracePeriod", annotated)
 	}
 
 	instances, err := r.instancesOf(ctx, nc)

@@ -418,6 +418,11 @@ func TestDeleteLaunchedNodeClaimWithoutNode(t *testing.T) {
 	if got := nc.Annotations[wellknown.AnnotationNodeClaimTerminationTimestamp]; got != want {
 		t.Errorf("termination timestamp = %q, want %q", got, want)
 	}
+	// Settle reconciled it several times; the deadline was set once.
+	expiring := environment.Event{Kind: "NodeClaim", Name: nc.Name, Type: corev1.EventTypeWarning, Reason: ReasonTerminationGracePeriodExpiring}
+	if evs := e.Events.Matching(expiring); len(evs) != 1 || !strings.Contains(evs[0].Note, want) {
+		t.Errorf("%s events %+v, want one naming %s", ReasonTerminationGracePeriodExpiring, evs, want)
+	}
 	e.driveUntilGone(nc.Name)
 	if info, ok := e.AWS.Instance(id); ok && info.State != fake.StateTerminated {
 		t.Errorf("instance %s is %s, want terminated", id, info.State)
@@ -435,6 +440,9 @@ func TestDeleteRegisteredNodeClaimDeletesNodeFirst(t *testing.T) {
 	nc, _ = e.Settle(e.r, nc.Name)
 	if nc == nil {
 		t.Fatal("NodeClaim gone while its node exists")
+	}
+	if evs := e.Events.About(nc.Name, ReasonTerminationGracePeriodExpiring); len(evs) != 0 {
+		t.Errorf("%+v for a NodeClaim without a terminationGracePeriod", evs)
 	}
 	node := e.Node(name)
 	if node.DeletionTimestamp.IsZero() {
