@@ -16,6 +16,7 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
 // TestLeaderElectionOnlyLeaderActs runs two controllers against one API
@@ -70,30 +71,7 @@ func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
 
 	// The account and the pool: the image is selected by id, so the API
 	// server's Kubernetes version does not matter.
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMIFamily:                  ptrTo(awsv1.AMIFamilyAL2023),
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{ID: world.Images["al2023/x86_64/standard"]}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "leader-test"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "leader-test"}}},
-			Role:                       world.NodeRole,
-		},
-	}
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	for _, obj := range []client.Object{nc, np} {
-		if err := kube.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createDefaultPool(ctx, t, kube, world, "leader-test")
 	pending := func(name string) {
 		t.Helper()
 		pod := &corev1.Pod{
@@ -167,3 +145,35 @@ func TestLeaderElectionOnlyLeaderActs(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// createDefaultPool creates the EC2NodeClass and NodePool "default" of the
+// account's cluster: on-demand capacity, the AL2023 image selected by id
+// (so the API server's Kubernetes version does not matter), subnets and
+// security groups by the cluster's discovery tag.
+func createDefaultPool(ctx context.Context, t *testing.T, kube client.Client, world *fake.ClusterWorld, cluster string) {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMIFamily:                  ptrTo(awsv1.AMIFamilyAL2023),
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{ID: world.Images["al2023/x86_64/standard"]}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			Role:                       world.NodeRole,
+		},
+	}
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
+			},
+			NodeClassRef: &karpv1.NodeClassReference{Group: wellknown.GroupAWS, Kind: wellknown.KindEC2NodeClass, Name: "default"},
+		}}},
+	}
+	for _, obj := range []client.Object{nc, np} {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

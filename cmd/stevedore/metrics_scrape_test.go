@@ -20,15 +20,12 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
-	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 )
 
@@ -183,30 +180,7 @@ func TestControllerServesEveryFamily(t *testing.T) {
 	})
 
 	// Reconciles.
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMIFamily:                  ptrTo(awsv1.AMIFamilyAL2023),
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{ID: world.Images["al2023/x86_64/standard"]}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "scrape-test"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "scrape-test"}}},
-			Role:                       world.NodeRole,
-		},
-	}
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: wellknown.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{wellknown.CapacityTypeOnDemand}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	for _, obj := range []client.Object{nc, np} {
-		if err := kube.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createDefaultPool(ctx, t, kube, world, "scrape-test")
 
 	// A slow-path renewal: another writer changes the Lease, so the
 	// leader's next optimistic update conflicts and it reads the Lease
