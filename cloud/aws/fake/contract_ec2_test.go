@@ -26,7 +26,8 @@ type typeView struct {
 	BareMetal  bool
 	// ENIPods is the ENI-limited pod count, ENIs × (IPv4 per ENI − 1) + 2,
 	// what the provider derives from the two with no reserved ENIs; the
-	// raw layout is compared by the case about it (fakeENILayout).
+	// raw layout, which matters with reserved ENIs, is compared by the
+	// case about it.
 	ENIPods    int32
 	ENIs       int32 `json:",omitempty"`
 	IPv4PerENI int32 `json:",omitempty"`
@@ -109,9 +110,9 @@ func typeCases() []contractCase {
 			},
 		},
 		{
-			op: "EC2.DescribeInstanceTypes", name: "ENI layout", differs: fakeENILayout,
+			op: "EC2.DescribeInstanceTypes", name: "ENI layout",
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				out, err := w.clients().EC2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"t3.micro", "m5.large"}})
+				out, err := w.clients().EC2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: typeValues(contractTypes)})
 				if err != nil {
 					return nil, err
 				}
@@ -217,7 +218,7 @@ func typeCases() []contractCase {
 			},
 		},
 		{
-			op: "EC2.DescribeCapacityReservations", name: "by ID", motoLacks: motoNoReservations,
+			op: "EC2.DescribeCapacityReservations", name: "by ID", motoLacks: motoNoReservations, fakeSays: "error InvalidCapacityReservationId.NotFound",
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				return w.clients().EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{
 					CapacityReservationIds: []string{"cr-0123456789abcdef0"},

@@ -46,6 +46,9 @@ type contractCase struct {
 	// side is not seeded, and its call must fail with moto's "not
 	// implemented" answer, so that moto gaining it is noticed.
 	motoLacks string
+	// fakeSays is, for a case moto lacks, a part of the fake's answer
+	// that the API reference documents (an error code, a field).
+	fakeSays string
 }
 
 // notImplemented reports whether err is moto's answer to an operation it
@@ -82,6 +85,8 @@ func answer(v any, err error) string {
 	return string(b)
 }
 
+// TestContractMoto runs every case against the fake and against moto and
+// compares their answers; see docs/aws.md for the verdicts.
 func TestContractMoto(t *testing.T) {
 	srv := moto.Start(t)
 	ctx := context.Background()
@@ -100,6 +105,9 @@ func TestContractMoto(t *testing.T) {
 				if tc.motoLacks != "" && w.name() == "moto" {
 					if !notImplemented(err) {
 						t.Fatalf("moto was recorded as lacking this (%s), but it answers %s", tc.motoLacks, answer(v, err))
+					}
+					if tc.fakeSays == "" || !strings.Contains(got[0], tc.fakeSays) {
+						t.Errorf("the fake answers %s, want an answer with %q", got[0], tc.fakeSays)
 					}
 					t.Logf("moto lacks this, as recorded (%s); the fake answers %s", tc.motoLacks, got[0])
 					return
@@ -149,7 +157,6 @@ const (
 	motoNoZonalShift          = "moto has no ARC zonal shift API"
 	motoTagsUnknown           = "moto tags an instance that does not exist without complaint; AWS answers InvalidInstanceID.NotFound"
 	motoTruncates             = "moto's DescribeLaunchTemplates stops at MaxResults without a NextToken, so the paginator loses the rest; AWS pages"
-	fakeENILayout             = "the fake's catalog records max pods, not ENI limits, so it answers an ENI count and IPv4 addresses per ENI that give the right pod density but not always AWS's own numbers (t3.micro: 1 × 3 where AWS, as moto, has 2 × 2); they differ only with --reserved-enis"
 )
 
 // Tags and names the cases seed.
@@ -325,7 +332,7 @@ func networkCases() []contractCase {
 			},
 		},
 		{
-			op: "EC2.DescribePlacementGroups", name: "by name", motoLacks: motoNoPlacementGroups,
+			op: "EC2.DescribePlacementGroups", name: "by name", motoLacks: motoNoPlacementGroups, fakeSays: `"contract-spread contract-spread spread available"`,
 			seed: func(t *testing.T, w world) {
 				w.placementGroup(t, "contract-cluster", "cluster")
 				w.placementGroup(t, "contract-spread", "spread")
@@ -343,7 +350,7 @@ func networkCases() []contractCase {
 			},
 		},
 		{
-			op: "EC2.DescribePlacementGroups", name: "unknown name", motoLacks: motoNoPlacementGroups,
+			op: "EC2.DescribePlacementGroups", name: "unknown name", motoLacks: motoNoPlacementGroups, fakeSays: "error InvalidPlacementGroup.Unknown",
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				return w.clients().EC2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"contract-none"}})
 			},
