@@ -108,16 +108,20 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 		c.typesAt = p.clk.Now()
 	}
 	if p.expired(c.onDemandAt) && p.pricing != nil && !p.settings.IsolatedVPC {
-		// A failure keeps the last known prices (or the catalog's).
+		// A failure keeps the last known prices (or the catalog's) and is
+		// tried again after the TTL, not at every call: an API that does
+		// not answer (an emulator without it, a VPC without a route to
+		// it) would otherwise cost every call a failed request and its
+		// retries.
 		prices, err := p.describeOnDemandPrices(ctx)
 		if err == nil {
 			if merged, changed := mergePrices(c.onDemand, prices); changed {
 				c.onDemand = merged
 				c.pricesGen++
 			}
-			c.onDemandAt = p.clk.Now()
 		}
 		if ctx.Err() == nil { // a cancelled call says nothing of the API
+			c.onDemandAt = p.clk.Now()
 			p.pricingAnswered(err)
 		}
 	}

@@ -607,8 +607,16 @@ func TestPricingReportedOncePerChange(t *testing.T) {
 			t.Errorf("step %d: reports %q, want %q", i, reports, step.wantReports)
 		}
 	}
-	if n := e.aws.Calls("GetProducts"); n < 6 {
-		t.Errorf("GetProducts called %d times over six refreshes", n)
+	// Within the TTL a failing API is not asked again.
+	calls := e.aws.Calls("GetProducts")
+	if calls < 6 {
+		t.Errorf("GetProducts called %d times over six refreshes", calls)
+	}
+	if _, err := e.p.GetInstanceTypes(e.ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.aws.Calls("GetProducts"); n != calls {
+		t.Errorf("GetProducts called again within the TTL of a failure (%d calls, then %d)", calls, n)
 	}
 }
 
