@@ -104,6 +104,7 @@ func start() (*Server, error) {
 		}
 		s.cmd = exec.Command(Python, "-m", "moto.server", "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 		s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
+		dieWithParent(s.cmd)
 		if err := s.cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting %s -m moto.server: %w", Python, err)
 		}
