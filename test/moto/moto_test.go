@@ -2,6 +2,10 @@ package moto_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,5 +53,39 @@ func TestServer(t *testing.T) {
 func TestCheck(t *testing.T) {
 	if err := moto.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckNamesWhatIsMissing runs Check with a PATH that has no python3,
+// and with one whose python3 cannot import moto.
+func TestCheckNamesWhatIsMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// python3 is the script put on PATH as python3; "" for none.
+		python3 string
+		want    []string
+	}{
+		{name: "no python3", want: []string{"python3 is not on PATH", "apt-get install python3"}},
+		{name: "no moto", python3: "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'moto'\" >&2\nexit 1\n",
+			want: []string{"cannot import the Python package moto", "pip install 'moto[server]'", "No module named 'moto'"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.python3 != "" {
+				if err := os.WriteFile(filepath.Join(dir, moto.Python), []byte(tc.python3), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("PATH", dir)
+			err := moto.Check()
+			if !errors.Is(err, moto.ErrMissing) {
+				t.Fatalf("Check() = %v, want an error wrapping ErrMissing", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Check() = %q, want it to say %q", err, w)
+				}
+			}
+		})
 	}
 }
