@@ -218,6 +218,28 @@ func typeCases() []contractCase {
 			},
 		},
 		{
+			op: "EC2.DescribeSpotPriceHistory", name: "pages of 5, one zone", differs: motoSpotPages,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				var p pages
+				pg := ec2.NewDescribeSpotPriceHistoryPaginator(w.clients().EC2, &ec2.DescribeSpotPriceHistoryInput{
+					InstanceTypes: typeValues(contractTypes), AvailabilityZone: aws.String("us-east-1a"),
+					ProductDescriptions: []string{"Linux/UNIX (Amazon VPC)"}, MaxResults: aws.Int32(5),
+				})
+				for pg.HasMorePages() {
+					out, err := pg.NextPage(ctx)
+					if err != nil {
+						return nil, err
+					}
+					var items []string
+					for _, sp := range out.SpotPriceHistory {
+						items = append(items, string(sp.InstanceType)+"@"+aws.ToString(sp.AvailabilityZone)+" "+string(sp.ProductDescription))
+					}
+					p.add(items)
+				}
+				return p, nil
+			},
+		},
+		{
 			op: "EC2.DescribeCapacityReservations", name: "by ID", motoLacks: motoNoReservations, fakeSays: "error InvalidCapacityReservationId.NotFound",
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				return w.clients().EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{
@@ -611,6 +633,27 @@ func instanceCases() []contractCase {
 				}
 				sort.Strings(views)
 				return views, nil
+			},
+		},
+		{
+			op: "EC2.DescribeInstanceStatus", name: "pages of 5", seed: seedInstances(7),
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				var p pages
+				pg := ec2.NewDescribeInstanceStatusPaginator(w.clients().EC2, &ec2.DescribeInstanceStatusInput{
+					IncludeAllInstances: aws.Bool(true), MaxResults: aws.Int32(5),
+				})
+				for pg.HasMorePages() {
+					out, err := pg.NextPage(ctx)
+					if err != nil {
+						return nil, err
+					}
+					var items []string
+					for _, st := range out.InstanceStatuses {
+						items = append(items, w.sym(aws.ToString(st.InstanceId)))
+					}
+					p.add(items)
+				}
+				return p, nil
 			},
 		},
 		{

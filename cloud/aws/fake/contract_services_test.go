@@ -402,6 +402,31 @@ func otherServiceCases() []contractCase {
 			},
 		},
 		{
+			op: "EventBridge.ListRuleNamesByTarget", name: "pages of 2",
+			seed: func(t *testing.T, w world) {
+				w.queue(t, queueName)
+				for _, n := range []string{"contract-1", "contract-2", "contract-3"} {
+					w.rule(t, n, `{"source":["aws.ec2"]}`, queueARN(queueName))
+				}
+			},
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				var p pages
+				var token *string
+				for {
+					out, err := w.clients().EventBridge.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{
+						TargetArn: aws.String(queueARN(queueName)), Limit: aws.Int32(2), NextToken: token,
+					})
+					if err != nil {
+						return nil, err
+					}
+					p.add(out.RuleNames)
+					if token = out.NextToken; token == nil {
+						return p, nil
+					}
+				}
+			},
+		},
+		{
 			op: "EventBridge.DescribeRule", name: "found",
 			seed: func(t *testing.T, w world) {
 				w.rule(t, "contract-spot", `{"source":["aws.ec2"],"detail-type":["EC2 Spot Instance Interruption Warning"]}`, queueARN(queueName))

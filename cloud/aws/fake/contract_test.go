@@ -156,6 +156,7 @@ const (
 	motoNoPricing             = "moto has no Price List API; the provider keeps the embedded on-demand prices when GetProducts fails"
 	motoNoZonalShift          = "moto has no ARC zonal shift API"
 	motoTagsUnknown           = "moto tags an instance that does not exist without complaint; AWS answers InvalidInstanceID.NotFound"
+	motoSpotPages             = "moto's DescribeSpotPriceHistory ignores MaxResults and the AvailabilityZone parameter: one page with every zone; AWS pages and keeps the zone asked for"
 	motoTruncates             = "moto's DescribeLaunchTemplates stops at MaxResults without a NextToken, so the paginator loses the rest; AWS pages"
 )
 
@@ -323,6 +324,32 @@ func networkCases() []contractCase {
 				return describeGroups(ctx, w, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{
 					{Name: aws.String("group-id"), Values: []string{w.id("sg-nodes")}},
 				}})
+			},
+		},
+		{
+			op: "EC2.DescribeSecurityGroups", name: "pages of 5", differs: motoNoPages,
+			seed: func(t *testing.T, w world) {
+				for i := range 7 {
+					w.securityGroup(t, "sg-"+strconv.Itoa(i), "contract-"+strconv.Itoa(i), discovery())
+				}
+			},
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				var p pages
+				pg := ec2.NewDescribeSecurityGroupsPaginator(w.clients().EC2, &ec2.DescribeSecurityGroupsInput{
+					Filters: []ec2types.Filter{tagFilter(clusterTag, clusterName)}, MaxResults: aws.Int32(5),
+				})
+				for pg.HasMorePages() {
+					out, err := pg.NextPage(ctx)
+					if err != nil {
+						return nil, err
+					}
+					var items []string
+					for _, g := range out.SecurityGroups {
+						items = append(items, w.sym(aws.ToString(g.GroupId)))
+					}
+					p.add(items)
+				}
+				return p, nil
 			},
 		},
 		{
