@@ -611,6 +611,31 @@ func instanceCases() []contractCase {
 			},
 		},
 		{
+			op: "EC2.TerminateInstances", name: "twice, then described", seed: seedInstances(1), differs: motoTerminateAgain,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				var views []string
+				for range 2 {
+					out, err := w.clients().EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{w.id("i0")}})
+					if err != nil {
+						return nil, err
+					}
+					for _, c := range out.TerminatingInstances {
+						views = append(views, string(c.PreviousState.Name)+" -> "+string(c.CurrentState.Name))
+					}
+				}
+				// A terminated instance stays visible for a while, as
+				// terminated; the provider and garbage collection read it so.
+				described, err := describeInstances(ctx, w, &ec2.DescribeInstancesInput{InstanceIds: []string{w.id("i0")}})
+				if err != nil {
+					return nil, err
+				}
+				for _, v := range described.([]instanceView) {
+					views = append(views, v.ID+" "+v.State)
+				}
+				return views, nil
+			},
+		},
+		{
 			op: "EC2.TerminateInstances", name: "unknown ID", seed: seedInstances(1),
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				return w.clients().EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})

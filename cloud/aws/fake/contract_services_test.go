@@ -191,6 +191,28 @@ func otherServiceCases() []contractCase {
 			},
 		},
 		{
+			op: "SQS.SendMessage", name: "missing queue", seed: seedQueue,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				url, err := queueURL(ctx, w)
+				if err != nil {
+					return nil, err
+				}
+				return w.clients().SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(strings.TrimSuffix(url, queueName) + "contract-none"), MessageBody: aws.String("x")})
+			},
+		},
+		{
+			op: "SQS.GetQueueAttributes", name: "missing queue", seed: seedQueue,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				url, err := queueURL(ctx, w)
+				if err != nil {
+					return nil, err
+				}
+				return w.clients().SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+					QueueUrl: aws.String(strings.TrimSuffix(url, queueName) + "contract-none"), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+				})
+			},
+		},
+		{
 			op: "SQS.GetQueueAttributes", name: "all", seed: seedQueue,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				url, err := queueURL(ctx, w)

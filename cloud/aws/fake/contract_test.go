@@ -157,6 +157,7 @@ const (
 	motoNoZonalShift          = "moto has no ARC zonal shift API"
 	motoTagsUnknown           = "moto tags an instance that does not exist without complaint; AWS answers InvalidInstanceID.NotFound"
 	motoSpotPages             = "moto's DescribeSpotPriceHistory ignores MaxResults and the AvailabilityZone parameter: one page with every zone; AWS pages and keeps the zone asked for"
+	motoTerminateAgain        = "moto answers a second TerminateInstances of a terminated instance with current state shutting-down; AWS answers terminated, the state it stays in"
 	motoTruncates             = "moto's DescribeLaunchTemplates stops at MaxResults without a NextToken, so the paginator loses the rest; AWS pages"
 )
 
@@ -265,6 +266,18 @@ func networkCases() []contractCase {
 				out, err := w.clients().EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{
 					{Name: aws.String("tag-key"), Values: []string{clusterTag}},
 					{Name: aws.String("tag:Name"), Values: []string{"private-*"}},
+				}})
+				if err != nil {
+					return nil, err
+				}
+				return subnetViews(w, out.Subnets), nil
+			},
+		},
+		{
+			op: "EC2.DescribeSubnets", name: "subnet-id filter", seed: seedNetwork,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				out, err := w.clients().EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{
+					{Name: aws.String("subnet-id"), Values: []string{w.id("subnet-a"), w.id("subnet-c")}},
 				}})
 				if err != nil {
 					return nil, err
@@ -466,6 +479,12 @@ func imageCases() []contractCase {
 				return describeImages(ctx, w, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{
 					{Name: aws.String("image-id"), Values: []string{w.id("ami-x86"), w.id("ami-other")}},
 				}})
+			},
+		},
+		{
+			op: "EC2.DescribeImages", name: "malformed ID", seed: seedImages,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				return describeImages(ctx, w, &ec2.DescribeImagesInput{ImageIds: []string{"image-1"}})
 			},
 		},
 		{
