@@ -17,7 +17,7 @@ TEST_FLAGS ?= -p 2 -timeout 20m
 # named, for example make e2e E2E_RUN=TestScaleOut.
 E2E_RUN ?= .
 
-.PHONY: all build test unit unit-tests fuzz-and-image e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite karpenter-suite-ci
+.PHONY: all build test unit unit-tests moto fuzz-and-image e2e bench generate lint kube-binaries clean browser image image-oci karpenter-suite karpenter-suite-ci
 
 # The container image (make image, make image-oci): IMAGE is the repository,
 # TAG the tag, VERSION what `stevedore version` prints, PLATFORMS the
@@ -43,6 +43,12 @@ build:
 kube-binaries:
 	hack/kube-binaries.sh >/dev/null
 
+## moto: checks that python3 can import the AWS emulator moto, which the
+## tests of test/moto, cloud/aws/fake and cloud/aws run; installs it with
+## pip when it is missing, and fails naming it when that is not possible.
+moto:
+	hack/moto.sh >/dev/null
+
 ## test: unit tests and the tests against the real kube-apiserver; then,
 ## side by side, the end-to-end suite on a local cluster (see e2e), a part
 ## of Karpenter's own regression suite against stevedore (see
@@ -58,7 +64,7 @@ test:
 ## (unit-tests), then fuzz-and-image.
 unit: unit-tests fuzz-and-image
 
-unit-tests: kube-binaries
+unit-tests: kube-binaries moto
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/schedulerdiff && $(GO) vet ./...

@@ -116,3 +116,13 @@ type LaunchFailure struct {
 type LaunchFailureReporter interface {
 	ReportLaunchFailuresTo(func(LaunchFailure))
 }
+
+// PricingReporter is implemented by providers whose on-demand prices come
+// from a pricing API, with prices of their own to fall back on while it
+// fails. ReportPricingTo sets the function told when the API stops
+// answering (with its error) and when it answers again (with nil): once
+// per change, not once per refresh. Call it once, before the first
+// GetInstanceTypes.
+type PricingReporter interface {
+	ReportPricingTo(func(err error))
+}

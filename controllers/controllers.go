@@ -71,6 +71,8 @@ const (
 	// NameZonalShift polls the cluster's ARC zonal shifts
 	// (--enable-zonal-shift).
 	NameZonalShift = "zonalshift"
+	// NamePricing logs the pricing API's failures and recoveries.
+	NamePricing = "pricing"
 )
 
 // Event reasons the interruption handler records on NodeClaims.
@@ -219,6 +221,7 @@ func Register(mgr manager.Manager, deps Deps) error {
 	// queries and exporters filtering on it keep matching.
 	rec := mgr.GetEventRecorder(EventSource)
 	deps.Metrics.CountLaunchFailures(deps.Cloud)
+	watchPricing(deps.Cloud, deps.Metrics, mgr.GetLogger().WithName(NamePricing))
 	if deps.DisableClusterStateObservability {
 		deps.Metrics.DisableClusterStateObservability()
 	}
@@ -372,6 +375,27 @@ var _ manager.LeaderElectionRunnable = &leaderRunnable{}
 // It skips a round while the cluster state has not caught up with the API
 // server: an incomplete list of NodeClaims would make live instances look
 // leaked.
+// watchPricing has the cloud provider, if it can, say when its pricing API
+// stops answering and when it answers again: once per change, each sets
+// stevedore_pricing_fallback and is logged. While the API fails, the
+// provider prices on-demand capacity with the last prices it gave, else its
+// built-in ones (against an AWS emulator without the Price List API, for
+// example, always the built-in ones).
+func watchPricing(cp cloud.CloudProvider, m *metrics.Metrics, logger logr.Logger) {
+	r, ok := cp.(cloud.PricingReporter)
+	if !ok {
+		return
+	}
+	r.ReportPricingTo(func(err error) {
+		m.PricingFallback(err != nil)
+		if err != nil {
+			logger.Error(err, "the pricing API is failing; on-demand prices are the last it gave, else the built-in ones, until it answers again")
+			return
+		}
+		logger.Info("the pricing API answers again; on-demand prices are its own")
+	})
+}
+
 func gcLoop(reader client.Reader, deps Deps) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		logger := log.FromContext(ctx).WithName(NameGarbageCollection)

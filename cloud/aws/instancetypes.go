@@ -108,13 +108,21 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 		c.typesAt = p.clk.Now()
 	}
 	if p.expired(c.onDemandAt) && p.pricing != nil && !p.settings.IsolatedVPC {
-		// A failure keeps the last known prices (or the catalog's).
-		if prices, err := p.describeOnDemandPrices(ctx); err == nil {
+		// A failure keeps the last known prices (or the catalog's) and is
+		// tried again after the TTL, not at every call: an API that does
+		// not answer (an emulator without it, a VPC without a route to
+		// it) would otherwise cost every call a failed request and its
+		// retries.
+		prices, err := p.describeOnDemandPrices(ctx)
+		if err == nil {
 			if merged, changed := mergePrices(c.onDemand, prices); changed {
 				c.onDemand = merged
 				c.pricesGen++
 			}
+		}
+		if ctx.Err() == nil { // a cancelled call says nothing of the API
 			c.onDemandAt = p.clk.Now()
+			p.pricingAnswered(err)
 		}
 	}
 	if p.expired(c.spotAt) {
@@ -131,6 +139,27 @@ func (p *Provider) refresh(ctx context.Context) (snapshot, error) {
 		onDemand: c.onDemand, spot: c.spot, spotKnown: c.spotKnown, region: p.region,
 		typesGen: c.typesGen, pricesGen: c.pricesGen,
 	}, nil
+}
+
+// ReportPricingTo implements cloud.PricingReporter: report is told when a
+// Price List read fails after one that did not (or the first fails), and
+// when one succeeds after one that failed. While the API fails, on-demand
+// prices are the last ones it gave, else the embedded catalog's.
+func (p *Provider) ReportPricingTo(report func(err error)) {
+	p.pricingReport.Store(&report)
+}
+
+// pricingAnswered records the outcome of a Price List read and reports a
+// change. p.mu is held.
+func (p *Provider) pricingAnswered(err error) {
+	down := err != nil
+	if down == p.pricingDown {
+		return
+	}
+	p.pricingDown = down
+	if report := p.pricingReport.Load(); report != nil {
+		(*report)(err)
+	}
 }
 
 // mergePrices returns the prices of old updated with those of fresh (a price

@@ -131,16 +131,25 @@ type Provider struct {
 	// launchFailures receives the offerings launches fail in (see
 	// ReportLaunchFailuresTo); nil until set.
 	launchFailures atomic.Pointer[func(cloud.LaunchFailure)]
+	// pricingReport is told when the Price List API stops or starts
+	// answering (see ReportPricingTo); nil until set.
+	pricingReport atomic.Pointer[func(error)]
 
 	mu     sync.Mutex
 	region string
 	cache  describeCache
+	// pricingDown: the last Price List read failed, so on-demand prices
+	// are the last known ones or the embedded catalog's.
+	pricingDown bool
 	// templateUsed is when each launch template was last launched from
 	// (or ensured), for CollectLaunchTemplates.
 	templateUsed map[string]time.Time
 }
 
-var _ cloud.CloudProvider = (*Provider)(nil)
+var (
+	_ cloud.CloudProvider   = (*Provider)(nil)
+	_ cloud.PricingReporter = (*Provider)(nil)
+)
 
 // New returns a Provider.
 func New(opts Options) (*Provider, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +19,13 @@ import (
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/cloud"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/catalog"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/settings"
+	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 )
 
 var testTypes = []string{"c6i.large", "m6g.large", "m6i.large", "m6i.xlarge", "r6i.large"}
@@ -550,6 +553,85 @@ func TestGetInstanceTypesPricingFallback(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPricingReportedOncePerChange: while the Price List API fails (as
+// against moto, which has none), on-demand prices come from the embedded
+// catalog and the failure is reported once, however many refreshes fail;
+// its recovery is reported once too.
+func TestPricingReportedOncePerChange(t *testing.T) {
+	e := newEnv(t)
+	var reports []string
+	e.p.ReportPricingTo(func(err error) {
+		if err != nil {
+			reports = append(reports, "down: "+launch.ErrorCode(err))
+			return
+		}
+		reports = append(reports, "up")
+	})
+	catalogPrice := 0.0
+	if it, ok := catalog.Lookup("m6i.large"); ok {
+		catalogPrice = it.OnDemandPricePerHour
+	}
+	if catalogPrice <= 0 {
+		t.Fatal("the embedded catalog has no price for m6i.large")
+	}
+	np := &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: &karpv1.NodeClassReference{Name: "default"}}}}}
+	for i, step := range []struct {
+		failing     bool
+		wantPrice   float64
+		wantReports []string
+	}{
+		{failing: true, wantPrice: catalogPrice, wantReports: []string{"down: ServiceUnavailableException"}},
+		{failing: true, wantPrice: catalogPrice, wantReports: []string{"down: ServiceUnavailableException"}},
+		{failing: true, wantPrice: catalogPrice, wantReports: []string{"down: ServiceUnavailableException"}},
+		{failing: false, wantPrice: 9.99, wantReports: []string{"down: ServiceUnavailableException", "up"}},
+		{failing: false, wantPrice: 9.99, wantReports: []string{"down: ServiceUnavailableException", "up"}},
+		{failing: true, wantPrice: 9.99, wantReports: []string{"down: ServiceUnavailableException", "up", "down: ServiceUnavailableException"}},
+	} {
+		e.aws.ClearErrors()
+		if step.failing {
+			e.aws.InjectError("GetProducts", fake.APIError("ServiceUnavailableException", "down"), 100)
+		}
+		// What the Price List API says when it answers; not the catalog's.
+		e.aws.SetOnDemandPrice("m6i.large", 9.99)
+		e.clk.Step(DefaultCacheTTL)
+		types, err := e.p.GetInstanceTypes(e.ctx, np)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := onDemandPriceOf(types, "m6i.large"); got != step.wantPrice {
+			t.Errorf("step %d: m6i.large on-demand price %v, want %v", i, got, step.wantPrice)
+		}
+		if !slices.Equal(reports, step.wantReports) {
+			t.Errorf("step %d: reports %q, want %q", i, reports, step.wantReports)
+		}
+	}
+	// Within the TTL a failing API is not asked again.
+	calls := e.aws.Calls("GetProducts")
+	if calls < 6 {
+		t.Errorf("GetProducts called %d times over six refreshes", calls)
+	}
+	if _, err := e.p.GetInstanceTypes(e.ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.aws.Calls("GetProducts"); n != calls {
+		t.Errorf("GetProducts called again within the TTL of a failure (%d calls, then %d)", calls, n)
+	}
+}
+
+func onDemandPriceOf(types []*packer.InstanceType, name string) float64 {
+	for _, it := range types {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == wellknown.CapacityTypeOnDemand {
+				return o.PricePerHour
+			}
+		}
+	}
+	return 0
 }
 
 func TestIsDrifted(t *testing.T) {

@@ -98,6 +98,10 @@ type Metrics struct {
 	// overheadMismatches counts DaemonSet pods larger than the room kept
 	// for them; see overhead.go.
 	overheadMismatches *prometheus.CounterVec
+
+	// pricingFallback says whether on-demand prices are the pricing API's;
+	// see pricing.go.
+	pricingFallback prometheus.Gauge
 }
 
 // New creates the metrics and registers them with reg. It fails when reg
@@ -159,6 +163,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if err := m.registerOverhead(reg); err != nil {
+		return nil, err
+	}
+	if err := m.registerPricing(reg); err != nil {
 		return nil, err
 	}
 	return m, nil

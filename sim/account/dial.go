@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	arctypes "github.com/aws/aws-sdk-go-v2/service/arczonalshift/types"
@@ -132,7 +133,11 @@ func init() {
 		{"IAM", func(m *string) smithy.APIError { return &iamtypes.DeleteConflictException{Message: m} }},
 		{"EKS", func(m *string) smithy.APIError { return &ekstypes.ResourceNotFoundException{Message: m} }},
 		{"ARC Zonal Shift", func(m *string) smithy.APIError { return &arctypes.ResourceNotFoundException{Message: m} }},
-		{"SQS", func(m *string) smithy.APIError { return &sqstypes.QueueDoesNotExist{Message: m} }},
+		// SQS reports its query-protocol code for a missing queue, as the
+		// in-memory AWS does.
+		{"SQS", func(m *string) smithy.APIError {
+			return &sqstypes.QueueDoesNotExist{Message: m, ErrorCodeOverride: aws.String("AWS.SimpleQueueService.NonExistentQueue")}
+		}},
 	} {
 		typedErrors[e.service+"/"+e.build(nil).ErrorCode()] = e.build
 	}

@@ -20,6 +20,10 @@
 // inspects errors with errors.As and smithy.APIError behaves the same. The SDK's
 // paginators accept it as a client. What the fake does not run is the SDK's
 // middleware: there are no retries, no request signing and no serialization.
+// TestContractMoto sends every call of package sdk, with the same starting
+// state, to the fake and to moto, an AWS emulator written by others, and
+// compares what the provider reads of the answers; docs/aws.md lists the
+// verdicts where the two differ.
 //
 // Every reply is built anew, so a caller that changes what it was given
 // changes no later reply, with one exception: DescribeInstanceTypes hands

@@ -2,12 +2,14 @@ package fake
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -58,15 +60,48 @@ func (f *AWS) loadCatalog(restrict []string) {
 		}
 		pods := it.Capacity[corev1.ResourcePods]
 		enis, ipv4 := ENILayout(int(pods.Value()))
+		if l, ok := eniLimits()[it.Name]; ok && int64(l.enis)*int64(l.ipv4-1)+2 == pods.Value() {
+			enis, ipv4 = l.enis, l.ipv4
+		}
 		f.typeIndex[it.Name] = len(f.types)
 		f.types = append(f.types, typeEntry{it: it, enis: enis, ipv4PerIf: ipv4})
 	}
 }
 
+// enisTSV holds the network-interface limits EC2 describes for the types
+// whose limits give the catalog's max pods (hack/fake-enis.py writes it).
+//
+//go:embed enis.tsv
+var enisTSV string
+
+type eniLimit struct{ enis, ipv4 int32 }
+
+// eniLimits parses enisTSV once.
+var eniLimits = sync.OnceValue(func() map[string]eniLimit {
+	out := map[string]eniLimit{}
+	for line := range strings.Lines(enisTSV) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			panic(fmt.Sprintf("fake: enis.tsv: malformed line %q", line))
+		}
+		enis, err1 := strconv.ParseInt(f[1], 10, 32)
+		ipv4, err2 := strconv.ParseInt(f[2], 10, 32)
+		if err1 != nil || err2 != nil || enis < 1 || ipv4 < 1 {
+			panic(fmt.Sprintf("fake: enis.tsv: malformed line %q", line))
+		}
+		out[f[0]] = eniLimit{int32(enis), int32(ipv4)}
+	}
+	return out
+})
+
 // ENILayout returns a network-interface count and IPv4 addresses per interface
 // whose ENI-limited pod density, ENIs × (IPv4 per ENI − 1) + 2 (the formula the
 // VPC CNI and the provider use), equals pods exactly. The catalog records max
-// pods, not the ENI limits, so DescribeInstanceTypes inverts the formula: it
+// pods, not the ENI limits, so for a type whose limits enis.tsv does not give
+// DescribeInstanceTypes inverts the formula: it
 // prefers the per-interface address counts real instance types have
 // (50, 30, 15, 10, 6, 4, 3, 2) with at most 16 interfaces, then any per-interface
 // count up to 50 with at most 64 interfaces, and finally (pods − 2) interfaces

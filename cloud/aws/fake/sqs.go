@@ -173,6 +173,16 @@ func (f *AWS) expire(q *queue) {
 	q.messages = kept
 }
 
+// nonExistentQueue is the code SQS answers for a queue that does not exist.
+// SQS speaks JSON but keeps its older query-protocol error codes in the
+// x-amzn-query-error header, and the SDK reports that code: ErrorCode() is
+// this, while the error is still a *types.QueueDoesNotExist.
+const nonExistentQueue = "AWS.SimpleQueueService.NonExistentQueue"
+
+func queueDoesNotExist(api string) error {
+	return typed(svcSQS, api, &sqstypes.QueueDoesNotExist{Message: ptr("The specified queue does not exist."), ErrorCodeOverride: ptr(nonExistentQueue)})
+}
+
 func (f *AWS) queueByURL(api, url string) (*queue, error) {
 	for _, name := range sortedKeys(f.queues) {
 		if q := f.queues[name]; q.url == url {
@@ -180,7 +190,7 @@ func (f *AWS) queueByURL(api, url string) (*queue, error) {
 			return q, nil
 		}
 	}
-	return nil, typed(svcSQS, api, &sqstypes.QueueDoesNotExist{Message: ptr("The specified queue does not exist.")})
+	return nil, queueDoesNotExist(api)
 }
 
 func (f *AWS) enqueue(q *queue, body string, delay time.Duration) *message {
@@ -201,7 +211,7 @@ func (f *AWS) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func
 	}
 	q, ok := f.queues[deref(in.QueueName)]
 	if !ok || (in.QueueOwnerAWSAccountId != nil && *in.QueueOwnerAWSAccountId != f.opts.AccountID) {
-		return nil, typed(svcSQS, api, &sqstypes.QueueDoesNotExist{Message: ptr("The specified queue does not exist.")})
+		return nil, queueDoesNotExist(api)
 	}
 	return &sqs.GetQueueUrlOutput{QueueUrl: ptr(q.url)}, nil
 }
