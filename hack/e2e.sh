@@ -28,7 +28,7 @@ run=${E2E_RUN:-.}
 # these do not (TestAdopt, TestChartRBAC, TestHelmSwap and the cluster's
 # own [84 + 67 + 75 + 10]), so a new test always runs somewhere.
 groups=(
-  "TestController"                        # 8 subtests in parallel [~140]
+  "TestController|TestMotoProvisioning"   # 8 subtests in parallel, then moto [~165 + 30]
   "TestScaleOut|TestHashVersionChange"    # [138 + 67]
   "TestLeaderElection|TestMetricsScrape"  # [116 + 66]
 )

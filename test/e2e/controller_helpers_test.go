@@ -197,6 +197,10 @@ type controllerOptions struct {
 	kubeconfig string
 	// featureGates is --feature-gates; empty leaves the default.
 	featureGates string
+	// cloud, when set, replaces --cloud=simulated and
+	// --simulated-account (account is then unused); env is added to the
+	// process's environment.
+	cloud, env []string
 }
 
 // startController starts the controller binary against the cluster and
@@ -214,8 +218,6 @@ func startController(t *testing.T, o controllerOptions) *controller {
 	args := []string{
 		"controller",
 		"--kubeconfig=" + o.kubeconfig,
-		"--cloud=simulated",
-		"--simulated-account=" + o.account,
 		"--metrics-bind-address=127.0.0.1:" + metrics,
 		"--health-probe-bind-address=127.0.0.1:" + probe,
 		// Shorter than the defaults, to keep the suite short.
@@ -223,6 +225,10 @@ func startController(t *testing.T, o controllerOptions) *controller {
 		"--batch-max-duration=5s",
 		"--disruption-validation-delay=5s",
 	}
+	if o.cloud == nil {
+		o.cloud = []string{"--cloud=simulated", "--simulated-account=" + o.account}
+	}
+	args = append(args, o.cloud...)
 	if o.featureGates != "" {
 		args = append(args, "--feature-gates="+o.featureGates)
 	}
@@ -232,7 +238,7 @@ func startController(t *testing.T, o controllerOptions) *controller {
 		args = append(args, "--leader-elect=false")
 	}
 	p, err := testCluster.StartProcess(t.Context(), cluster.ProcessOptions{
-		Name: o.name, Path: stevedoreBin, Args: args, Health: "http://127.0.0.1:" + probe + "/healthz",
+		Name: o.name, Path: stevedoreBin, Args: args, Env: o.env, Health: "http://127.0.0.1:" + probe + "/healthz",
 	})
 	if err != nil {
 		t.Fatalf("starting the controller: %v", err)
