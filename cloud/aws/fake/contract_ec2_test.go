@@ -122,7 +122,6 @@ func typeCases() []contractCase {
 		{
 			op: "EC2.DescribeInstanceTypes", name: "the provider's filters, pages of 5", differs: motoNoPages,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeInstanceTypesPaginator(w.clients().EC2, &ec2.DescribeInstanceTypesInput{
 					InstanceTypes: typeValues(contractTypes), MaxResults: aws.Int32(5),
 					Filters: []ec2types.Filter{
@@ -130,18 +129,12 @@ func typeCases() []contractCase {
 						{Name: aws.String("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
 					},
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeInstanceTypesOutput) (items []string) {
 					for _, it := range out.InstanceTypes {
 						items = append(items, string(it.InstanceType))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -170,7 +163,6 @@ func typeCases() []contractCase {
 		{
 			op: "EC2.DescribeInstanceTypeOfferings", name: "pages of 5", differs: motoNoPages,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(w.clients().EC2, &ec2.DescribeInstanceTypeOfferingsInput{
 					LocationType: ec2types.LocationTypeAvailabilityZone, MaxResults: aws.Int32(5),
 					Filters: []ec2types.Filter{
@@ -178,18 +170,12 @@ func typeCases() []contractCase {
 						{Name: aws.String("location"), Values: []string{"us-east-1a"}},
 					},
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeInstanceTypeOfferingsOutput) (items []string) {
 					for _, o := range out.InstanceTypeOfferings {
 						items = append(items, string(o.InstanceType)+"@"+aws.ToString(o.Location))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -220,23 +206,16 @@ func typeCases() []contractCase {
 		{
 			op: "EC2.DescribeSpotPriceHistory", name: "pages of 5, one zone", differs: motoSpotPages,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeSpotPriceHistoryPaginator(w.clients().EC2, &ec2.DescribeSpotPriceHistoryInput{
 					InstanceTypes: typeValues(contractTypes), AvailabilityZone: aws.String("us-east-1a"),
 					ProductDescriptions: []string{"Linux/UNIX (Amazon VPC)"}, MaxResults: aws.Int32(5),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeSpotPriceHistoryOutput) (items []string) {
 					for _, sp := range out.SpotPriceHistory {
 						items = append(items, string(sp.InstanceType)+"@"+aws.ToString(sp.AvailabilityZone)+" "+string(sp.ProductDescription))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -400,22 +379,15 @@ func launchCases() []contractCase {
 				}
 			},
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeLaunchTemplatesPaginator(w.clients().EC2, &ec2.DescribeLaunchTemplatesInput{
 					Filters: []ec2types.Filter{tagFilter(templateTag, clusterName)}, MaxResults: aws.Int32(2),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeLaunchTemplatesOutput) (items []string) {
 					for _, lt := range out.LaunchTemplates {
 						items = append(items, aws.ToString(lt.LaunchTemplateName))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -576,24 +548,17 @@ func instanceCases() []contractCase {
 		{
 			op: "EC2.DescribeInstances", name: "pages of 5", seed: seedInstances(7), differs: motoNoPages,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeInstancesPaginator(w.clients().EC2, &ec2.DescribeInstancesInput{
 					Filters: []ec2types.Filter{tagFilter(clusterTag, clusterName)}, MaxResults: aws.Int32(5),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeInstancesOutput) (items []string) {
 					for _, r := range out.Reservations {
 						for _, inst := range r.Instances {
 							items = append(items, w.sym(aws.ToString(inst.InstanceId)))
 						}
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -663,22 +628,15 @@ func instanceCases() []contractCase {
 		{
 			op: "EC2.DescribeInstanceStatus", name: "pages of 5", seed: seedInstances(7),
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeInstanceStatusPaginator(w.clients().EC2, &ec2.DescribeInstanceStatusInput{
 					IncludeAllInstances: aws.Bool(true), MaxResults: aws.Int32(5),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeInstanceStatusOutput) (items []string) {
 					for _, st := range out.InstanceStatuses {
 						items = append(items, w.sym(aws.ToString(st.InstanceId)))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{

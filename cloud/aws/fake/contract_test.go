@@ -234,6 +234,20 @@ func (p *pages) add(items []string) {
 	sort.Strings(p.Items)
 }
 
+// collectPages reads every page of pg (a pager, see listings_test.go), each
+// named by its items' names.
+func collectPages[O any](ctx context.Context, pg pager[O], names func(O) []string) (any, error) {
+	var p pages
+	for pg.HasMorePages() {
+		out, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.add(names(out))
+	}
+	return p, nil
+}
+
 func contractCases() []contractCase {
 	return slices.Concat(networkCases(), imageCases(), typeCases(), launchCases(), instanceCases(), otherServiceCases())
 }
@@ -299,22 +313,15 @@ func networkCases() []contractCase {
 				}
 			},
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeSubnetsPaginator(w.clients().EC2, &ec2.DescribeSubnetsInput{
 					Filters: []ec2types.Filter{tagFilter(clusterTag, clusterName)}, MaxResults: aws.Int32(5),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeSubnetsOutput) (items []string) {
 					for _, s := range out.Subnets {
 						items = append(items, w.sym(aws.ToString(s.SubnetId)))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -347,22 +354,15 @@ func networkCases() []contractCase {
 				}
 			},
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeSecurityGroupsPaginator(w.clients().EC2, &ec2.DescribeSecurityGroupsInput{
 					Filters: []ec2types.Filter{tagFilter(clusterTag, clusterName)}, MaxResults: aws.Int32(5),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeSecurityGroupsOutput) (items []string) {
 					for _, g := range out.SecurityGroups {
 						items = append(items, w.sym(aws.ToString(g.GroupId)))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
@@ -501,22 +501,15 @@ func imageCases() []contractCase {
 				}
 			},
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
-				var p pages
 				pg := ec2.NewDescribeImagesPaginator(w.clients().EC2, &ec2.DescribeImagesInput{
 					Owners: []string{"self"}, Filters: []ec2types.Filter{tagFilter(clusterTag, clusterName)}, MaxResults: aws.Int32(6),
 				})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var items []string
+				return collectPages(ctx, pg, func(out *ec2.DescribeImagesOutput) (items []string) {
 					for _, img := range out.Images {
 						items = append(items, w.sym(aws.ToString(img.ImageId)))
 					}
-					p.add(items)
-				}
-				return p, nil
+					return items
+				})
 			},
 		},
 		{
