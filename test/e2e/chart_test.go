@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
-	"github.com/stevedore-autoscaler/stevedore/test/e2e/cluster"
 )
 
 // TestChartRBAC runs the controller with the permissions the Helm chart
@@ -185,11 +184,7 @@ func matchingLines(text string, re *regexp.Regexp) []string {
 // with values over the chart's defaults, and decodes the manifests.
 func renderChart(t *testing.T, release, namespace string, values map[string]any) []client.Object {
 	t.Helper()
-	config, err := cluster.ConfigDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(filepath.Dir(config))
+	root := mustRepoRoot(t)
 	v, err := json.Marshal(values)
 	if err != nil {
 		t.Fatal(err)

@@ -57,22 +57,45 @@ func buildStevedore(dir string) (string, error) {
 		}
 		return bin, nil
 	}
-	config, err := cluster.ConfigDir()
+	root, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
-	root := filepath.Dir(filepath.Dir(config))
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("building stevedore: %w", err)
-	}
 	out := filepath.Join(dir, "stevedore")
-	cmd := exec.Command(goBin, "build", "-o", out, "./cmd/stevedore")
+	cmd := exec.Command(goCommand(), "build", "-o", out, "./cmd/stevedore")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/stevedore: %w\n%s", err, msg)
 	}
 	return out, nil
+}
+
+// repoRoot is the repository's root directory (the local cluster's
+// configuration is in hack/local-cluster under it).
+func repoRoot() (string, error) {
+	config, err := cluster.ConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(filepath.Dir(config)), nil
+}
+
+// mustRepoRoot is repoRoot for a test.
+func mustRepoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// goCommand is the go command: $GO, else go.
+func goCommand() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
 }
 
 // The simulated accounts of the tests: each names its own cluster and region,

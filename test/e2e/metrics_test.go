@@ -16,8 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stevedore-autoscaler/stevedore/test/e2e/cluster"
 )
 
 // metricsExempt are the metrics of the table TestMetricsScrape does not
@@ -175,11 +173,7 @@ type tableMetric struct {
 // (its header describes the format).
 func readMetricsTable(t *testing.T) []tableMetric {
 	t.Helper()
-	config, err := cluster.ConfigDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(filepath.Dir(filepath.Dir(config)), "controllers", "metrics", "testdata", "karpenter-metrics.txt")
+	path := filepath.Join(mustRepoRoot(t), "controllers", "metrics", "testdata", "karpenter-metrics.txt")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -72,13 +72,6 @@ func moduleDir(t *testing.T, mod string) string {
 	return m.Dir
 }
 
-func goCommand() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
 // buildTool is the binary named by env, as hack/e2e.sh builds it, or else
 // built here from pkg in the module at dir (relative to the repository),
 // offline.
@@ -87,11 +80,7 @@ func buildTool(t *testing.T, env, dir, pkg string) string {
 	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
-	config, err := cluster.ConfigDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(filepath.Dir(config))
+	root := mustRepoRoot(t)
 	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
 	cmd := exec.Command(goCommand(), "build", "-o", out, pkg)
 	cmd.Dir = filepath.Join(root, dir)
@@ -378,7 +367,7 @@ spec:
 		}
 	})
 	values := filepath.Join(tools.chart, "values.yaml")
-	stevedoreChart := filepath.Join(filepath.Dir(filepath.Dir(mustConfigDir(t))), "charts", "stevedore")
+	stevedoreChart := filepath.Join(mustRepoRoot(t), "charts", "stevedore")
 	clusterName := "settings.clusterName=" + spec.Cluster
 	toStevedore := []string{"upgrade", swapRelease, stevedoreChart, "-n", ns, "-f", values, "--set", clusterName,
 		"--set", "controller.image.repository=" + swapImage, "--set", "controller.image.tag=e2e", "--set", "controller.image.digest="}
@@ -466,15 +455,6 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func mustConfigDir(t *testing.T) string {
-	t.Helper()
-	d, err := cluster.ConfigDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 func kwokClassList() *unstructured.UnstructuredList {
