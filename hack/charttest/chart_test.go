@@ -261,7 +261,7 @@ func TestRBAC(t *testing.T) {
 	var rules []rule
 	for _, kind := range []string{"ClusterRole", "Role"} {
 		for _, o := range find(objs, kind) {
-			if strings.HasSuffix(o.Metadata["name"].(string), "-admin") {
+			if labels, _ := o.Metadata["labels"].(map[string]any); labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
 				continue // aggregated into the admin role, not bound to the controller
 			}
 			rules = append(rules, o.Rules...)

@@ -34,11 +34,14 @@ karpenter
 {{/*
 stevedore.metadata is the labels and annotations every object carries:
 the chart's labels and additionalLabels, additionalAnnotations and, given
-as "extra", the object's own annotations. Call it with
-(dict "ctx" $ "extra" .Values.service.annotations).
+as "labels" and "extra", the object's own labels and annotations. Call it
+with (dict "ctx" $ "extra" .Values.service.annotations).
 */}}
 {{- define "stevedore.metadata" -}}
 labels:
+  {{- with .labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
   {{- include "stevedore.labels" .ctx | nindent 2 }}
 {{- $ann := merge (dict) (.extra | default dict) (.ctx.Values.additionalAnnotations | default dict) }}
 {{- with $ann }}
