@@ -70,7 +70,10 @@ type Cluster struct {
 	// nominations and markedForDeletion are keyed by the name they were
 	// given under, a node name or a NodeClaim name; lookups try both names
 	// of a StateNode, so a mark survives the NodeClaim's node registering.
-	nominations       map[string]time.Time
+	nominations map[string]time.Time
+	// replacements are nominations of replacement capacity, which end a
+	// while after the node initializes (see NominateReplacement).
+	replacements      map[string]replacementNomination
 	markedForDeletion map[string]bool
 	// changes counts the calls that changed anything (see Changes).
 	changes uint64
@@ -112,6 +115,7 @@ func NewCluster() *Cluster {
 		pvcs:              map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 		pvs:               map[string]*corev1.PersistentVolume{},
 		nominations:       map[string]time.Time{},
+		replacements:      map[string]replacementNomination{},
 		markedForDeletion: map[string]bool{},
 		podNominations:    map[types.NamespacedName]podNomination{},
 	}
@@ -153,6 +157,7 @@ func (c *Cluster) DeleteNode(name string) {
 	delete(c.nodes, name)
 	if _, ok := c.nodeClaims[name]; !ok {
 		delete(c.nominations, name)
+		delete(c.replacements, name)
 		delete(c.markedForDeletion, name)
 	}
 }
@@ -196,6 +201,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	delete(c.sized, name)
 	if _, ok := c.nodes[name]; !ok {
 		delete(c.nominations, name)
+		delete(c.replacements, name)
 		delete(c.markedForDeletion, name)
 	}
 }
@@ -399,12 +405,45 @@ func (c *Cluster) Nominate(name string, until time.Time) {
 	}
 }
 
+// replacementNomination is a nomination that holds until deadline while
+// the node comes up, and afterInit past its initialization.
+type replacementNomination struct {
+	deadline  time.Time
+	afterInit time.Duration
+}
+
+// NominateReplacement marks the node or NodeClaim called name, launched to
+// take the pods of nodes being disrupted, as expecting them: until deadline
+// while it comes up, and no longer than afterInit once it has initialized,
+// by when the pods have landed or gone elsewhere. A replacement is not
+// taken away as empty before its pods arrive, and is not kept from
+// disruption long after (a replacement that drifts, or whose pods went to
+// other nodes, is disrupted like any node).
+func (c *Cluster) NominateReplacement(name string, deadline time.Time, afterInit time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes++
+	if r, ok := c.replacements[name]; !ok || deadline.After(r.deadline) {
+		c.replacements[name] = replacementNomination{deadline: deadline, afterInit: afterInit}
+	}
+}
+
 // IsNominated reports whether the node or NodeClaim called name, under
 // either of its names, is nominated at now.
 func (c *Cluster) IsNominated(name string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nominatedUntil(c.namesOf(name)).After(now)
+	names := c.namesOf(name)
+	sn := &StateNode{}
+	for _, n := range names {
+		if nc, ok := c.nodeClaims[n]; ok {
+			sn.NodeClaim = nc
+		}
+		if node, ok := c.nodes[n]; ok {
+			sn.Node = node
+		}
+	}
+	return c.nominatedUntil(names, sn).After(now)
 }
 
 // MarkForDeletion records that the nodes or NodeClaims named are being taken
@@ -453,10 +492,22 @@ func (c *Cluster) namesOf(name string) []string {
 	return names
 }
 
-func (c *Cluster) nominatedUntil(names []string) time.Time {
+// nominatedUntil is until when sn, called names, is nominated.
+func (c *Cluster) nominatedUntil(names []string, sn *StateNode) time.Time {
 	var until time.Time
 	for _, n := range names {
 		if t := c.nominations[n]; t.After(until) {
+			until = t
+		}
+		r, ok := c.replacements[n]
+		if !ok {
+			continue
+		}
+		t := r.deadline
+		if at, ok := initializedAt(sn); ok && at.Add(r.afterInit).Before(t) {
+			t = at.Add(r.afterInit)
+		}
+		if t.After(until) {
 			until = t
 		}
 	}

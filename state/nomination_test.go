@@ -307,3 +307,47 @@ func TestDaemonsOnStartingNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacementNominations: a replacement is nominated until its deadline
+// while it comes up, and for afterInit once it has initialized, unless a
+// plain nomination (pods the provisioner expects) holds longer.
+func TestReplacementNominations(t *testing.T) {
+	deadline := t0.Add(10 * time.Minute)
+	for _, tt := range []struct {
+		name string
+		// initAt is when the replacement initialized; zero while it has not.
+		initAt time.Time
+		// plain is an extra plain nomination's end; zero for none.
+		plain time.Time
+		want  time.Time
+	}{
+		{name: "coming up", want: deadline},
+		{name: "initialized", initAt: t0.Add(2 * time.Minute), want: t0.Add(3 * time.Minute)},
+		{name: "initialized after the deadline", initAt: t0.Add(20 * time.Minute), want: deadline},
+		{name: "pods nominated past it", initAt: t0.Add(2 * time.Minute), plain: t0.Add(5 * time.Minute), want: t0.Add(5 * time.Minute)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := state.NewCluster()
+			opts := []claimOpt{launchedAs("aws:///i-1", list("2", "8Gi"))}
+			if !tt.initAt.IsZero() {
+				opts = append(opts, initializedAt(tt.initAt))
+			}
+			c.UpdateNodeClaim(claim("default-rep", "default", opts...))
+			c.UpdateNode(node("ip-1", "aws:///i-1", inPool("default")))
+			c.NominateReplacement("default-rep", deadline, time.Minute)
+			if !tt.plain.IsZero() {
+				c.Nominate("ip-1", tt.plain)
+			}
+			sn, ok := c.Snapshot(t0).Node("default-rep")
+			if !ok || !sn.NominatedUntil.Equal(tt.want) {
+				t.Fatalf("NominatedUntil = +%v, want +%v", sn.NominatedUntil.Sub(t0), tt.want.Sub(t0))
+			}
+			if got, want := c.IsNominated("ip-1", tt.want.Add(-time.Second)), true; got != want {
+				t.Errorf("IsNominated just before the end = %v", got)
+			}
+			if c.IsNominated("ip-1", tt.want) {
+				t.Errorf("IsNominated at the end = true")
+			}
+		})
+	}
+}

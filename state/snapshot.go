@@ -103,7 +103,7 @@ func (c *Cluster) snapshotLocked(now time.Time) Snapshot {
 			sn.podRequests, sn.podRequestsKnown = c.requestsOf(sn.Node.Name, sn.Pods), true
 		}
 		names := sn.names()
-		sn.NominatedUntil = c.nominatedUntil(names)
+		sn.NominatedUntil = c.nominatedUntil(names, sn)
 		for _, n := range names {
 			if _, dup := s.nodeIndex[n]; !dup {
 				s.nodeIndex[n] = i

@@ -122,7 +122,7 @@ func (c *Controller) start(ctx context.Context, cmd *decide.Command, pools []pac
 		// Until they are up, and a while after, the replacements are
 		// spoken for: the pods of the candidates are on their way.
 		for _, name := range names {
-			c.state.Nominate(name, cm.deadline.Add(ReplacementNomination))
+			c.state.NominateReplacement(name, cm.deadline.Add(ReplacementNomination), ReplacementNomination)
 		}
 		for i, name := range cm.candidates {
 			c.eventOnCandidate(ctx, now, name, cm.nodes[i], corev1.EventTypeNormal, ReasonDisruptionLaunching, "Launch",

@@ -145,7 +145,7 @@ func (c *Controller) forcefulReplacements(ctx context.Context, name, id string, 
 			"NodeClaim", name, "why", why)
 	}
 	for _, r := range names {
-		c.state.Nominate(r, now.Add(c.opts.ReplacementTimeout+ReplacementNomination))
+		c.state.NominateReplacement(r, now.Add(c.opts.ReplacementTimeout+ReplacementNomination), ReplacementNomination)
 	}
 	return names, nil
 }
