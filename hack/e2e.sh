@@ -28,7 +28,7 @@ run=${E2E_RUN:-.}
 # these do not (TestAdopt, TestChartRBAC, TestHelmSwap and the cluster's
 # own [84 + 67 + 75 + 10]), so a new test always runs somewhere.
 groups=(
-  "TestController|TestMotoProvisioning"   # 8 subtests in parallel, then moto [~165 + 30]
+  "TestController|TestMotoLifecycle"   # 8 subtests in parallel, then moto
   "TestScaleOut|TestHashVersionChange"    # [138 + 67]
   "TestLeaderElection|TestMetricsScrape"  # [116 + 66]
 )

@@ -357,8 +357,12 @@ kind: EC2NodeClass
 metadata: {name: {{.Name}}}
 spec:
   role: KarpenterNodeRole-{{.Cluster}}
+{{- if .Alias}}
+  amiSelectorTerms: [{alias: {{.Alias}}}]
+{{- else}}
   amiFamily: AL2023
   amiSelectorTerms: [{id: {{.AMI}}}]
+{{- end}}
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: {{.Discovery}}}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: {{.Cluster}}}}]
 ---
@@ -373,6 +377,9 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [{{.CapacityType}}]}
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
         - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["5"]}
+{{- range .Requirements}}
+        - {{.}}
+{{- end}}
 {{.Template}}
   disruption:
 {{.Disruption}}
@@ -383,6 +390,12 @@ type poolSpec struct {
 	// AMI defaults to amiOld; Discovery (the subnets' tag) to Cluster;
 	// CapacityType to on-demand.
 	AMI, Discovery, CapacityType string
+	// Alias, when set, selects the image by alias (al2023@latest) instead
+	// of AMI.
+	Alias string
+	// Requirements are added to the pool's, each a flow mapping such as
+	// {key: kubernetes.io/arch, operator: In, values: [amd64]}.
+	Requirements []string
 	// Template is YAML added under spec.template.spec (indented 6).
 	Template string
 	// Disruption is YAML under spec.disruption (indented 4).

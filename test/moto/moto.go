@@ -73,11 +73,11 @@ func Start(t testing.TB) *Server {
 	if err := Check(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := start()
+	s, err := StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.stop)
+	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -90,7 +90,9 @@ const startAttempts = 3
 // loaded machine.
 const readyWait = 2 * time.Minute
 
-func start() (*Server, error) {
+// StartServer starts a moto server and waits until it answers, for a
+// program rather than a test: Check first, and Stop the server when done.
+func StartServer() (*Server, error) {
 	var last error
 	for range startAttempts {
 		port, err := freePort()
@@ -112,7 +114,7 @@ func start() (*Server, error) {
 		if last = s.waitReady(); last == nil {
 			return s, nil
 		}
-		s.stop()
+		s.Stop()
 	}
 	return nil, last
 }
@@ -148,7 +150,8 @@ func (s *Server) waitReady() error {
 	return fmt.Errorf("moto server did not answer at %s within %s:\n%s", s.URL, readyWait, s.output.String())
 }
 
-func (s *Server) stop() {
+// Stop kills the server and waits for it to exit.
+func (s *Server) Stop() {
 	select {
 	case <-s.done:
 		return
