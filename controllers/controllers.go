@@ -149,6 +149,10 @@ type Deps struct {
 	// GCGrace protects instances younger than it; default
 	// garbagecollect.DefaultGrace.
 	GCGrace time.Duration
+	// Profiles collects unused instance profiles on the garbage-collection
+	// rounds; Register makes one when it is nil. Simulations keep theirs
+	// from round to round.
+	Profiles *ProfileCollector
 	// QueueRetry is the pause after a failed interruption-queue receive;
 	// default DefaultQueueRetry.
 	QueueRetry time.Duration
@@ -397,6 +401,9 @@ func watchPricing(cp cloud.CloudProvider, m *metrics.Metrics, logger logr.Logger
 }
 
 func gcLoop(reader client.Reader, deps Deps) func(ctx context.Context) error {
+	if deps.Profiles == nil {
+		deps.Profiles = &ProfileCollector{}
+	}
 	return func(ctx context.Context) error {
 		logger := log.FromContext(ctx).WithName(NameGarbageCollection)
 		t := deps.Clock.NewTicker(deps.GCInterval)
@@ -437,6 +444,9 @@ func collectOnce(ctx context.Context, logger logr.Logger, reader client.Reader, 
 	}
 	if err != nil && ctx.Err() == nil {
 		logger.Error(err, "deleting unused launch templates")
+	}
+	if deps.Profiles != nil {
+		deps.Profiles.collect(ctx, logger, deps, deps.Clock.Now())
 	}
 }
 

@@ -40,8 +40,9 @@ func NodeClaimForInstance(st *state.Cluster, clk clock.PassiveClock) func(instan
 }
 
 // CollectLeakedInstances runs one round of the leaked-instance collector that
-// Register runs every deps.GCInterval, and the deletion of unused launch
-// templates through deps.Cloud when it is set. It uses deps.Clients.EC2,
+// Register runs every deps.GCInterval, the deletion of unused launch
+// templates through deps.Cloud when it is set, and of unused instance
+// profiles through deps.Profiles when it is set. It uses deps.Clients.EC2,
 // deps.Settings.ClusterName, deps.State, deps.Clock and deps.GCGrace
 // (default garbagecollect.DefaultGrace).
 func CollectLeakedInstances(ctx context.Context, reader client.Reader, deps Deps) {

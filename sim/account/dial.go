@@ -308,6 +308,10 @@ func (c remoteIAM) GetRole(ctx context.Context, in *iam.GetRoleInput, _ ...func(
 	return call[iam.GetRoleOutput](ctx, c.r, "IAM", "GetRole", in)
 }
 
+func (c remoteIAM) ListInstanceProfiles(ctx context.Context, in *iam.ListInstanceProfilesInput, _ ...func(*iam.Options)) (*iam.ListInstanceProfilesOutput, error) {
+	return call[iam.ListInstanceProfilesOutput](ctx, c.r, "IAM", "ListInstanceProfiles", in)
+}
+
 type remoteARC struct{ r *Remote }
 
 func (c remoteARC) GetManagedResource(ctx context.Context, in *arczonalshift.GetManagedResourceInput, _ ...func(*arczonalshift.Options)) (*arczonalshift.GetManagedResourceOutput, error) {

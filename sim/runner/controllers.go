@@ -436,12 +436,16 @@ func Production(d *Deps) ([]watch.Controller, error) {
 
 // leakedInstances is the leaked-instance collector that controllers.Register
 // runs as a ticker loop, as a periodic singleton reconciler.
-type leakedInstances struct{ deps *Deps }
+type leakedInstances struct {
+	deps     *Deps
+	profiles controllers.ProfileCollector
+}
 
 func (l *leakedInstances) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	d := l.deps
 	controllers.CollectLeakedInstances(ctx, d.API, controllers.Deps{
 		Clients: d.Clients, Settings: d.Settings, State: d.State, Clock: d.Clock, Cloud: d.Cloud,
+		Region: d.Region, Profiles: &l.profiles,
 	})
 	return reconcile.Result{RequeueAfter: controllers.DefaultGCInterval}, nil
 }

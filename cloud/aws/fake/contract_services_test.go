@@ -3,6 +3,7 @@ package fake_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -83,6 +84,16 @@ func getProfile(ctx context.Context, w world, name string) (any, error) {
 		v.Tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
 	}
 	return v, nil
+}
+
+// createProfiles creates empty instance profiles under path.
+func createProfiles(ctx context.Context, w world, path string, names ...string) error {
+	for _, n := range names {
+		if _, err := w.clients().IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(n), Path: aws.String(path)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // accountID is the account both sides answer as.
@@ -328,6 +339,55 @@ func otherServiceCases() []contractCase {
 			op: "IAM.TagInstanceProfile", name: "missing", seed: seedProfile,
 			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
 				return w.clients().IAM.TagInstanceProfile(ctx, &iam.TagInstanceProfileInput{InstanceProfileName: aws.String("contract-none"), Tags: iamTags("a", "1")})
+			},
+		},
+		{
+			op: "IAM.ListInstanceProfiles", name: "by path prefix, with roles", seed: seedProfile, differs: motoListProfiles,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				if err := createProfiles(ctx, w, "/stevedore/us-east-1/contract/uid-a/", "contract-a1", "contract-a2"); err != nil {
+					return nil, err
+				}
+				if err := createProfiles(ctx, w, "/stevedore/us-east-1/other/uid-b/", "contract-b1"); err != nil {
+					return nil, err
+				}
+				if _, err := w.clients().IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String("contract-a2"), RoleName: aws.String(nodeRole)}); err != nil {
+					return nil, err
+				}
+				out, err := w.clients().IAM.ListInstanceProfiles(ctx, &iam.ListInstanceProfilesInput{PathPrefix: aws.String("/stevedore/us-east-1/contract/")})
+				if err != nil {
+					return nil, err
+				}
+				var got []string
+				for _, p := range out.InstanceProfiles {
+					var roles []string
+					for _, r := range p.Roles {
+						roles = append(roles, aws.ToString(r.RoleName))
+					}
+					got = append(got, fmt.Sprintf("%s %s %v created:%v", aws.ToString(p.InstanceProfileName), aws.ToString(p.Path), roles, p.CreateDate != nil))
+				}
+				return got, nil
+			},
+		},
+		{
+			op: "IAM.ListInstanceProfiles", name: "pages of 2", seed: seedProfile, differs: motoListProfiles,
+			call: func(ctx context.Context, _ *testing.T, w world) (any, error) {
+				if err := createProfiles(ctx, w, "/stevedore/us-east-1/contract/uid-a/", "contract-p1", "contract-p2", "contract-p3"); err != nil {
+					return nil, err
+				}
+				var p pages
+				pg := iam.NewListInstanceProfilesPaginator(w.clients().IAM, &iam.ListInstanceProfilesInput{PathPrefix: aws.String("/stevedore/"), MaxItems: aws.Int32(2)})
+				for pg.HasMorePages() {
+					out, err := pg.NextPage(ctx)
+					if err != nil {
+						return nil, err
+					}
+					var names []string
+					for _, ip := range out.InstanceProfiles {
+						names = append(names, aws.ToString(ip.InstanceProfileName))
+					}
+					p.add(names)
+				}
+				return p, nil
 			},
 		},
 		{

@@ -150,6 +150,7 @@ const (
 	motoMalformedID           = "moto answers InvalidInstanceID.NotFound for an ID that is not shaped like one; AWS answers InvalidInstanceID.Malformed"
 	motoFleetGroups           = "moto's CreateFleet does not give instances the launch template's SecurityGroupIds (DescribeInstances lists none); AWS does"
 	motoRemoveMissingRole     = "moto fails with HTTP 500 (a server error) when the role is not in the profile; AWS answers NoSuchEntity"
+	motoListProfiles          = "moto's ListInstanceProfiles ignores PathPrefix and MaxItems (every profile, one page); AWS lists the profiles under the prefix, MaxItems at a time. The collector checks each profile's path itself, so it deletes nothing outside the cluster's paths against moto either"
 	motoClusterConfig         = "moto's DescribeCluster has no accessConfig (authenticationMode); AWS answers it for every cluster"
 	motoNoAccessEntries       = "moto 5.2.1 does not implement EKS access entries"
 	motoNoPodIdentity         = "moto 5.2.1 does not implement EKS Pod Identity associations"

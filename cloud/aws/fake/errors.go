@@ -50,7 +50,7 @@ var apiServices = map[string]service{
 	"GetQueueAttributes": svcSQS,
 	"GetInstanceProfile": svcIAM, "CreateInstanceProfile": svcIAM, "AddRoleToInstanceProfile": svcIAM,
 	"RemoveRoleFromInstanceProfile": svcIAM, "DeleteInstanceProfile": svcIAM,
-	"TagInstanceProfile": svcIAM, "GetRole": svcIAM,
+	"TagInstanceProfile": svcIAM, "GetRole": svcIAM, "ListInstanceProfiles": svcIAM,
 	"DescribeCluster": svcEKS, "ListAccessEntries": svcEKS, "ListPodIdentityAssociations": svcEKS,
 	"GetProducts":           svcPricing,
 	"ListRuleNamesByTarget": svcEvents, "DescribeRule": svcEvents,

@@ -2,7 +2,10 @@ package fake
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -322,4 +325,57 @@ func (f *AWS) GetRole(_ context.Context, in *iam.GetRoleInput, _ ...func(*iam.Op
 	}
 	r := f.roleOutput(name)
 	return &iam.GetRoleOutput{Role: &r}, nil
+}
+
+// ListInstanceProfiles implements sdk.IAM: the profiles whose path starts
+// with PathPrefix (default "/"), by name, MaxItems (1 to 1000, default 100)
+// at a time, with Marker the position of the next page and IsTruncated set
+// while more follow, as IAM pages its lists.
+func (f *AWS) ListInstanceProfiles(_ context.Context, in *iam.ListInstanceProfilesInput, _ ...func(*iam.Options)) (*iam.ListInstanceProfilesOutput, error) {
+	const api = "ListInstanceProfiles"
+	unlock, err := f.lock(api, in)
+	defer unlock()
+	if err != nil {
+		return nil, err
+	}
+	size := 100
+	if in.MaxItems != nil {
+		if size = int(*in.MaxItems); size < 1 || size > 1000 {
+			return nil, newAPIError(svcIAM, api, "ValidationError", fmt.Sprintf("1 validation error detected: Value '%d' at 'maxItems' failed to satisfy constraint: Member must have value between 1 and 1000", size), 400)
+		}
+	}
+	prefix := deref(in.PathPrefix)
+	if prefix == "" {
+		prefix = "/"
+	}
+	var names []string
+	for name, p := range f.profiles {
+		if strings.HasPrefix(p.path, prefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	start := 0
+	if m := deref(in.Marker); m != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(m)
+		n, ok := 0, false
+		if rest, found := strings.CutPrefix(string(raw), api+":"); err == nil && found {
+			n, err = strconv.Atoi(rest)
+			ok = err == nil && n >= 0 && n <= len(names)
+		}
+		if !ok {
+			return nil, newAPIError(svcIAM, api, "ValidationError", "Invalid Marker.", 400)
+		}
+		start = n
+	}
+	end := min(start+size, len(names))
+	out := &iam.ListInstanceProfilesOutput{InstanceProfiles: []iamtypes.InstanceProfile{}}
+	for _, name := range names[start:end] {
+		out.InstanceProfiles = append(out.InstanceProfiles, *f.profileOutput(f.profiles[name]))
+	}
+	if end < len(names) {
+		out.IsTruncated = true
+		out.Marker = ptr(base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d", api, end)))
+	}
+	return out, nil
 }

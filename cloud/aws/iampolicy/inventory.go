@@ -74,6 +74,7 @@ const (
 	SidInstanceProfileCreation    = "AllowScopedInstanceProfileCreationActions"
 	SidInstanceProfileTagging     = "AllowScopedInstanceProfileTagActions"
 	SidInstanceProfileActions     = "AllowScopedInstanceProfileActions"
+	SidInstanceProfileList        = "AllowUnscopedInstanceProfileListAction"
 	SidInstanceProfileRead        = "AllowInstanceProfileReadActions"
 	SidAPIServerEndpointDiscovery = "AllowAPIServerEndpointDiscovery"
 	// SidZonalShift is Karpenter's ZonalShiftPolicy; the generated policy
@@ -190,6 +191,7 @@ var Inventory = []Call{
 		Grants: []Grant{{"iam:TagInstanceProfile", SidInstanceProfileTagging}},
 		Scope:  "instance profiles already tagged as stevedore's, and only with the full set of ownership tags in the request",
 	},
+	read("IAM", "ListInstanceProfiles", SidInstanceProfileList, "any: listing has no resource-level permissions; the instance profile collection lists the cluster's paths (/stevedore/<region>/<cluster>/ and Karpenter's /karpenter/<region>/<cluster>/) at least every 30 minutes"),
 	{Service: "IAM", Operation: "GetRole", Caller: CallerDiagnose, Scope: "stevedore diagnose: the node role exists and EC2 may assume it; the controller learns that a role is missing from AddRoleToInstanceProfile instead, as Karpenter's policy grants no iam:GetRole"},
 
 	read("EKS", "DescribeCluster", SidAPIServerEndpointDiscovery, "this cluster only: the API server endpoint, service CIDR and version at start-up"),

@@ -152,6 +152,7 @@ func scopes(p Params) []scope {
 			"StringEquals": profileOwned,
 			"StringLike":   {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": {"*"}},
 		}},
+		{sid: SidInstanceProfileList, resources: []string{"*"}},
 		{sid: SidInstanceProfileRead, resources: []string{profiles}},
 		{sid: SidAPIServerEndpointDiscovery, resources: []string{clusterARN}},
 		{sid: SidZonalShift, resources: []string{"*"}, zonalShift: true, condition: map[string]map[string][]string{

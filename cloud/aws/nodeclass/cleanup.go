@@ -13,6 +13,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/garbagecollect"
 )
 
 // Finalize deletes what stevedore created in AWS for a node class that is
@@ -88,14 +89,12 @@ func (r *Resolver) deleteProfiles(ctx context.Context, nc *awsv1.EC2NodeClass) e
 		if ip == nil || aws.ToString(ip.Path) != path {
 			continue // not ours
 		}
+		var roles []string
 		for _, role := range ip.Roles {
-			_, err := r.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: role.RoleName})
-			if err != nil && !isNoSuchEntity(err) {
-				return fmt.Errorf("removing role %s from instance profile %s of EC2NodeClass %s: %w", aws.ToString(role.RoleName), name, nc.Name, err)
-			}
+			roles = append(roles, aws.ToString(role.RoleName))
 		}
-		if _, err := r.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !isNoSuchEntity(err) {
-			return fmt.Errorf("deleting instance profile %s of EC2NodeClass %s: %w", name, nc.Name, err)
+		if err := garbagecollect.DeleteInstanceProfile(ctx, r.iam, name, roles); err != nil {
+			return fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
 	}
 	return nil

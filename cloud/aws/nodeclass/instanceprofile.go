@@ -31,6 +31,17 @@ func ProfilePath(region, cluster, nodeClassUID string) string {
 	return fmt.Sprintf("/stevedore/%s/%s/%s/", region, cluster, nodeClassUID)
 }
 
+// ProfilePathPrefixes are the IAM path prefixes under which the managed
+// instance profiles of a cluster's node classes live: stevedore's, and
+// Karpenter's (/karpenter/<region>/<cluster>/), whose profiles stevedore
+// takes over with the cluster. Garbage collection lists these.
+func ProfilePathPrefixes(region, cluster string) []string {
+	return []string{
+		fmt.Sprintf("/stevedore/%s/%s/", region, cluster),
+		fmt.Sprintf("/karpenter/%s/%s/", region, cluster),
+	}
+}
+
 // ProfileName returns the name of the instance profile stevedore manages for
 // a node class and role: <cluster>_<hash>. The role is part of the hash, so a
 // role change creates a new profile and running nodes keep theirs until they
