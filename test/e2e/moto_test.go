@@ -48,6 +48,8 @@ type motoWorld struct {
 	sqs   *sqs.Client
 	// version is the cluster's Kubernetes version, for the image aliases.
 	version string
+	// nextRole is the node role the test moves a class to, if it has.
+	nextRole string
 }
 
 func newMotoWorld(t *testing.T, cluster, region string) *motoWorld {
@@ -315,12 +317,44 @@ spec:
 		return nil
 	})
 
-	t.Log("5. the empty node is consolidated, through four failed TerminateInstances calls")
+	t.Log("5. a new node role: the node drifts onto a new instance profile, and the old profile is collected once unused")
+	nextRole := acc.NodeRole + "-next"
+	if _, err := w.iam.CreateRole(t.Context(), &iam.CreateRoleInput{RoleName: aws.String(nextRole), AssumeRolePolicyDocument: aws.String(moto.EC2TrustPolicy)}); err != nil {
+		t.Fatal(err)
+	}
+	// A user who changes the role lets the controller pass the new one
+	// too (the Bottlerocket class keeps the old): the policies checked
+	// below grant iam:PassRole on both.
+	w.nextRole = nextRole
+	setRole := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"role":%q}}`, nextRole))
+	if err := kube.Patch(t.Context(), &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, setRole); err != nil {
+		t.Fatal(err)
+	}
+	oldProfile := profiles[pool]
+	fourth := waitReplaced(t, w, pool, ns, third.Name, instanceOf(third))
+	nc := &awsv1.EC2NodeClass{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: pool}, nc); err != nil {
+		t.Fatal(err)
+	}
+	profiles[pool] = nc.Status.InstanceProfile
+	if got := fourth.Annotations[wellknown.AnnotationInstanceProfileName]; got == oldProfile || got != nc.Status.InstanceProfile {
+		t.Errorf("the replacement was launched with instance profile %q; the class's is now %q, the old one %q", got, nc.Status.InstanceProfile, oldProfile)
+	}
+	eventually(t, 5*time.Minute, "the old role's instance profile "+oldProfile+" deleted", func(ctx context.Context) error {
+		_, err := w.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(oldProfile)})
+		var nse *iamtypes.NoSuchEntityException
+		if errors.As(err, &nse) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+
+	t.Log("6. the empty node is consolidated, through four failed TerminateInstances calls")
 	w.proxy.Fail(moto.Fault{Service: "EC2", Operation: "TerminateInstances", Code: "InternalError", Status: http.StatusInternalServerError, Times: 4})
 	if err := scale(t.Context(), ns, "web", 0); err != nil {
 		t.Fatal(err)
 	}
-	last := instanceOf(third)
+	last := instanceOf(fourth)
 	eventually(t, 3*time.Minute, "the empty node consolidated and its instance terminated in moto", func(ctx context.Context) error {
 		in, err := w.instance(ctx, last)
 		if err != nil {
@@ -335,7 +369,7 @@ spec:
 		t.Errorf("TerminateInstances: %d calls failed and %d answered after them, want 4 and at least 1", failed, after)
 	}
 
-	t.Log("6. deleting the NodePool and EC2NodeClasses deletes their instance profiles and launch templates")
+	t.Log("7. deleting the NodePool and EC2NodeClasses deletes their instance profiles and launch templates")
 	deletePool(t, pool)
 	deleteNodeClass(t, bottlerocket)
 	for name, profile := range profiles {
@@ -368,6 +402,19 @@ func logEvents(t *testing.T, kinds ...string) {
 	for _, e := range evs {
 		t.Logf("event %s %s/%s %s: %s (x%d)", e.LastTimestamp.Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
 	}
+}
+
+// passRoleToo is pol with iam:PassRole granted on roleARN as well, as a
+// user grants it before moving an EC2NodeClass to a new node role.
+func passRoleToo(pol iampolicy.Policy, roleARN string) iampolicy.Policy {
+	out := pol
+	out.Statement = slices.Clone(pol.Statement)
+	for i, st := range out.Statement {
+		if slices.Contains(st.Action, "iam:PassRole") {
+			out.Statement[i].Resource = append(slices.Clone(st.Resource), roleARN)
+		}
+	}
+	return out
 }
 
 func sorted(s []string) []string {
@@ -490,7 +537,7 @@ func deleteNodeClass(t *testing.T, name string) {
 
 // checkCallsUnderPolicy evaluates every call the controller made through
 // the proxy against the policy `stevedore iam-policy` prints for the
-// cluster: each call is one the provider's inventory gives the controller,
+// cluster, and against Karpenter's reference policy: each call is one the provider's inventory gives the controller,
 // and each authorization it needs (its action on its resource's ARN, with
 // the request and resource tags as condition keys) is allowed. It also
 // checks that the proxy could read every request, that the calls the
@@ -513,14 +560,28 @@ func checkCallsUnderPolicy(t *testing.T, c *controller, w *motoWorld) {
 			t.Errorf("no %s among the calls the controller made: %v", must, made)
 		}
 	}
-	pol := iampolicy.ControllerPolicy(iampolicy.Params{ClusterName: w.acc.Cluster, AccountID: moto.AccountID, Region: w.acc.Region,
-		NodeRoleName: w.acc.NodeRole, QueueName: w.acc.Queue})
-	problems, calls, requests := w.authz.Check(pol)
-	for _, p := range problems {
-		t.Errorf("under the generated policy: %s", p)
+	a := w.acc
+	roleARN := func(name string) string { return fmt.Sprintf("arn:aws:iam::%s:role/%s", moto.AccountID, name) }
+	calls := w.authz.Calls()
+	for _, pol := range []struct {
+		name   string
+		policy iampolicy.Policy
+	}{
+		{"the generated policy", iampolicy.ControllerPolicy(iampolicy.Params{ClusterName: a.Cluster, AccountID: moto.AccountID, Region: a.Region,
+			NodeRoleName: a.NodeRole, QueueName: a.Queue})},
+		// A user who swaps Karpenter for stevedore keeps Karpenter's role.
+		{"Karpenter's reference policy", iampolicy.KarpenterReference("aws", a.Region, moto.AccountID, a.Cluster,
+			roleARN(a.NodeRole), fmt.Sprintf("arn:aws:sqs:%s:%s:%s", a.Region, moto.AccountID, a.Queue))},
+	} {
+		if w.nextRole != "" {
+			pol.policy = passRoleToo(pol.policy, roleARN(w.nextRole))
+		}
+		problems, requests := moto.CheckCalls(pol.policy, calls)
+		for _, p := range problems {
+			t.Errorf("under %s: %s", pol.name, p)
+		}
+		t.Logf("%d calls of %d kinds made, expanded into %d authorizations; %d refused by %s", len(calls), len(made), requests, len(problems), pol.name)
 	}
-	t.Logf("%d calls of %d kinds made, expanded into %d authorizations; %d refused by the generated policy", calls, len(made), requests, len(problems))
-
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.metrics, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package moto
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,9 +69,7 @@ func SetUpAccount(ctx context.Context, cfg aws.Config, cluster string) (*Account
 	if err := a.pickImages(ctx, ec2c); err != nil {
 		return nil, err
 	}
-	trust, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{
-		"Effect": "Allow", "Principal": map[string]any{"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}}})
-	role, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(a.NodeRole), AssumeRolePolicyDocument: aws.String(string(trust))})
+	role, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(a.NodeRole), AssumeRolePolicyDocument: aws.String(EC2TrustPolicy)})
 	if err != nil {
 		return nil, fmt.Errorf("creating the node role: %w", err)
 	}
@@ -119,6 +116,9 @@ func (a *Account) pickImages(ctx context.Context, c *ec2.Client) error {
 	a.ImageAMD64, a.ImageAMD64Next, a.ImageARM64 = amd[0], amd[1], arm[0]
 	return nil
 }
+
+// EC2TrustPolicy is the trust policy of a node role: EC2 may assume it.
+const EC2TrustPolicy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
 
 // PublishedAliases are the AMI aliases whose public parameters
 // PublishImages writes.

@@ -128,18 +128,16 @@ func (z *Authorizer) Calls() []iampolicy.Recorded {
 	return append([]iampolicy.Recorded(nil), z.calls...)
 }
 
-// Check evaluates every call expanded so far against pol, as the
-// controller's: each call must be one the provider's inventory gives the
-// controller, and each of its authorizations must be allowed. It returns
-// one line per problem, and how many calls and authorizations it checked.
-func (z *Authorizer) Check(pol iampolicy.Policy) (problems []string, calls, requests int) {
-	for _, c := range z.Calls() {
-		calls++
+// CheckCalls evaluates calls (as Authorizer.Calls returns them) against pol, as
+// the controller's: each call must be one the provider's inventory gives
+// the controller, and each of its authorizations must be allowed. It
+// returns one line per problem, and how many authorizations it checked.
+func CheckCalls(pol iampolicy.Policy, calls []iampolicy.Recorded) (problems []string, requests int) {
+	for _, c := range calls {
 		requests += len(c.Requests)
 		if inv, ok := iampolicy.Lookup(c.Service, c.Operation); !ok || inv.Caller != iampolicy.CallerController {
 			problems = append(problems, fmt.Sprintf("%s %s is not a call the provider's inventory gives the controller", c.Service, c.Operation))
 		}
 	}
-	problems = append(problems, iampolicy.Denied(pol, z.Calls())...)
-	return problems, calls, requests
+	return append(problems, iampolicy.Denied(pol, calls)...), requests
 }
