@@ -28,9 +28,10 @@ run=${E2E_RUN:-.}
 # these do not (TestAdopt, TestChartRBAC, TestHelmSwap and the cluster's
 # own [84 + 67 + 75 + 10]), so a new test always runs somewhere.
 groups=(
-  "TestController|TestMotoLifecycle"   # 8 subtests in parallel, then moto
-  "TestScaleOut|TestHashVersionChange"    # [138 + 67]
-  "TestLeaderElection|TestMetricsScrape"  # [116 + 66]
+  "TestController|TestMetricsScrape"     # 8 subtests in parallel [~165], then [66]
+  "TestMotoLifecycle"                    # [~270, mostly waiting on the controller's timers]
+  "TestScaleOut|TestHashVersionChange"   # [138 + 67]
+  "TestLeaderElection"                   # [116]
 )
 shards=()
 for g in "${groups[@]}"; do
