@@ -64,7 +64,15 @@ func newMotoWorld(t *testing.T, cluster, region string) *motoWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = proxy.Close() })
+	t.Cleanup(func() {
+		// A fleet the proxy could not complete would leave its instances
+		// with moto's default security group: say so rather than let the
+		// node drift for a reason of moto's.
+		for _, err := range proxy.FleetErrors() {
+			t.Errorf("the proxy could not complete a CreateFleet answer: %v", err)
+		}
+		_ = proxy.Close()
+	})
 	v, err := discovery.NewDiscoveryClientForConfigOrDie(testCluster.Config).ServerVersion()
 	if err != nil {
 		t.Fatal(err)

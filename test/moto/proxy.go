@@ -117,6 +117,13 @@ func (s *Server) StartProxy(region string) (*Proxy, error) {
 		// moto is on loopback: never through an HTTP proxy of the
 		// environment.
 		Transport: &http.Transport{Proxy: nil},
+		// A caller that went away (a long poll cut short when the
+		// controller stops) is no error worth a log line.
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil {
+				http.Error(w, "moto proxy: "+err.Error(), http.StatusBadGateway)
+			}
+		},
 	}
 	p.server = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.server.Serve(l) }()
