@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,8 @@ type Report struct {
 // NodeClaim is a node the plan would launch.
 type NodeClaim struct {
 	NodePool string `json:"nodePool"`
-	// InstanceTypes that fit the pods, cheapest first.
+	// InstanceTypes that fit the pods, cheapest first. NodeClaims with the
+	// same list share it: read it, do not change it.
 	InstanceTypes []string `json:"instanceTypes"`
 	CapacityTypes []string `json:"capacityTypes"`
 	Zones         []string `json:"zones"`
@@ -158,10 +160,24 @@ func NewReport(p *Prepared, res packer.Result) *Report {
 	for _, pool := range p.Input.NodePools {
 		r.Assumptions.NodePools = append(r.Assumptions.NodePools, PoolTypes{Name: pool.Name, InstanceTypes: len(pool.InstanceTypes)})
 	}
+	// The packer hands claims made from the same template the same list of
+	// up to 600 types; one copy of each serves every claim that has it
+	// (at 100,000 pods a copy per claim took 340 MB).
+	type listKey struct {
+		data *string
+		n    int
+	}
+	typeLists := map[listKey][]string{}
 	for _, nc := range res.NodeClaims {
+		k := listKey{unsafe.SliceData(nc.InstanceTypes), len(nc.InstanceTypes)}
+		types, ok := typeLists[k]
+		if !ok {
+			types = append([]string{}, nc.InstanceTypes...)
+			typeLists[k] = types
+		}
 		out := NodeClaim{
 			NodePool:         nc.NodePool,
-			InstanceTypes:    append([]string{}, nc.InstanceTypes...),
+			InstanceTypes:    types,
 			CapacityTypes:    append([]string{}, nc.CapacityTypes...),
 			Zones:            append([]string{}, nc.Zones...),
 			PricePerHour:     nc.PricePerHour,
