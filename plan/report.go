@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -225,11 +226,81 @@ func podProblems(in []packer.Unschedulable) []PodProblem {
 	return out
 }
 
-// WriteJSON writes r as indented JSON.
+// WriteJSON writes r as indented JSON: the bytes json.MarshalIndent(r, "",
+// "  ") gives, and a newline. NodeClaims and Placements are written one at
+// a time, so that the whole document (half a gigabyte for 100,000 pods,
+// every NodeClaim listing its instance types) is never held in memory.
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	fields := []struct {
+		name string
+		// one is the whole value; each, when set, writes a slice's
+		// elements one by one.
+		one  any
+		each func(func(any) error) error
+		n    int
+	}{
+		{name: "schemaVersion", one: r.SchemaVersion},
+		{name: "nodeClaims", one: r.NodeClaims, n: len(r.NodeClaims), each: func(f func(any) error) error {
+			for i := range r.NodeClaims {
+				if err := f(&r.NodeClaims[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: "placements", one: r.Placements, n: len(r.Placements), each: func(f func(any) error) error {
+			for i := range r.Placements {
+				if err := f(&r.Placements[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: "pricePerHour", one: r.PricePerHour},
+		{name: "lowerBound", one: r.LowerBound},
+		{name: "unschedulable", one: r.Unschedulable},
+		{name: "ignored", one: r.Ignored},
+		{name: "assumptions", one: r.Assumptions},
+		{name: "warnings", one: r.Warnings},
+	}
+	bw.WriteString("{\n")
+	for k, f := range fields {
+		bw.WriteString(`  "` + f.name + `": `)
+		if f.each != nil && f.n > 0 {
+			bw.WriteString("[\n")
+			i := 0
+			err := f.each(func(v any) error {
+				b, err := json.MarshalIndent(v, "    ", "  ")
+				if err != nil {
+					return err
+				}
+				bw.WriteString("    ")
+				bw.Write(b)
+				if i++; i < f.n {
+					bw.WriteString(",")
+				}
+				bw.WriteString("\n")
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			bw.WriteString("  ]")
+		} else {
+			b, err := json.MarshalIndent(f.one, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			bw.Write(b)
+		}
+		if k < len(fields)-1 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString("}\n")
+	return bw.Flush()
 }
 
 // listedTypes is how many instance types the text form names per NodeClaim.
