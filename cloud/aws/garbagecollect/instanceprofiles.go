@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 )
 
@@ -70,32 +70,11 @@ func InstanceProfiles(ctx context.Context, client sdk.IAM, prefixes []string, in
 			roles = append(roles, aws.ToString(r.RoleName))
 		}
 		name := aws.ToString(ip.InstanceProfileName)
-		if err := DeleteInstanceProfile(ctx, client, name, roles); err != nil {
+		if err := nodeclass.DeleteInstanceProfile(ctx, client, name, roles); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		deleted = append(deleted, name)
 	}
 	return deleted, errors.Join(errs...)
-}
-
-// DeleteInstanceProfile removes roles from the instance profile called name
-// and deletes it. A profile or role already gone is not an error.
-func DeleteInstanceProfile(ctx context.Context, client sdk.IAM, name string, roles []string) error {
-	for _, role := range roles {
-		_, err := client.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(role)})
-		if err != nil && !noSuchEntity(err) {
-			return fmt.Errorf("removing role %s from instance profile %s: %w", role, name, err)
-		}
-	}
-	if _, err := client.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !noSuchEntity(err) {
-		return fmt.Errorf("deleting instance profile %s: %w", name, err)
-	}
-	return nil
-}
-
-func noSuchEntity(err error) bool {
-	var nse *iamtypes.NoSuchEntityException
-	var api smithy.APIError
-	return errors.As(err, &nse) || (errors.As(err, &api) && api.ErrorCode() == "NoSuchEntity")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 )
 
 // TestInstanceProfiles: only the cluster's profiles under the given path
@@ -51,7 +52,8 @@ func TestInstanceProfiles(t *testing.T) {
 				t.Fatalf("deleted %v, want %s deleted: %v", deleted, name, tc.delete)
 			}
 			_, err = w.aws.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
-			if gone := noSuchEntity(err); gone != tc.delete {
+			var nse *iamtypes.NoSuchEntityException
+			if gone := errors.As(err, &nse); gone != tc.delete {
 				t.Errorf("after collection GetInstanceProfile: %v, want gone: %v", err, tc.delete)
 			}
 		})

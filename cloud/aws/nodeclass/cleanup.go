@@ -13,7 +13,6 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/aws/garbagecollect"
 )
 
 // Finalize deletes what stevedore created in AWS for a node class that is
@@ -93,7 +92,7 @@ func (r *Resolver) deleteProfiles(ctx context.Context, nc *awsv1.EC2NodeClass) e
 		for _, role := range ip.Roles {
 			roles = append(roles, aws.ToString(role.RoleName))
 		}
-		if err := garbagecollect.DeleteInstanceProfile(ctx, r.iam, name, roles); err != nil {
+		if err := DeleteInstanceProfile(ctx, r.iam, name, roles); err != nil {
 			return fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
 	}

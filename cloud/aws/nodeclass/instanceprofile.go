@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/sdk"
 )
 
 // profile is the resolved instance profile.
@@ -57,6 +58,23 @@ func ProfileName(region, cluster, nodeClassUID, role string) string {
 		prefix = prefix[:100]
 	}
 	return fmt.Sprintf("%s_%016x", prefix, h.Sum64())
+}
+
+// DeleteInstanceProfile removes roles from the instance profile called name
+// and deletes it, as IAM requires. A profile or role already gone is not an
+// error. The EC2NodeClass clean-up and the collection of unused profiles
+// both delete through it.
+func DeleteInstanceProfile(ctx context.Context, client sdk.IAM, name string, roles []string) error {
+	for _, role := range roles {
+		_, err := client.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(role)})
+		if err != nil && !isNoSuchEntity(err) {
+			return fmt.Errorf("removing role %s from instance profile %s: %w", role, name, err)
+		}
+	}
+	if _, err := client.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !isNoSuchEntity(err) {
+		return fmt.Errorf("deleting instance profile %s: %w", name, err)
+	}
+	return nil
 }
 
 func isNoSuchEntity(err error) bool {
