@@ -7,7 +7,7 @@
 // clock, the CPU time and the peak resident memory of the process, with the
 // plan's nodes, price, lower bound and ratio. hack/bench-plan.sh runs it.
 //
-// Usage: go run ./hack/planbench -stevedore bin/stevedore -sizes 5000,20000,100000
+// Usage: go run ./hack/planbench -stevedore bin/stevedore -sizes 5000,20000,100000 [-output text]
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,6 +53,45 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
 `
 
+// summary is what is printed of a plan.
+type summary struct {
+	nodes, unplaced     int
+	price, bound, ratio float64
+}
+
+// textSummary matches the totals of the text form: "N NodeClaims for M
+// pods: $P/hour", "lower bound: $B/hour, ratio R" and "K pods
+// unschedulable" when some are.
+var (
+	textClaims = regexp.MustCompile(`(?m)^(\d+) NodeClaims? for \d+ pods?: \$([0-9.]+)/hour$`)
+	textBound  = regexp.MustCompile(`(?m)^lower bound: \$([0-9.]+)/hour, ratio ([0-9.]+)$`)
+	textFailed = regexp.MustCompile(`(?m)^(\d+) pods? unschedulable`)
+)
+
+func readPlan(output string, b []byte) (summary, error) {
+	var s summary
+	if output != "json" {
+		c, l := textClaims.FindSubmatch(b), textBound.FindSubmatch(b)
+		if c == nil || l == nil {
+			return s, fmt.Errorf("no totals in the text form:\n%s", b[max(0, len(b)-2000):])
+		}
+		s.nodes, _ = strconv.Atoi(string(c[1]))
+		s.price, _ = strconv.ParseFloat(string(c[2]), 64)
+		s.bound, _ = strconv.ParseFloat(string(l[1]), 64)
+		s.ratio = s.price / s.bound
+		if f := textFailed.FindSubmatch(b); f != nil {
+			s.unplaced, _ = strconv.Atoi(string(f[1]))
+		}
+		return s, nil
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return s, err
+	}
+	return summary{nodes: len(r.NodeClaims), unplaced: len(r.Unschedulable), price: r.PricePerHour,
+		bound: r.LowerBound.PricePerHour, ratio: r.LowerBound.Ratio}, nil
+}
+
 // report is the part of `stevedore plan -o json` printed here.
 type report struct {
 	NodeClaims   []json.RawMessage `json:"nodeClaims"`
@@ -66,6 +106,7 @@ type report struct {
 func main() {
 	bin := flag.String("stevedore", "bin/stevedore", "the stevedore binary")
 	sizes := flag.String("sizes", "5000,20000,100000", "pod counts, comma-separated")
+	output := flag.String("output", "json", "the plan's output: json (-o json, every placement) or text (the table)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "planbench")
 	if err != nil {
@@ -87,7 +128,11 @@ func main() {
 			log.Fatal(err)
 		}
 		var out bytes.Buffer
-		cmd := exec.Command(*bin, "plan", "-f", filepath.Join(dir, "nodepool.yaml"), "--pods", pods, "-o", "json")
+		args := []string{"plan", "-f", filepath.Join(dir, "nodepool.yaml"), "--pods", pods}
+		if *output == "json" {
+			args = append(args, "-o", "json")
+		}
+		cmd := exec.Command(*bin, args...)
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
@@ -99,15 +144,15 @@ func main() {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			rss = ru.Maxrss // KiB on Linux
 		}
-		var r report
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		r, err := readPlan(*output, out.Bytes())
+		if err != nil {
 			log.Fatalf("%d pods: reading the plan: %v", n, err)
 		}
-		if len(r.Unschedulable) > 0 {
-			log.Fatalf("%d pods: %d could not be placed", n, len(r.Unschedulable))
+		if r.unplaced > 0 {
+			log.Fatalf("%d pods: %d could not be placed", n, r.unplaced)
 		}
 		fmt.Printf("| %d | %.1f s | %.1f s | %d MB | %d | %.2f | %.2f | %.3f |\n", n, wall.Seconds(), cpu.Seconds(), rss/1024,
-			len(r.NodeClaims), r.PricePerHour, r.LowerBound.PricePerHour, r.LowerBound.Ratio)
+			r.nodes, r.price, r.bound, r.ratio)
 	}
 }
 

@@ -66,9 +66,9 @@ func scalars(v resources.Vector) [4]int64 {
 // cheapestFit is cand.cheapestFit for the claim, remembered while the claim
 // stays as it is. First fit asks every claim whether each new pod variant
 // fits, and variants that differ only in labels and constraints share their
-// requests (Karpenter's benchmark pods: 3,188 variants, 30 requests), so the
-// same question comes back many times. Shapes with extended resources are
-// not remembered: the answer depends on them too.
+// requests (Karpenter's benchmark pods: thousands of variants, a few dozen
+// requests), so the same question comes back many times. Shapes with
+// extended resources are not remembered: the answer depends on them too.
 func (b *bin) cheapestFit(cand *candSet, sh *shape) int {
 	if len(sh.ext) > 0 {
 		return cand.cheapestFit(b.cheap, b.used, sh)
