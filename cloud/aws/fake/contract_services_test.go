@@ -374,20 +374,13 @@ func otherServiceCases() []contractCase {
 				if err := createProfiles(ctx, w, "/stevedore/us-east-1/contract/uid-a/", "contract-p1", "contract-p2", "contract-p3"); err != nil {
 					return nil, err
 				}
-				var p pages
 				pg := iam.NewListInstanceProfilesPaginator(w.clients().IAM, &iam.ListInstanceProfilesInput{PathPrefix: aws.String("/stevedore/"), MaxItems: aws.Int32(2)})
-				for pg.HasMorePages() {
-					out, err := pg.NextPage(ctx)
-					if err != nil {
-						return nil, err
-					}
-					var names []string
+				return collectPages(ctx, pg, func(out *iam.ListInstanceProfilesOutput) (names []string) {
 					for _, ip := range out.InstanceProfiles {
 						names = append(names, aws.ToString(ip.InstanceProfileName))
 					}
-					p.add(names)
-				}
-				return p, nil
+					return names
+				})
 			},
 		},
 		{

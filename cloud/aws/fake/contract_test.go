@@ -237,7 +237,7 @@ func (p *pages) add(items []string) {
 
 // collectPages reads every page of pg (a pager, see listings_test.go), each
 // named by its items' names.
-func collectPages[O any](ctx context.Context, pg pager[O], names func(O) []string) (any, error) {
+func collectPages[O, Opt any](ctx context.Context, pg pager[O, Opt], names func(O) []string) (any, error) {
 	var p pages
 	for pg.HasMorePages() {
 		out, err := pg.NextPage(ctx)

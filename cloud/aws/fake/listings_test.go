@@ -13,14 +13,14 @@ import (
 )
 
 // pager is what the SDK's paginators have in common.
-type pager[O any] interface {
+type pager[O, Opt any] interface {
 	HasMorePages() bool
-	NextPage(context.Context, ...func(*ec2.Options)) (O, error)
+	NextPage(context.Context, ...func(Opt)) (O, error)
 }
 
 // pageAll reads every page of p and returns what items finds on each, in
 // order.
-func pageAll[O, T any](t *testing.T, p pager[O], items func(O) []T) []T {
+func pageAll[O, T any](t *testing.T, p pager[O, *ec2.Options], items func(O) []T) []T {
 	t.Helper()
 	var out []T
 	for p.HasMorePages() {
