@@ -454,10 +454,15 @@ func deletePool(t *testing.T, name string) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	// The EC2NodeClass is gone only once the controller, which must still
-	// run, has deleted its launch templates and instance profile: left
-	// behind with its finalizer, the next test's controller would finalize
-	// it in another account.
+	deleteNodeClass(ctx, t, name)
+}
+
+// deleteNodeClass deletes an EC2NodeClass and waits until ctx ends for the
+// controller to finalize it. The EC2NodeClass is gone only once the
+// controller, which must still run, has deleted its launch templates and
+// instance profile: left behind with its finalizer, the next test's
+// controller would finalize it in another account.
+func deleteNodeClass(ctx context.Context, t *testing.T, name string) {
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := kube.Delete(ctx, nc); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting EC2NodeClass %s: %v", name, err)

@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -379,7 +378,9 @@ spec:
 
 	t.Log("7. deleting the NodePool and EC2NodeClasses deletes their instance profiles and launch templates")
 	deletePool(t, pool)
-	deleteNodeClass(t, bottlerocket)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	deleteNodeClass(ctx, t, bottlerocket)
+	cancel()
 	for name, profile := range profiles {
 		_, err := w.iam.GetInstanceProfile(t.Context(), &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
 		var nse *iamtypes.NoSuchEntityException
@@ -525,22 +526,6 @@ func spotInterruption(acc *moto.Account, instance string) string {
 		"detail":    map[string]string{"instance-id": instance, "instance-action": "terminate"},
 	})
 	return string(b)
-}
-
-// deleteNodeClass deletes an EC2NodeClass that no NodePool uses and waits
-// until the controller has finalized it.
-func deleteNodeClass(t *testing.T, name string) {
-	t.Helper()
-	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := kube.Delete(t.Context(), nc); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	eventually(t, 2*time.Minute, "EC2NodeClass "+name+" finalized", func(ctx context.Context) error {
-		if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v), finalizers %v", err, nc.Finalizers)
-		}
-		return nil
-	})
 }
 
 // checkCallsUnderPolicy evaluates every call the controller made through
