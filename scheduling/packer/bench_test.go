@@ -124,3 +124,48 @@ func BenchmarkPreferencesCatalog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplay packs the diverse workload on the benchmark types and on
+// the catalog, then binds the plan's pods in creation order (the order of
+// the input) and reports, besides the figures of the other benchmarks, the
+// bindings that break each kind of constraint (replay), how many pods with
+// a zone spread constraint each zone holds, and the largest difference
+// between two zones' counts of the pods a zone spread constraint selects
+// (selected-skew) and of those that carry it (owner-skew).
+func BenchmarkReplay(b *testing.B) {
+	for _, where := range []string{"Pack", "Catalog"} {
+		for _, n := range []int{1000, 10000, 20000} {
+			b.Run(fmt.Sprintf("%s/%d", where, n), func(b *testing.B) {
+				in := karpenterbench.Input(karpenterbench.DiversePods(n), packer.PreferenceScore)
+				if where == "Catalog" {
+					in = catalogInput(b, karpenterbench.DiversePods, n, packer.PreferenceScore)
+				}
+				var r packer.Result
+				for b.Loop() {
+					r = packer.Solve(in)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(len(r.NodeClaims)), "nodes")
+				b.ReportMetric(cost(r), "$/hour")
+				if lb := plan.Bound(in, r).PricePerHour; lb > 0 {
+					b.ReportMetric(cost(r)/lb, "cost/lb")
+				}
+				rep := replay(b, in, r)
+				if rep.bound != n {
+					b.Fatalf("%d of %d pods bound", rep.bound, n)
+				}
+				b.ReportMetric(float64(rep.violations[violZoneSpread]), "zone-spread-violations")
+				b.ReportMetric(float64(rep.violations[violHostSpread]), "hostname-spread-violations")
+				b.ReportMetric(float64(rep.total()-rep.violations[violZoneSpread]-rep.violations[violHostSpread]), "other-violations")
+				for _, z := range karpenterbench.Zones {
+					b.ReportMetric(float64(rep.zoneSpreadPods[z]), "zone-spread-pods-in-"+z)
+				}
+				b.ReportMetric(float64(rep.selectedSkew), "selected-skew")
+				b.ReportMetric(float64(rep.ownerSkew), "owner-skew")
+				if testing.Verbose() {
+					b.Log(rep)
+				}
+			})
+		}
+	}
+}
