@@ -270,6 +270,15 @@ func BuildAWS(run *scenario.Run, clk clock.PassiveClock) (*fake.AWS, fake.Cluste
 			return nil, fake.Cluster{}, err
 		}
 	}
+	for _, ri := range a.CurrentImages {
+		version := ri.KubernetesVersion
+		if version == "" {
+			version = run.KubernetesVersion
+		}
+		if _, err := f.ReleaseImage(ri.Alias, version, ri.Arch, ri.Variant, fake.Image{ID: ri.ID, Name: ri.Name, CreationDate: released}); err != nil {
+			return nil, fake.Cluster{}, fmt.Errorf("current image %s: %w", ri.ID, err)
+		}
+	}
 	for _, img := range a.Images {
 		owner := img.Owner
 		if img.Auto {

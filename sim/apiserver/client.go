@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -238,14 +239,36 @@ func (s *Server) Create(_ context.Context, obj client.Object, opts ...client.Cre
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stored, err := s.createLocked(gvk, obj)
+	stored, err := s.createLocked(gvk, obj, time.Time{})
 	if err != nil {
 		return err
 	}
 	return assign(obj, stored.DeepCopyObject())
 }
 
-func (s *Server) createLocked(gvk schema.GroupVersionKind, obj client.Object) (client.Object, error) {
+// Restore creates an object that existed before the run: one a snapshot of
+// a cluster recorded. Unlike Create it keeps the object's creation time when
+// that is before the clock's now, so that what counts an object's age (a
+// NodePool's expireAfter, consolidateAfter, a pod's start) sees the age it
+// had. Like Create it gives the object a UID of its own: owner references
+// recorded with the object's old UID must be moved to the new one.
+func (s *Server) Restore(_ context.Context, obj client.Object) error {
+	gvk, err := s.gvkFor(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, err := s.createLocked(gvk, obj, obj.GetCreationTimestamp().Time)
+	if err != nil {
+		return err
+	}
+	return assign(obj, stored.DeepCopyObject())
+}
+
+// createLocked stores a new object, created now or, when created is before
+// now, then.
+func (s *Server) createLocked(gvk schema.GroupVersionKind, obj client.Object, created time.Time) (client.Object, error) {
 	o := obj.DeepCopyObject().(client.Object)
 	if Namespaced(gvk) {
 		if o.GetNamespace() == "" {
@@ -281,7 +304,11 @@ func (s *Server) createLocked(gvk schema.GroupVersionKind, obj client.Object) (c
 	o.SetUID(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", s.uidSeq)))
 	s.rv++
 	o.SetResourceVersion(strconv.FormatInt(s.rv, 10))
-	o.SetCreationTimestamp(s.stamp(s.clock.Now()))
+	now := s.clock.Now()
+	if created.IsZero() || !created.Before(now) {
+		created = now
+	}
+	o.SetCreationTimestamp(s.stamp(created))
 	o.SetGeneration(1)
 	o.SetDeletionTimestamp(nil)
 	o.SetDeletionGracePeriodSeconds(nil)

@@ -222,7 +222,7 @@ func newPage(d *Document) *page {
 	for _, e := range d.Events {
 		if e.Kind == KindScenarioEvent {
 			scenarioEvents = append(scenarioEvents, e)
-			p.Scenarios = append(p.Scenarios, scenarioItem{N: len(scenarioEvents), Clock: clock(e.Time), Offset: offset(e.Time.Sub(d.Start)),
+			p.Scenarios = append(p.Scenarios, scenarioItem{N: len(scenarioEvents), Clock: clock(e.Time), Offset: Offset(e.Time.Sub(d.Start)),
 				What: scenarioWhat(e)})
 		}
 	}
@@ -328,7 +328,7 @@ func scenarioMarks(ax timeAxis, start time.Time, events []Event) []mark {
 	lastLabel := math.Inf(-1)
 	for i, e := range events {
 		x := ax.x(e.Time)
-		m := mark{X: num(x), Label: strconv.Itoa(i + 1), Title: fmt.Sprintf("%d. %s (+%s) %s", i+1, clock(e.Time), offset(e.Time.Sub(start)), scenarioWhat(e))}
+		m := mark{X: num(x), Label: strconv.Itoa(i + 1), Title: fmt.Sprintf("%d. %s (+%s) %s", i+1, clock(e.Time), Offset(e.Time.Sub(start)), scenarioWhat(e))}
 		if x-lastLabel >= 16 {
 			m.Labelled = true
 			lastLabel = x
@@ -484,7 +484,7 @@ func sampleBands(d *Document, xs []float64, xEnd float64, describe func(i int) s
 		}
 		t := d.Samples[i].Time
 		out[i] = band{X: num(xs[i]), W: num(math.Max(next-xs[i], 0.5)),
-			Title: fmt.Sprintf("%s (+%s)\n%s", clock(t), offset(t.Sub(d.Start)), describe(i))}
+			Title: fmt.Sprintf("%s (+%s)\n%s", clock(t), Offset(t.Sub(d.Start)), describe(i))}
 	}
 	return out
 }
@@ -747,7 +747,7 @@ func disruptionTimeline(d *Document, ax timeAxis, marks []mark) *timelineChart {
 	var scenario []point
 	for _, e := range d.Events {
 		if e.Kind == KindScenarioEvent {
-			scenario = append(scenario, point{Title: fmt.Sprintf("%d. %s (+%s) %s", len(scenario)+1, clock(e.Time), offset(e.Time.Sub(d.Start)), scenarioWhat(e)),
+			scenario = append(scenario, point{Title: fmt.Sprintf("%d. %s (+%s) %s", len(scenario)+1, clock(e.Time), Offset(e.Time.Sub(d.Start)), scenarioWhat(e)),
 				D: diamond(ax.x(e.Time), y+lanePad+rowHeight/2)})
 		}
 	}
@@ -795,7 +795,7 @@ func disruptionTimeline(d *Document, ax timeAxis, marks []mark) *timelineChart {
 			continue
 		}
 		seenLaunch[k] = true
-		launches = append(launches, point{Title: fmt.Sprintf("%s (+%s) NodeClaim %s: %s\n%s", clock(e.Time), offset(e.Time.Sub(d.Start)), e.NodeClaim, e.Reason, e.Message),
+		launches = append(launches, point{Title: fmt.Sprintf("%s (+%s) NodeClaim %s: %s\n%s", clock(e.Time), Offset(e.Time.Sub(d.Start)), e.NodeClaim, e.Reason, e.Message),
 			D: tickMark(ax.x(e.Time), y+lanePad, rowHeight)})
 	}
 	if len(launches) > 0 {
@@ -826,7 +826,7 @@ func disruptionTimeline(d *Document, ax timeAxis, marks []mark) *timelineChart {
 				subject += ", node " + e.Node
 			}
 		}
-		blocked = append(blocked, point{Title: fmt.Sprintf("%s (+%s) %s\n%s", clock(e.Time), offset(e.Time.Sub(d.Start)), subject, e.Message),
+		blocked = append(blocked, point{Title: fmt.Sprintf("%s (+%s) %s\n%s", clock(e.Time), Offset(e.Time.Sub(d.Start)), subject, e.Message),
 			D: tickMark(ax.x(e.Time), y+lanePad, rowHeight)})
 	}
 	if len(blocked) > 0 {
@@ -976,7 +976,7 @@ func eventLog(d *Document) (nodes, pods logSection) {
 		if class == "" {
 			class = "k-other"
 		}
-		sec.Rows = append(sec.Rows, logRow{Clock: clock(e.Time), Offset: offset(e.Time.Sub(d.Start)), Full: e.Time.UTC().Format(time.RFC3339Nano),
+		sec.Rows = append(sec.Rows, logRow{Clock: clock(e.Time), Offset: Offset(e.Time.Sub(d.Start)), Full: e.Time.UTC().Format(time.RFC3339Nano),
 			Kind: e.Kind, Class: class, Object: e.Object, Reason: e.Reason, Message: e.Message, Where: where(e), Image: e.ImageID})
 	}
 	return nodes, pods

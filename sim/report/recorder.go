@@ -172,9 +172,9 @@ func (r *Recorder) Change(now time.Time, c apiserver.Change) {
 	}
 }
 
-func (r *Recorder) nodeClaim(now time.Time, c apiserver.Change) {
-	nc := c.Object.(*karpv1.NodeClaim)
-	obj := "NodeClaim/" + nc.Name
+// claimOf returns what the log knows of a NodeClaim, brought up to date
+// with nc's labels and status.
+func (r *Recorder) claimOf(nc *karpv1.NodeClaim) *claim {
 	cl := r.claims[nc.Name]
 	if cl == nil {
 		cl = &claim{}
@@ -191,6 +191,13 @@ func (r *Recorder) nodeClaim(now time.Time, c apiserver.Change) {
 		cl.node = nc.Status.NodeName
 		r.byNode[nc.Status.NodeName] = nc.Name
 	}
+	return cl
+}
+
+func (r *Recorder) nodeClaim(now time.Time, c apiserver.Change) {
+	nc := c.Object.(*karpv1.NodeClaim)
+	obj := "NodeClaim/" + nc.Name
+	cl := r.claimOf(nc)
 	switch c.Type {
 	case apiserver.Added:
 		r.add(r.withClaim(Event{Time: now, Kind: KindNodeClaimCreated, Object: obj, Message: describeRequests(nc)}, nc.Name))
@@ -281,6 +288,32 @@ func (r *Recorder) launched(nc *karpv1.NodeClaim) {
 	}
 	r.ledger[id] = in
 	r.order = append(r.order, id)
+}
+
+// ExistingInstance records a NodeClaim that existed before the run
+// (restored from a snapshot) as it is, without logging its launch,
+// registration and initialization again, and puts its instance on the
+// ledger, billed from the start of the run.
+func (r *Recorder) ExistingInstance(nc *karpv1.NodeClaim) {
+	cl := r.claimOf(nc)
+	cl.registered = meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeRegistered)
+	cl.initialized = meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) || cl.instanceType == "" {
+		return
+	}
+	cl.launched = true
+	r.launched(nc)
+	if in := r.ledger[instanceID(nc.Status.ProviderID)]; in != nil && in.start.Before(r.doc.Start) {
+		in.start = r.doc.Start
+	}
+}
+
+// ExistingPod remembers the node of a pod bound before the run, for the
+// evictions that name it.
+func (r *Recorder) ExistingPod(p *corev1.Pod) {
+	if p.Spec.NodeName != "" {
+		r.podNode[p.Namespace+"/"+p.Name] = p.Spec.NodeName
+	}
 }
 
 // capacityTypeOf is an instance's capacity type as the report counts it: an

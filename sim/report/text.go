@@ -100,7 +100,7 @@ func (d *Document) WriteText(w io.Writer) error {
 			shown = shown[:maxTimeline]
 		}
 		for _, e := range shown {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", offset(e.Time.Sub(d.Start)), e.Kind, describe(e))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", Offset(e.Time.Sub(d.Start)), e.Kind, describe(e))
 		}
 		_ = tw.Flush()
 		if len(lines) > len(shown) {
@@ -140,8 +140,8 @@ func disruptions(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// offset renders a time since the start as h:mm:ss.
-func offset(d time.Duration) string {
+// Offset renders a time since the start as h:mm:ss.
+func Offset(d time.Duration) string {
 	d = d.Round(time.Second)
 	h := d / time.Hour
 	m := (d % time.Hour) / time.Minute

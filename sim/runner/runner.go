@@ -218,17 +218,6 @@ func (r *Runner) AWS() *fake.AWS { return r.aws }
 // Clock returns the virtual clock.
 func (r *Runner) Clock() *simclock.Clock { return r.clock }
 
-// applyObjects creates the scenario's objects at the start.
-func (r *Runner) applyObjects() error {
-	for _, o := range r.run.Objects {
-		co := o.Object.DeepCopyObject().(client.Object)
-		if err := r.api.Create(r.ctx, co); err != nil {
-			return fmt.Errorf("%s: applying %s %s: %w", o.Source, o.GVK.Kind, objectName(co), err)
-		}
-	}
-	return nil
-}
-
 // Run runs the scenario to its end and returns the report.
 func (r *Runner) Run() (*report.Document, error) {
 	// The objects applied at the start reach the controllers through their

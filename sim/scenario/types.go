@@ -125,6 +125,13 @@ type AWS struct {
 	// EC2NodeClasses (or the events) name but no image here does are
 	// registered too, as x86_64 images.
 	Images []Image `json:"images,omitempty"`
+	// CurrentImages are EKS-optimized images that are the current release
+	// at the start, what <family>@latest resolves to, in place of the
+	// generated release of their family, architecture and variant: a
+	// snapshot of a cluster (stevedore snapshot) records the images its
+	// EC2NodeClasses resolved, so that its nodes are not drifted at the
+	// start of the run.
+	CurrentImages []ReleaseImage `json:"currentImages,omitempty"`
 	// Roles are IAM roles to create besides the ones the EC2NodeClasses name.
 	Roles []string `json:"roles,omitempty"`
 	// PassRole, when set, are the only roles the controller may pass

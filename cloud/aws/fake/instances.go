@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -594,4 +595,99 @@ func (f *AWS) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*
 		}
 	}
 	return &ec2.CreateTagsOutput{}, nil
+}
+
+// RunningInstance is an instance that was already running when the
+// account was built, as a snapshot of a cluster records one: the
+// simulator adds one per NodeClaim of the snapshot, so that the controllers
+// find the instances of the nodes they manage.
+type RunningInstance struct {
+	// ID is the instance ID, i- followed by 8 or 17 hex digits.
+	ID           string
+	InstanceType string
+	Zone         string
+	// CapacityType is spot or on-demand (default).
+	CapacityType string
+	ImageID      string
+	// SubnetID defaults to the zone's subnet with the most free addresses.
+	SubnetID       string
+	SecurityGroups []string
+	// PrivateDNSName is the node's name; PrivateIP defaults to one of the
+	// subnet's.
+	PrivateDNSName string
+	PrivateIP      string
+	LaunchTime     time.Time
+	Tags           map[string]string
+}
+
+// instanceID is the shape of an EC2 instance ID.
+var instanceID = regexp.MustCompile(`^i-([0-9a-f]{8}|[0-9a-f]{17})$`)
+
+// AddRunningInstance adds an instance that is running from the start: no
+// boot, no launch template, in a subnet of its zone when the account has
+// one. It is billed, described, tagged, interrupted and terminated like any
+// other.
+func (f *AWS) AddRunningInstance(ri RunningInstance) (InstanceInfo, error) {
+	f.mu.Lock()
+	if !instanceID.MatchString(ri.ID) {
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("%q is not an instance ID (i- and 8 or 17 hex digits)", ri.ID)
+	}
+	if _, dup := f.instances[ri.ID]; dup {
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("instance %s exists already", ri.ID)
+	}
+	t, ok := f.lookupType(ri.InstanceType)
+	if !ok {
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("instance %s: instance type %q is not in the account's catalog", ri.ID, ri.InstanceType)
+	}
+	if !f.hasZone(ri.Zone) {
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("instance %s: zone %q is not one of the account's zones %v", ri.ID, ri.Zone, f.opts.Zones)
+	}
+	capacityType := ri.CapacityType
+	switch capacityType {
+	case "":
+		capacityType = CapacityTypeOnDemand
+	case CapacityTypeOnDemand, CapacityTypeSpot:
+	default:
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("instance %s: capacity type %q is neither %s nor %s", ri.ID, ri.CapacityType, CapacityTypeSpot, CapacityTypeOnDemand)
+	}
+	launched := ri.LaunchTime
+	if launched.IsZero() || launched.After(f.now()) {
+		launched = f.now()
+	}
+	inst := &instance{
+		seq: f.nextSeq(), id: ri.ID, instanceType: ri.InstanceType, zone: ri.Zone, imageID: ri.ImageID,
+		arch: ec2Arch(t.it), capacityType: capacityType, dnsName: ri.PrivateDNSName, privateIP: ri.PrivateIP,
+		eniID: "eni-" + f.hex(17), tags: copyMap(ri.Tags), state: StateRunning, securityGroups: slices.Clone(ri.SecurityGroups),
+		launchTime: launched, runningAt: launched, pool: poolKey{ri.InstanceType, ri.Zone, capacityType},
+	}
+	if inst.tags == nil {
+		inst.tags = map[string]string{}
+	}
+	subnetID := ri.SubnetID
+	if subnetID == "" {
+		subnetID = f.defaultSubnet(ri.Zone)
+	} else if s, ok := f.subnets[subnetID]; !ok || s.Zone != ri.Zone {
+		f.mu.Unlock()
+		return InstanceInfo{}, fmt.Errorf("instance %s: subnet %q is not a subnet of zone %s", ri.ID, subnetID, ri.Zone)
+	}
+	if s, ok := f.subnets[subnetID]; ok {
+		id := subnetID
+		inst.subnetID, inst.vpcID = id, s.VPCID
+		if inst.privateIP == "" {
+			inst.privateIP = s.allocateIP().String()
+		}
+	}
+	if capacityType == CapacityTypeSpot {
+		inst.spotRequestID = "sir-" + f.hex(8)
+	}
+	f.instances[inst.id] = inst
+	f.order = append(f.order, inst)
+	f.mu.Unlock()
+	info, _ := f.Instance(inst.id)
+	return info, nil
 }

@@ -252,3 +252,21 @@ func fix(terms []selectorTerm, noun, field string) string {
 	}
 	return fmt.Sprintf("check that the %s exist in this region and change %s", noun, field)
 }
+
+// Network returns the subnets and security groups nc's selector terms
+// select now, as Resolve would put them in its status, with no other call
+// and nothing created: the simulator gives the instances of a restored
+// cluster the network their node class selects, so that they are not
+// drifted from the start. A term that selects nothing is not an error here;
+// the lists are then shorter or empty.
+func (r *Resolver) Network(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.Subnet, []awsv1.SecurityGroup, error) {
+	subnets, _, err := r.resolveSubnets(ctx, nc.Spec.SubnetSelectorTerms)
+	if err != nil {
+		return nil, nil, err
+	}
+	groups, _, err := r.resolveSecurityGroups(ctx, nc.Spec.SecurityGroupSelectorTerms)
+	if err != nil {
+		return nil, nil, err
+	}
+	return subnets, groups, nil
+}
