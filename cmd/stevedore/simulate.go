@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/stevedore-autoscaler/stevedore/sim/report"
 	"github.com/stevedore-autoscaler/stevedore/sim/runner"
 	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
+	"github.com/stevedore-autoscaler/stevedore/sim/whatif"
 )
 
 func newSimulateCommand() *cobra.Command {
@@ -34,6 +36,7 @@ func newSimulateCommand() *cobra.Command {
 		reportFile string
 		seedList   string
 		check      bool
+		changeFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate PATH...",
@@ -80,6 +83,20 @@ which opens offline in any browser.`,
 			if check && reportFile != "" {
 				return fmt.Errorf("--check writes no report: drop --report; without --check a run writes its HTML page")
 			}
+			if check && changeFile != "" {
+				return fmt.Errorf("--check and --change do not go together: --change compares two runs, --check runs under faults")
+			}
+			var change []scenario.Event
+			var changeLines []string
+			if changeFile != "" {
+				data, err := os.ReadFile(changeFile)
+				if err != nil {
+					return fmt.Errorf("--change: %w", err)
+				}
+				if change, changeLines, err = scenario.ReadChange(changeFile, data); err != nil {
+					return fmt.Errorf("--change: %w", err)
+				}
+			}
 			scheme, err := newScheme()
 			if err != nil {
 				return err
@@ -124,23 +141,35 @@ which opens offline in any browser.`,
 				}
 				return runChaos(cmd, paths, stdin, scheme, seeds, logger)
 			}
-			opts := runner.Options{Run: run, Scheme: scheme, Log: logger}
-			// Progress goes to a terminal only, so that what is written
-			// to a file or a pipe stays the same from run to run.
-			if isTerminal(cmd.ErrOrStderr()) {
-				opts.Progress = progressLine(cmd.ErrOrStderr(), run, time.Now)
-			}
-			r, err := runner.New(opts)
-			if err != nil {
-				return err
-			}
 			started := time.Now()
-			doc, err := r.Run()
+			doc, reconciles, err := simulateOnce(cmd, run, scheme, logger)
 			if err != nil {
 				return err
 			}
-			if opts.Progress != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "\r%s\r", strings.Repeat(" ", 72))
+			if changeFile != "" {
+				changed, problems, err := scenario.LoadChanged(paths, bytes.NewReader(stdin), scheme, change)
+				if errors.Is(err, scenario.ErrInvalid) {
+					printProblems(cmd, problems)
+					return errSilentFailure
+				}
+				if err != nil {
+					return err
+				}
+				changed.Seed = run.Seed
+				after, _, err := simulateOnce(cmd, changed, scheme, logger)
+				if err != nil {
+					return err
+				}
+				if reportFile != "" {
+					if err := writeReport(reportFile, after); err != nil {
+						return err
+					}
+				}
+				cmp := whatif.Compare(doc, after, changeLines)
+				if output == "json" {
+					return cmp.WriteJSON(cmd.OutOrStdout())
+				}
+				return cmp.WriteText(cmd.OutOrStdout())
 			}
 			if reportFile != "" {
 				if err := writeReport(reportFile, doc); err != nil {
@@ -153,7 +182,7 @@ which opens offline in any browser.`,
 			if err := doc.WriteText(cmd.OutOrStdout()); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nSimulated %s in %s (%d reconciles).\n", run.Duration, time.Since(started).Round(time.Millisecond), r.Stats().Reconciles)
+			fmt.Fprintf(cmd.OutOrStdout(), "\nSimulated %s in %s (%d reconciles).\n", run.Duration, time.Since(started).Round(time.Millisecond), reconciles)
 			return nil
 		},
 	}
@@ -163,8 +192,32 @@ which opens offline in any browser.`,
 	cmd.Flags().IntVarP(&verbose, "verbosity", "v", 0, "log verbosity with --log-file (0 info, 1 debug)")
 	cmd.Flags().StringVar(&reportFile, "report", "", "also write the run as a self-contained HTML page (charts and the event log) to this file")
 	cmd.Flags().BoolVar(&check, "check", false, "run under random faults drawn from the seed (restarts, capacity shortages, spot interruptions, node failures), twice per seed, and check the safety invariants; exit 1 on a violation")
+	cmd.Flags().StringVar(&changeFile, "change", "", "what if: run the scenario as it is and with the change in this file (objects to apply, events such as releaseImage, or a Scenario's events) on the same seed, and print the difference; --report writes the changed run")
 	cmd.Flags().StringVar(&seedList, "seeds", "", "with --check, the seeds to run: a list of seeds and ranges such as 1-20,42")
 	return cmd
+}
+
+// simulateOnce runs a loaded scenario and returns its report and how many
+// reconciles it took.
+func simulateOnce(cmd *cobra.Command, run *scenario.Run, scheme *runtime.Scheme, logger logr.Logger) (*report.Document, int, error) {
+	opts := runner.Options{Run: run, Scheme: scheme, Log: logger}
+	// Progress goes to a terminal only, so that what is written to a file
+	// or a pipe stays the same from run to run.
+	if isTerminal(cmd.ErrOrStderr()) {
+		opts.Progress = progressLine(cmd.ErrOrStderr(), run, time.Now)
+	}
+	r, err := runner.New(opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	doc, err := r.Run()
+	if err != nil {
+		return nil, 0, err
+	}
+	if opts.Progress != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "\r%s\r", strings.Repeat(" ", 72))
+	}
+	return doc, r.Stats().Reconciles, nil
 }
 
 // writeReport writes the run's HTML report to path.
