@@ -27,6 +27,6 @@ so existing manifests apply unchanged.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCommand(), newCRDsCommand(), newValidateCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand())
-	root.AddCommand(newExplainCommand(), newDiagnoseCommand(), newIAMPolicyCommand())
+	root.AddCommand(newExplainCommand(), newDiagnoseCommand(), newSnapshotCommand(), newIAMPolicyCommand())
 	return root
 }
