@@ -84,9 +84,12 @@ type Prepared struct {
 // offered in the zones of opts, one packer.NodePool per NodePool with the
 // types compatible with it, the pods the workloads would create (pods with
 // spec.nodeName on a given node are put on that node instead; pods that have
-// finished are left out), one template pod per DaemonSet, the given nodes and
-// the namespaces' labels. Pods get the defaults of the LimitRanges among
-// objs, as the API server would give them (see workloads.Expand).
+// finished are left out; a ReplicaSet, StatefulSet or Job whose pods are
+// given, matched by its UID as a snapshot of a cluster records them, only
+// adds the pods it is missing), one template pod per DaemonSet, the given
+// nodes and the namespaces' labels. Pods get the defaults of the
+// LimitRanges among objs, as the API server would give them (see
+// workloads.Expand).
 func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 	if opts.PreferencePolicy == "" {
 		// The controller's default, so that a plan predicts what it does.
@@ -169,7 +172,7 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 		p.Warnings = append(p.Warnings, "no NodePool among the manifests: only existing nodes can take pods")
 	}
 
-	expanded, _ := workloads.Expand(objs.Workloads)
+	expanded, _ := workloads.Expand(lessGivenPods(objs.Workloads))
 	p.Input.DaemonSetPods = expanded.DaemonSetPods
 
 	nodeIndex := map[string]int{}
