@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -8,18 +9,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
+	"github.com/stevedore-autoscaler/stevedore/snapshot"
 	"github.com/stevedore-autoscaler/stevedore/test/apiserver"
 )
 
@@ -264,5 +269,84 @@ func TestSnapshotAgainstAPIServer(t *testing.T) {
 	// A second snapshot into the same directory is refused.
 	if _, _, err := run(t, "", "snapshot", dir, "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a second snapshot into %s: %v", dir, err)
+	}
+}
+
+// TestSnapshotClusterRole checks the read-only ClusterRole of
+// docs/snapshot.md against a real API server: with it, a snapshot reads
+// every kind; without any one of its rules, the read fails at the kind that
+// rule grants.
+func TestSnapshotClusterRole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real API server")
+	}
+	doc, err := os.ReadFile("../../docs/snapshot.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n")
+	if !ok {
+		t.Fatal("docs/snapshot.md has no ClusterRole block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict([]byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"+block), &role); err != nil {
+		t.Fatal(err)
+	}
+	// The kind Read lists first among those each rule grants.
+	firstKind := map[string]string{"karpenter.sh": "NodePool", "karpenter.k8s.aws": "EC2NodeClass", "": "Node", "policy": "PodDisruptionBudget",
+		"apps": "DaemonSet", "batch": "Job", "scheduling.k8s.io": "PriorityClass"}
+	if len(role.Rules) != len(firstKind) {
+		t.Fatalf("the ClusterRole has %d rules, want one for each of the %d API groups read", len(role.Rules), len(firstKind))
+	}
+
+	srv, _ := startAPIServer(t)
+	admin, err := client.New(srv.Config, client.Options{Scheme: apiserver.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// read reads the cluster as user, bound to role, until the result is
+	// what want says or 20 seconds pass (RBAC changes take a moment).
+	read := func(user string, r *rbacv1.ClusterRole, want func(error) bool) error {
+		t.Helper()
+		r = r.DeepCopy()
+		r.Name = user
+		if err := admin.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+		if err := admin.Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.CopyConfig(srv.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		kube, err := client.New(cfg, client.Options{Scheme: apiserver.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := snapshot.Read(ctx, kube, "1.33")
+			if want(err) || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if err := read("snapshot-reader", &role, func(err error) bool { return err == nil }); err != nil {
+		t.Fatalf("with the ClusterRole of docs/snapshot.md: %v", err)
+	}
+	for i, rule := range role.Rules {
+		group := rule.APIGroups[0]
+		less := role.DeepCopy()
+		less.Rules = slices.Delete(less.Rules, i, i+1)
+		wantMsg := "listing " + firstKind[group] + "s:"
+		err := read(fmt.Sprintf("snapshot-reader-%d", i), less, func(err error) bool { return err != nil && strings.Contains(err.Error(), wantMsg) })
+		if err == nil || !strings.Contains(err.Error(), wantMsg) || !strings.Contains(err.Error(), "docs/snapshot.md") {
+			t.Errorf("without the rule for API group %q: %v, want an error %q that points at docs/snapshot.md", group, err, wantMsg)
+		}
 	}
 }
