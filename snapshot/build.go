@@ -19,16 +19,21 @@ const DefaultDuration = "2h"
 
 // The files a snapshot holds, in the order Build returns them.
 const (
-	FileScenario       = "scenario.yaml"
-	FileNodeClasses    = "ec2nodeclasses.yaml"
-	FileNodePools      = "nodepools.yaml"
-	FileNodeClaims     = "nodeclaims.yaml"
-	FileNodes          = "nodes.yaml"
-	FilePolicies       = "policies.yaml"
-	FileVolumes        = "volumes.yaml"
-	FileWorkloads      = "workloads.yaml"
-	FilePods           = "pods.yaml"
-	ScenarioName       = "snapshot"
+	FileScenario    = "scenario.yaml"
+	FileNodeClasses = "ec2nodeclasses.yaml"
+	FileNodePools   = "nodepools.yaml"
+	FileNodeClaims  = "nodeclaims.yaml"
+	FileNodes       = "nodes.yaml"
+	FilePolicies    = "policies.yaml"
+	FileVolumes     = "volumes.yaml"
+	FileWorkloads   = "workloads.yaml"
+	FilePods        = "pods.yaml"
+)
+
+// ScenarioName is the metadata.name of a snapshot's Scenario.
+const ScenarioName = "snapshot"
+
+const (
 	scenarioAPIVersion = "stevedore.io/v1alpha1"
 	scenarioKind       = "Scenario"
 )
