@@ -10,9 +10,11 @@ import (
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/aws/drift"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/fake"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/launch"
 	"github.com/stevedore-autoscaler/stevedore/cloud/aws/nodeclass"
+	nodepoolhash "github.com/stevedore-autoscaler/stevedore/controllers/nodepool/hash"
 	"github.com/stevedore-autoscaler/stevedore/sim/kubelet"
 )
 
@@ -27,6 +29,12 @@ import (
 //   - owner references name their owners by the UIDs the cluster gave them:
 //     each object's recorded UID is mapped to the one the in-memory API
 //     gives it, and the references of the objects after it are moved along;
+//   - a NodeClaim that was in step with its NodePool and EC2NodeClass (the
+//     hash annotations it was launched with equal theirs) stays in step:
+//     it takes the hashes the simulation computes for them, which may
+//     differ from the cluster's for reasons that are no drift (the
+//     simulated cluster's CA bundle, which the EC2NodeClass hash covers);
+//     one that was out of step stays drifted;
 //   - a NodeClaim with a provider ID has an instance: it is added to the
 //     in-memory EC2 as running, with the tags a launch gives it, the node
 //     name as its private DNS name (which is how its kubelet finds it) and
@@ -35,6 +43,7 @@ import (
 func (r *Runner) applyObjects() error {
 	uids := map[types.UID]types.UID{}
 	classes := map[string]*awsv1.EC2NodeClass{}
+	pools := map[string]*karpv1.NodePool{}
 	for _, o := range r.run.Objects {
 		co := o.Object.DeepCopyObject().(client.Object)
 		recorded := co.GetUID()
@@ -42,7 +51,10 @@ func (r *Runner) applyObjects() error {
 		switch v := co.(type) {
 		case *awsv1.EC2NodeClass:
 			classes[v.Name] = v
+		case *karpv1.NodePool:
+			pools[v.Name] = v
 		case *karpv1.NodeClaim:
+			r.keepInStep(v, pools[v.Labels[wellknown.LabelNodePool]], classes[v.Spec.NodeClassRef.Name])
 			if err := r.restoreInstance(v, classes[v.Spec.NodeClassRef.Name]); err != nil {
 				return fmt.Errorf("%s: NodeClaim %s: %w", o.Source, v.Name, err)
 			}
@@ -61,6 +73,24 @@ func (r *Runner) applyObjects() error {
 		}
 	}
 	return nil
+}
+
+// keepInStep gives a NodeClaim that was in step with its NodePool and
+// EC2NodeClass the hashes the simulation computes for them.
+func (r *Runner) keepInStep(nc *karpv1.NodeClaim, pool *karpv1.NodePool, class *awsv1.EC2NodeClass) {
+	if pool != nil && inStep(nc, pool, wellknown.AnnotationNodePoolHash, wellknown.AnnotationNodePoolHashVersion, wellknown.NodePoolHashVersion) {
+		nc.Annotations[wellknown.AnnotationNodePoolHash] = nodepoolhash.Hash(pool)
+	}
+	if class != nil && inStep(nc, class, wellknown.AnnotationEC2NodeClassHash, wellknown.AnnotationEC2NodeClassHashVersion, drift.HashVersion) {
+		nc.Annotations[wellknown.AnnotationEC2NodeClassHash] = drift.Hash(class, r.world.cluster.CertificateAuthority)
+	}
+}
+
+// inStep reports whether the NodeClaim and its owner carry the same hash,
+// of the current version.
+func inStep(nc *karpv1.NodeClaim, owner client.Object, hashKey, versionKey, version string) bool {
+	a, b := nc.GetAnnotations(), owner.GetAnnotations()
+	return a[versionKey] == version && b[versionKey] == version && a[hashKey] != "" && a[hashKey] == b[hashKey]
 }
 
 // moveOwnerReferences points owner references recorded with an owner's old

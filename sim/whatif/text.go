@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -56,6 +57,16 @@ func (c Comparison) WriteText(w io.Writer) error {
 	row("cost of the run", dollars(a.Cost), dollars(x.Cost))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(x.BudgetPeaks) > 0 {
+		b.WriteString("\nDisruption budgets in the changed run (most nodes disrupting at once, of those allowed):\n")
+		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		for _, p := range x.BudgetPeaks {
+			fmt.Fprintf(tw, "  %s\t%s\t%d of %s\n", p.NodePool, p.Reason, p.Disrupting, allowed(p.Allowed))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(x.BudgetWaits) > 0 {
 		b.WriteString("\nPodDisruptionBudgets that held the changed run up:\n")
@@ -126,6 +137,13 @@ func refusals(s Summary) int {
 		n += b.Refusals
 	}
 	return n
+}
+
+func allowed(n int) string {
+	if n == math.MaxInt32 {
+		return "any"
+	}
+	return fmt.Sprint(n)
 }
 
 func dollars(v float64) string { return fmt.Sprintf("$%.4f", v) }

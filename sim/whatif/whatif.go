@@ -50,6 +50,11 @@ type Summary struct {
 	PendingAtEnd int `json:"pendingAtEnd"`
 	// BudgetWaits are the PodDisruptionBudgets that refused evictions.
 	BudgetWaits []BudgetWait `json:"budgetWaits"`
+	// BudgetPeaks are, for each NodePool and reason that disrupted nodes,
+	// the most of its nodes being disrupted for the reason right after a
+	// decision, and the least the NodePool's budgets allowed then: a rollout
+	// under a budget of one node shows 1 and 1.
+	BudgetPeaks []BudgetPeak `json:"budgetPeaks"`
 	// CostPerHourAtStart and CostPerHourAtEnd are the first and last
 	// samples' cost per hour; Cost is the whole run's, in USD.
 	CostPerHourAtStart float64 `json:"costPerHourAtStart"`
@@ -75,6 +80,15 @@ type BudgetWait struct {
 	Budget      string        `json:"budget"`
 	Refusals    int           `json:"refusals"`
 	LongestWait time.Duration `json:"longestWait"`
+}
+
+// BudgetPeak is the heaviest use of a NodePool's disruption budget for a
+// reason.
+type BudgetPeak struct {
+	NodePool   string `json:"nodePool"`
+	Reason     string `json:"reason"`
+	Disrupting int    `json:"disrupting"`
+	Allowed    int    `json:"allowed"`
 }
 
 // Comparison is the two runs side by side.
@@ -118,7 +132,29 @@ func Summarize(doc *report.Document) Summary {
 	s.replacements(doc)
 	s.pending(doc)
 	s.budgets(doc)
+	s.budgetPeaks(doc)
 	return s
+}
+
+// budgetPeaks reads the decisions' budget figures.
+func (s *Summary) budgetPeaks(doc *report.Document) {
+	s.BudgetPeaks = []BudgetPeak{}
+	at := map[[2]string]int{}
+	for _, d := range doc.Decisions {
+		k := [2]string{d.NodePool, d.Reason}
+		i, ok := at[k]
+		if !ok {
+			i = len(s.BudgetPeaks)
+			at[k] = i
+			s.BudgetPeaks = append(s.BudgetPeaks, BudgetPeak{NodePool: d.NodePool, Reason: d.Reason, Allowed: d.Allowed})
+		}
+		p := &s.BudgetPeaks[i]
+		p.Disrupting = max(p.Disrupting, d.Disrupting)
+		p.Allowed = min(p.Allowed, d.Allowed)
+	}
+	slices.SortFunc(s.BudgetPeaks, func(a, b BudgetPeak) int {
+		return cmp.Or(cmp.Compare(a.NodePool, b.NodePool), cmp.Compare(a.Reason, b.Reason))
+	})
 }
 
 // replacements reads the disruptions and launches from the event log.

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,11 @@ func driftRun() *report.Document {
 			{Time: at(8), Pod: "shop/web-2", Budgets: refused},
 			{Time: at(9.5), Pod: "shop/web-2", Granted: true},
 		},
+		Decisions: []report.Decision{
+			{Time: at(1), NodeClaim: "a", BudgetUse: report.BudgetUse{NodePool: "web", Reason: "Drifted", Allowed: 1, Disrupting: 1}},
+			{Time: at(3), NodeClaim: "c", BudgetUse: report.BudgetUse{NodePool: "web", Reason: "Underutilized", Allowed: 2147483647, Disrupting: 1}},
+			{Time: at(7), NodeClaim: "b", BudgetUse: report.BudgetUse{NodePool: "web", Reason: "Drifted", Allowed: 2, Disrupting: 2}},
+		},
 		Final: report.Final{Cost: 0.21, Disruptions: map[string]int{"Drifted": 2}, Pods: report.PodCounts{Pending: 1}},
 	}
 }
@@ -67,6 +73,9 @@ func TestSummarize(t *testing.T) {
 	}
 	if len(s.BudgetWaits) != 1 || s.BudgetWaits[0] != (BudgetWait{Budget: "shop/web", Refusals: 2, LongestWait: 2 * time.Minute}) {
 		t.Errorf("budget waits = %+v, want shop/web: 2 refusals, 2m", s.BudgetWaits)
+	}
+	if want := []BudgetPeak{{"web", "Drifted", 2, 1}, {"web", "Underutilized", 1, 2147483647}}; !slices.Equal(s.BudgetPeaks, want) {
+		t.Errorf("budget peaks = %+v, want %+v", s.BudgetPeaks, want)
 	}
 	if s.CostPerHourAtStart != 0.192 || s.CostPerHourAtEnd != 0.2 || s.Cost != 0.21 || s.PendingAtEnd != 1 {
 		t.Errorf("costs %v/%v/%v, pending at end %d", s.CostPerHourAtStart, s.CostPerHourAtEnd, s.Cost, s.PendingAtEnd)
@@ -96,6 +105,8 @@ func TestWriteText(t *testing.T) {
 		"0:01:00 to 0:12:00 (11m0s)",
 		"shop/web  2 evictions refused  longest wait 2m0s",
 		"0:07:00  Drifted  NodeClaim/b",
+		"web  Drifted        2 of 1",
+		"web  Underutilized  1 of any",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, b.String())
