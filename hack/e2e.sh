@@ -31,7 +31,7 @@ groups=(
   "TestController|TestMetricsScrape"     # 8 subtests in parallel [~165], then [66]
   "TestMotoLifecycle"                    # [~270, mostly waiting on the controller's timers]
   "TestScaleOut|TestHashVersionChange"   # [138 + 67]
-  "TestLeaderElection"                   # [116]
+  "TestLeaderElection|TestWhatIf"        # [116 + 158]
 )
 shards=()
 for g in "${groups[@]}"; do
