@@ -33,11 +33,6 @@ const (
 // ScenarioName is the metadata.name of a snapshot's Scenario.
 const ScenarioName = "snapshot"
 
-const (
-	scenarioAPIVersion = "stevedore.io/v1alpha1"
-	scenarioKind       = "Scenario"
-)
-
 // Options shape a snapshot.
 type Options struct {
 	// Now is the moment of the snapshot and the start of its Scenario.

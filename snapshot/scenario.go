@@ -11,71 +11,8 @@ import (
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/sim/scenario"
 )
-
-// The Scenario document, as package sim/scenario reads it. Only the fields a
-// snapshot sets are declared; their JSON names are the Scenario's.
-type scenarioDoc struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Metadata   scenarioMeta `json:"metadata"`
-	Spec       scenarioSpec `json:"spec"`
-}
-
-type scenarioMeta struct {
-	Name string `json:"name"`
-}
-
-type scenarioSpec struct {
-	Start    string          `json:"start"`
-	Duration string          `json:"duration"`
-	Cluster  scenarioCluster `json:"cluster"`
-	AWS      scenarioAWS     `json:"aws"`
-}
-
-type scenarioCluster struct {
-	Name              string `json:"name"`
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-}
-
-type scenarioAWS struct {
-	Region         string          `json:"region"`
-	Zones          []string        `json:"zones,omitempty"`
-	Subnets        []subnet        `json:"subnets,omitempty"`
-	SecurityGroups []securityGroup `json:"securityGroups,omitempty"`
-	Images         []image         `json:"images,omitempty"`
-	// CurrentImages are the EKS-optimized images <family>@latest resolves
-	// to at the start.
-	CurrentImages []releaseImage `json:"currentImages,omitempty"`
-}
-
-type subnet struct {
-	ID   string            `json:"id"`
-	Zone string            `json:"zone"`
-	Tags map[string]string `json:"tags,omitempty"`
-}
-
-type securityGroup struct {
-	ID   string            `json:"id"`
-	Name string            `json:"name,omitempty"`
-	Tags map[string]string `json:"tags,omitempty"`
-}
-
-type image struct {
-	ID    string            `json:"id"`
-	Name  string            `json:"name,omitempty"`
-	Arch  string            `json:"arch,omitempty"`
-	Owner string            `json:"owner,omitempty"`
-	Tags  map[string]string `json:"tags,omitempty"`
-}
-
-type releaseImage struct {
-	Alias   string `json:"alias"`
-	Arch    string `json:"arch,omitempty"`
-	Variant string `json:"variant,omitempty"`
-	ID      string `json:"id"`
-	Name    string `json:"name,omitempty"`
-}
 
 // discoveryTag is the tag EC2NodeClasses conventionally select their
 // cluster's subnets and security groups by; its value is the cluster's name.
@@ -92,16 +29,16 @@ var releaseFamilies = []string{"al2023", "al2", "bottlerocket"}
 // scenario builds the Scenario document: the start, the cluster, and the AWS
 // account the EC2NodeClasses resolved, so that in the simulation they select
 // the same subnets, security groups and images.
-func (b *builder) scenario(c *Cluster, opts Options) (scenarioDoc, error) {
+func (b *builder) scenario(c *Cluster, opts Options) (scenario.Scenario, error) {
 	name, err := clusterName(c, opts.ClusterName)
 	if err != nil {
-		return scenarioDoc{}, err
+		return scenario.Scenario{}, err
 	}
 	region, err := region(c, opts.Region)
 	if err != nil {
-		return scenarioDoc{}, err
+		return scenario.Scenario{}, err
 	}
-	aws := scenarioAWS{Region: region, Zones: zones(c)}
+	aws := scenario.AWS{Region: region, Zones: zones(c)}
 	aws.Subnets = b.subnets(c)
 	aws.SecurityGroups = b.securityGroups(c)
 	aws.Images, aws.CurrentImages = b.images(c)
@@ -110,14 +47,14 @@ func (b *builder) scenario(c *Cluster, opts Options) (scenarioDoc, error) {
 			b.res.Notes = append(b.res.Notes, fmt.Sprintf("EC2NodeClass %s selects capacity reservations, which are not written (its status does not say how many instances they hold): add them to spec.aws.capacityReservations", nc.Name))
 		}
 	}
-	return scenarioDoc{
-		APIVersion: scenarioAPIVersion,
-		Kind:       scenarioKind,
-		Metadata:   scenarioMeta{Name: ScenarioName},
-		Spec: scenarioSpec{
+	return scenario.Scenario{
+		APIVersion: scenario.APIVersion,
+		Kind:       scenario.Kind,
+		Metadata:   scenario.Metadata{Name: ScenarioName},
+		Spec: scenario.Spec{
 			Start:    opts.Now.UTC().Format(time.RFC3339),
-			Duration: opts.Duration,
-			Cluster:  scenarioCluster{Name: name, KubernetesVersion: c.KubernetesVersion},
+			Duration: scenario.Duration(opts.Duration),
+			Cluster:  scenario.Cluster{Name: name, KubernetesVersion: c.KubernetesVersion},
 			AWS:      aws,
 		},
 	}, nil
@@ -253,7 +190,7 @@ func (b *builder) conflict(what, id string, conflicts []string) {
 
 // subnets are the subnets of the node classes' status, each with its zone and
 // the tags that make the classes' selector terms select it.
-func (b *builder) subnets(c *Cluster) []subnet {
+func (b *builder) subnets(c *Cluster) []scenario.Subnet {
 	var sets tagSets
 	zone := map[string]string{}
 	for i := range c.NodeClasses {
@@ -269,11 +206,11 @@ func (b *builder) subnets(c *Cluster) []subnet {
 			sets.add(s.ID, terms)
 		}
 	}
-	var out []subnet
+	var out []scenario.Subnet
 	for _, id := range slices.Sorted(slices.Values(sets.ids)) {
 		tags, conflicts := satisfying(sets.terms[id])
 		b.conflict("Subnet", id, conflicts)
-		out = append(out, subnet{ID: id, Zone: zone[id], Tags: tags})
+		out = append(out, scenario.Subnet{ID: id, Zone: zone[id], Tags: tags})
 	}
 	return out
 }
@@ -281,7 +218,7 @@ func (b *builder) subnets(c *Cluster) []subnet {
 // securityGroups are the security groups of the node classes' status, with
 // their names and the tags that make the classes' selector terms select
 // them.
-func (b *builder) securityGroups(c *Cluster) []securityGroup {
+func (b *builder) securityGroups(c *Cluster) []scenario.SecurityGroup {
 	var sets tagSets
 	name := map[string]string{}
 	for i := range c.NodeClasses {
@@ -297,11 +234,11 @@ func (b *builder) securityGroups(c *Cluster) []securityGroup {
 			sets.add(g.ID, terms)
 		}
 	}
-	var out []securityGroup
+	var out []scenario.SecurityGroup
 	for _, id := range slices.Sorted(slices.Values(sets.ids)) {
 		tags, conflicts := satisfying(sets.terms[id])
 		b.conflict("Security group", id, conflicts)
-		out = append(out, securityGroup{ID: id, Name: name[id], Tags: tags})
+		out = append(out, scenario.SecurityGroup{ID: id, Name: name[id], Tags: tags})
 	}
 	return out
 }
@@ -310,8 +247,8 @@ func (b *builder) securityGroups(c *Cluster) []securityGroup {
 // family@latest as the current releases of the family, the others as
 // images of the account with the tags and owner their selector terms ask
 // for. An image both kinds of class resolve is a current release only.
-func (b *builder) images(c *Cluster) ([]image, []releaseImage) {
-	var current []releaseImage
+func (b *builder) images(c *Cluster) ([]scenario.Image, []scenario.ReleaseImage) {
+	var current []scenario.ReleaseImage
 	released := map[string]bool{}
 	var sets tagSets
 	owners := map[string]string{}
@@ -330,7 +267,7 @@ func (b *builder) images(c *Cluster) ([]image, []releaseImage) {
 						continue
 					}
 					released[ami.ID] = true
-					current = append(current, releaseImage{Alias: family, Arch: amiArch(ami), Variant: amiVariant(ami), ID: ami.ID, Name: ami.Name})
+					current = append(current, scenario.ReleaseImage{Alias: family, Arch: amiArch(ami), Variant: amiVariant(ami), ID: ami.ID, Name: ami.Name})
 				}
 			}
 			continue
@@ -356,10 +293,10 @@ func (b *builder) images(c *Cluster) ([]image, []releaseImage) {
 			sets.add(ami.ID, terms)
 		}
 	}
-	slices.SortFunc(current, func(a, b releaseImage) int {
+	slices.SortFunc(current, func(a, b scenario.ReleaseImage) int {
 		return strings.Compare(a.Alias+"/"+a.Arch+"/"+a.Variant+"/"+a.ID, b.Alias+"/"+b.Arch+"/"+b.Variant+"/"+b.ID)
 	})
-	var out []image
+	var out []scenario.Image
 	for _, id := range slices.Sorted(slices.Values(sets.ids)) {
 		if released[id] {
 			continue
@@ -367,7 +304,7 @@ func (b *builder) images(c *Cluster) ([]image, []releaseImage) {
 		tags, conflicts := satisfying(sets.terms[id])
 		b.conflict("Image", id, conflicts)
 		ami := found[id]
-		out = append(out, image{ID: id, Name: ami.Name, Arch: amiArch(ami), Owner: owners[id], Tags: tags})
+		out = append(out, scenario.Image{ID: id, Name: ami.Name, Arch: amiArch(ami), Owner: owners[id], Tags: tags})
 	}
 	return out, current
 }

@@ -96,7 +96,7 @@ type Cluster struct {
 	PodStartTime Duration `json:"podStartTime,omitempty"`
 	// ControllerManager sets how fast kube-controller-manager's workload
 	// controllers write pods.
-	ControllerManager ControllerManager `json:"controllerManager,omitempty"`
+	ControllerManager ControllerManager `json:"controllerManager,omitzero"`
 }
 
 // ControllerManager is kube-controller-manager's API client settings.
