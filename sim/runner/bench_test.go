@@ -48,6 +48,17 @@ func BenchmarkScenario(b *testing.B) {
 		perController = append(perController, fmt.Sprintf("%s %d", n, by[n]))
 	}
 	b.Logf("reconciles per controller: %s", strings.Join(perController, ", "))
+	// Wall-clock time per controller, the slowest first: all of it, and its
+	// longest reconcile (for the provisioner and disruption, one decision).
+	slices.SortStableFunc(names, func(a, b string) int { return int(stats.TimeBy[b] - stats.TimeBy[a]) })
+	timed := make([]string, 0, len(names))
+	for _, n := range names {
+		timed = append(timed, fmt.Sprintf("%s %.1fs (longest %.2fs)", n, stats.TimeBy[n].Seconds(), stats.SlowestBy[n].Seconds()))
+	}
+	b.Logf("wall time per controller: %s", strings.Join(timed, ", "))
+	for _, n := range []string{"provisioner", "disruption"} {
+		b.ReportMetric(stats.SlowestBy[n].Seconds(), n+"-longest-s")
+	}
 	b.ReportMetric(run.Duration.Hours(), "virtual-h")
 	nodes, pods := 0, 0
 	for _, sm := range doc.Samples {

@@ -139,9 +139,13 @@ type Runner struct {
 	reconciles int
 	// reconcilesBy counts reconciles per controller name.
 	reconcilesBy map[string]int
-	errors       map[string]int
-	lastErr      map[string]string
-	progress     int
+	// timeBy sums, and slowestBy keeps the longest of, each controller's
+	// reconciles in wall-clock time: figures for benchmarks, which nothing
+	// in the run reads.
+	timeBy, slowestBy map[string]time.Duration
+	errors            map[string]int
+	lastErr           map[string]string
+	progress          int
 }
 
 // New builds the world of a scenario: the API with the scenario's objects
@@ -168,6 +172,8 @@ func New(opts Options) (*Runner, error) {
 		q:            newQueue(),
 		errors:       map[string]int{},
 		reconcilesBy: map[string]int{},
+		timeBy:       map[string]time.Duration{},
+		slowestBy:    map[string]time.Duration{},
 		lastErr:      map[string]string{},
 	}
 	r.ctx = log.IntoContext(context.Background(), opts.Log)
@@ -310,7 +316,11 @@ func (r *Runner) reportProgress() {
 func (r *Runner) reconcile(d *driven, req reconcile.Request) {
 	r.reconciles++
 	r.reconcilesBy[d.Name]++
+	began := time.Now()
 	res, err := r.call(d, req)
+	took := time.Since(began)
+	r.timeBy[d.Name] += took
+	r.slowestBy[d.Name] = max(r.slowestBy[d.Name], took)
 	now := r.clock.Now()
 	if err != nil {
 		n := d.failures[req] + 1
@@ -483,12 +493,16 @@ type Stats struct {
 	Reconciles int
 	// ReconcilesBy is Reconciles per controller.
 	ReconcilesBy map[string]int
-	Errors       map[string]int
+	// TimeBy and SlowestBy are each controller's wall-clock time in all and
+	// in its longest reconcile (a provisioning or consolidation decision is
+	// one reconcile of its controller).
+	TimeBy, SlowestBy map[string]time.Duration
+	Errors            map[string]int
 }
 
 // Stats returns what the run did so far.
 func (r *Runner) Stats() Stats {
-	return Stats{Reconciles: r.reconciles, ReconcilesBy: r.reconcilesBy, Errors: r.errors}
+	return Stats{Reconciles: r.reconciles, ReconcilesBy: r.reconcilesBy, TimeBy: r.timeBy, SlowestBy: r.slowestBy, Errors: r.errors}
 }
 
 func watchNamed(name string) reconcile.Request { return watch.Named(name) }
