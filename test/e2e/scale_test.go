@@ -59,6 +59,20 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("measurement: 1,000 pods Running %s after creation, on %d nodes (%s); %d NodeClaims exist",
 		toRunning.Round(100*time.Millisecond), peakNodes, typeMix(s), len(s.claims))
 	t.Logf("measurement: scale-out: %s", up.since(baseline))
+	decided, toClaim, err := nominationLatencies(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("measurement: pod created -> first Nominated event, %d pods: p50 %s, p99 %s; pod created -> its new NodeClaim created, %d pods: p50 %s, p99 %s (pods' creation times are whole seconds)",
+		len(decided), percentile(decided, 50), percentile(decided, 99), len(toClaim), percentile(toClaim, 50), percentile(toClaim, 99))
+	if len(decided) == 0 {
+		t.Error("no pod has a Nominated event")
+	}
+	// Karpenter's own gate for this scale-out is 260 MB of controller
+	// memory; the peak is a high-water mark of the process, not a timing.
+	if mib := up.peakRSS >> 20; mib > 260 {
+		t.Errorf("the controller's peak resident memory reached %d MiB during the scale-out, above Karpenter's gate of 260", mib)
+	}
 
 	// Scale down to 700 pods: consolidation takes nodes away.
 	if err := scale(ctx, ns, "small", 350); err != nil {
@@ -148,6 +162,75 @@ func waitAllRunning(t *testing.T, timeout time.Duration, ns string, want map[str
 		}
 		return fmt.Errorf("%s", strings.Join(problems, "; "))
 	})
+}
+
+// nominationLatencies returns, for the pods of the namespace, sorted: the
+// time from each pod's creation to its first Nominated event (the
+// provisioner's decision for it: a new NodeClaim, or room on a node or
+// NodeClaim already there), and, for the pods first nominated to a NodeClaim
+// created for them, the time from the pod's creation to that NodeClaim's.
+// Events the API server refused or merged leave pods out.
+func nominationLatencies(ctx context.Context, ns string) (decided, toClaim []time.Duration, err error) {
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := kube.List(ctx, claims); err != nil {
+		return nil, nil, err
+	}
+	createdClaim := map[string]time.Time{}
+	for _, nc := range claims.Items {
+		createdClaim[nc.Name] = nc.CreationTimestamp.Time
+	}
+	podList := &corev1.PodList{}
+	if err := kube.List(ctx, podList, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	createdPod := map[string]time.Time{}
+	for _, p := range podList.Items {
+		createdPod[p.Name] = p.CreationTimestamp.Time
+	}
+	// An event written through events.k8s.io has its time in eventTime
+	// (microseconds), one through core/v1 in firstTimestamp (seconds).
+	at := func(e *corev1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.FirstTimestamp.Time
+	}
+	first := map[string]*corev1.Event{}
+	for i := range events.Items {
+		e := &events.Items[i]
+		if e.Reason != "Nominated" || e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		if f, seen := first[e.InvolvedObject.Name]; !seen || at(e).Before(at(f)) {
+			first[e.InvolvedObject.Name] = e
+		}
+	}
+	for pod, e := range first {
+		created, ok := createdPod[pod]
+		if !ok || at(e).IsZero() {
+			continue
+		}
+		decided = append(decided, max(at(e).Sub(created), 0))
+		if _, claim, ok := strings.Cut(e.Message, "nodeclaim/"); ok && !createdClaim[claim].IsZero() && !createdClaim[claim].Before(created) {
+			toClaim = append(toClaim, createdClaim[claim].Sub(created))
+		}
+	}
+	slices.Sort(decided)
+	slices.Sort(toClaim)
+	return decided, toClaim, nil
+}
+
+// percentile is the p-th percentile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (p*len(sorted) + 99) / 100
+	return sorted[min(max(i, 1), len(sorted))-1]
 }
 
 // usage is what the controller process had used at one moment.
