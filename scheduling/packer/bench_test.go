@@ -169,3 +169,41 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackSamples packs several samples of the diverse workload (the
+// pods a Generator makes over consecutive calls, the first being
+// DiversePods') and reports the mean, least and greatest ratio of cost to
+// the lower bound. One sample's ratio moves by a few hundredths with any
+// change in how the packer breaks ties; the mean over samples shows whether
+// a change helps or hurts on the whole.
+func BenchmarkPackSamples(b *testing.B) {
+	const samples = 10
+	for _, where := range []string{"Pack", "Catalog"} {
+		for _, n := range []int{1000, 5000} {
+			b.Run(fmt.Sprintf("%s/%d", where, n), func(b *testing.B) {
+				var sum, lo, hi float64
+				for b.Loop() {
+					g := karpenterbench.NewGenerator()
+					sum, lo, hi = 0, 0, 0
+					for i := range samples {
+						pods := g.DiversePods(n)
+						in := karpenterbench.Input(pods, packer.PreferenceScore)
+						if where == "Catalog" {
+							in = catalogInput(b, func(int) []*corev1.Pod { return pods }, n, packer.PreferenceScore)
+						}
+						r := packer.Solve(in)
+						ratio := cost(r) / plan.Bound(in, r).PricePerHour
+						sum += ratio
+						if i == 0 || ratio < lo {
+							lo = ratio
+						}
+						hi = max(hi, ratio)
+					}
+				}
+				b.ReportMetric(sum/samples, "mean-cost/lb")
+				b.ReportMetric(lo, "min-cost/lb")
+				b.ReportMetric(hi, "max-cost/lb")
+			})
+		}
+	}
+}
