@@ -128,6 +128,7 @@ const (
 // group is a shared counter over topology domains: every pod shape that
 // carries the same term refers to the same group.
 type group struct {
+	id   int // index into state.groups
 	kind groupKind
 	t    term
 	key  int // index into state.keys
@@ -232,6 +233,8 @@ type shape struct {
 	forbidden []*group // gOwner groups whose term selects this shape
 	relevant  []int    // non-hostname topology keys a claim must be pinned on
 	variants  []*variant
+	// hostCounted: a hostname spread constraint counts the shape's pods.
+	hostCounted bool
 }
 
 // compiler turns pods into shapes and terms into shared groups.
@@ -361,7 +364,7 @@ func (s *state) group(kind groupKind, t term, extra string) *group {
 	if g, ok := s.groupBySig[sig]; ok {
 		return g
 	}
-	g := &group{kind: kind, t: t, key: s.keyIndex(t.key)}
+	g := &group{id: len(s.groups), kind: kind, t: t, key: s.keyIndex(t.key)}
 	s.groupBySig[sig] = g
 	s.groups = append(s.groups, g)
 	return g
@@ -701,11 +704,14 @@ func (s *state) compileShape(pod *corev1.Pod, req resources.Vector, zones []stri
 // which owner groups keep it out of domains, and which keys a new claim must
 // be pinned on when the shape lands on it.
 func (s *state) link(sh *shape) {
-	sh.matchedBy, sh.forbidden, sh.relevant = nil, nil, nil
+	sh.matchedBy, sh.forbidden, sh.relevant, sh.hostCounted = nil, nil, nil, false
 	rel := map[int]bool{}
 	for _, g := range s.groups {
 		if !g.t.matches(sh.ns, sh.labels) {
 			continue
+		}
+		if g.kind == gSpread && g.key == s.hostKey {
+			sh.hostCounted = true
 		}
 		switch g.kind {
 		case gOwner:

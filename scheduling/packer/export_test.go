@@ -2,9 +2,10 @@ package packer
 
 import corev1 "k8s.io/api/core/v1"
 
-// Step is one placement in the order the packer made it: pod index into the
-// pods Solve considered, and the node (existing nodes first, sorted by name,
-// then new claims in order) it went to.
+// Step is one placement: pod index into the pods Solve considered, and the
+// node (existing nodes first, sorted by name, then new claims in order) it
+// went to. SolveTrace lists them in the order kube-scheduler binds the pods
+// (see Input.Pods), in which the plan holds.
 type Step = step
 
 // SolveTrace is solve with its placement order, for the tests.

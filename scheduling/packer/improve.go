@@ -342,12 +342,15 @@ func (sv *solver) swap(x int32, a *bin, y int32, b *bin, traceAt []int32, out *o
 		s.attach(shy, b, y, by)
 		s.attach(shx, a, x, ax)
 	}
-	if !sv.mayCount(shx, a, b, x, traceAt) || !sv.fitsKeeping(shx, a.dom, b, out) || len(out.pins) > 0 || out.cand != b.cand {
+	defer sv.current(-1)
+	sv.current(x)
+	if !sv.mayCount(shx, a, b, true) || !sv.fitsKeeping(shx, a.dom, b, out) || len(out.pins) > 0 || out.cand != b.cand {
 		undo()
 		return false
 	}
 	s.commit(shx.variants[0], b, out, x)
-	if !sv.mayCount(shy, b, a, y, traceAt) || !sv.fitsKeeping(shy, b.dom, a, out) || len(out.pins) > 0 || out.cand != a.cand {
+	sv.current(y)
+	if !sv.mayCount(shy, b, a, true) || !sv.fitsKeeping(shy, b.dom, a, out) || len(out.pins) > 0 || out.cand != a.cand {
 		s.detach(shx, b, len(b.pods)-1)
 		undo()
 		return false
@@ -402,11 +405,13 @@ func sameDomains(s *state, src, t *bin) bool {
 func (sv *solver) move(pi int32, src, t *bin, out *outcome) bool {
 	s := sv.s
 	sh := sv.shapeOf[pi]
-	if !sv.mayCount(sh, src, t, pi, nil) {
+	if !sv.mayCount(sh, src, t, false) {
 		return false
 	}
 	at := slices.Index(src.pods, pi)
 	s.detach(sh, src, at)
+	sv.current(pi)
+	defer sv.current(-1)
 	if !sv.fitsKeeping(sh, src.dom, t, out) {
 		s.attach(sh, src, pi, at)
 		return false
@@ -421,33 +426,19 @@ func (sv *solver) move(pi int32, src, t *bin, out *outcome) bool {
 // constraint counts a pod on t, and every spread constraint finds both
 // eligible or both not.
 //
-// With traceAt (where each pod is in placement order), a hostname spread
-// constraint may count pods on t as long as every pod on t that owns it was
-// placed before the moved pod pi: the scheduler checks a constraint only
-// when it places the pod that owns it, and those pods saw t without pi.
-func (sv *solver) mayCount(sh *shape, src, t *bin, pi int32, traceAt []int32) bool {
+// For a swap, a hostname spread constraint may count pods on t: the check
+// of the moved pod on t (laterOwnersAllow) keeps the constraints of the
+// pods on t created after it, and those created before it never see it
+// (the scheduler checks a constraint only when it binds the pod that owns
+// it).
+func (sv *solver) mayCount(sh *shape, src, t *bin, swap bool) bool {
 	s := sv.s
 	for _, g := range sh.matchedBy {
-		if g.key == s.hostKey && g.kind == gSpread && g.count(t.dom[s.hostKey]) > 0 {
-			if traceAt == nil || !sv.ownersBefore(g, t, traceAt[pi], traceAt) {
-				return false
-			}
+		if g.key == s.hostKey && g.kind == gSpread && g.count(t.dom[s.hostKey]) > 0 && !swap {
+			return false
 		}
 		if g.kind == gSpread && s.eligible(g, src) != s.eligible(g, t) {
 			return false
-		}
-	}
-	return true
-}
-
-// ownersBefore reports whether every pod on t whose spread constraint is
-// group g was placed before position at.
-func (sv *solver) ownersBefore(g *group, t *bin, at int32, traceAt []int32) bool {
-	for _, p := range t.pods {
-		for _, c := range sv.shapeOf[p].spread {
-			if c.g == g && traceAt[p] > at {
-				return false
-			}
 		}
 	}
 	return true
@@ -487,6 +478,9 @@ func (sv *solver) fitsKeeping(sh *shape, dom []int32, t *bin, out *outcome) bool
 // state.commit, except that the claim keeps its type and candidates.
 func (s *state) detach(sh *shape, b *bin, at int) {
 	b.pods = slices.Delete(b.pods, at, at+1)
+	if s.hostOwner(sh) {
+		b.hostOwners--
+	}
 	b.used.Sub(sh.req)
 	b.npods--
 	for _, hp := range sh.ports {
@@ -500,6 +494,9 @@ func (s *state) detach(sh *shape, b *bin, at int) {
 // attach puts pod pi back at position at of claim b, undoing detach.
 func (s *state) attach(sh *shape, b *bin, pi int32, at int) {
 	b.pods = slices.Insert(b.pods, at, pi)
+	if s.hostOwner(sh) {
+		b.hostOwners++
+	}
 	b.used.Add(sh.req)
 	b.npods++
 	b.ports = append(b.ports, sh.ports...)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -125,8 +126,9 @@ func vec(cpu, mem, pods string) resources.Vector {
 	return resources.NewVector(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse(pods)})
 }
 
-// checkConsistent replays the packer's placements in order and checks each
-// with Feasible, on nodes built for the new claims from their cheapest type.
+// checkConsistent replays the packer's placements in the order of its trace
+// (the order kube-scheduler binds the pods in) and checks each with
+// Feasible, on nodes built for the new claims from their cheapest type.
 func checkConsistent(t *testing.T, in packer.Input) packer.Result {
 	t.Helper()
 	res, trace, unpack := packer.SolveTrace(in)
@@ -264,8 +266,12 @@ func TestPreferenceWorkload(t *testing.T) {
 	}
 }
 
+// TestDeterministicUnderShuffle: the result depends on the pods, not on
+// the order of the list, once their creation times tell the order they were
+// created in (the list only breaks ties between pods created in the same
+// second: see Input.Pods).
 func TestDeterministicUnderShuffle(t *testing.T) {
-	pods := karpenterbench.DiversePods(500)
+	pods := created(karpenterbench.DiversePods(500))
 	want := packer.Solve(karpenterbench.Input(pods, packer.PreferenceScore))
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 3 {
@@ -276,6 +282,16 @@ func TestDeterministicUnderShuffle(t *testing.T) {
 			t.Fatal("result depends on the order of the input pods")
 		}
 	}
+}
+
+// created gives the pods creation times a second apart, in the order of the
+// list, and returns them.
+func created(pods []*corev1.Pod) []*corev1.Pod {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, p := range pods {
+		p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Second))
+	}
+	return pods
 }
 
 func claimSummary(r packer.Result) []string {
@@ -1333,13 +1349,15 @@ func TestDiverseCostRatio(t *testing.T) {
 // TestMinValuesBestEffortWorkload packs a varied workload under a
 // minValues that its larger pods cannot meet: under BestEffort no pod is
 // refused for minValues, every claim meets the minValues it records, and the
-// result does not depend on the order of the pods.
+// result does not depend on the order of the list once the pods' creation
+// times give their order.
 func TestMinValuesBestEffortWorkload(t *testing.T) {
 	pods := karpenterbench.DiversePods(300)
 	// Types have 1 to 400 vCPU: fewer than 50 fit a pod of more than 350.
 	for i := range 20 {
 		pods = append(pods, pod(fmt.Sprintf("big-%d", i), strconv.Itoa(352+2*i), "1Gi"))
 	}
+	created(pods)
 	input := func(pods []*corev1.Pod, policy packer.MinValuesPolicy) packer.Input {
 		in := karpenterbench.Input(pods, packer.PreferenceScore)
 		in.MinValuesPolicy = policy

@@ -1,8 +1,10 @@
 package packer_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
@@ -88,8 +91,11 @@ type replayNode struct {
 	ports  []corev1.ContainerPort
 }
 
-// replay binds the pods of in, in the order of in.Pods (their creation
-// order), each on the node res gives it, and checks every binding as
+// replay binds the pods of in in the order kube-scheduler takes them from
+// its queue (higher priority first, then the earlier creation timestamp,
+// then the order of in.Pods, which is their creation order when the
+// timestamps are equal or missing), each on the node res gives it, and
+// checks every binding as
 // kube-scheduler's filters would at that moment: resources, node affinity
 // and taints, host ports, required pod affinity and anti-affinity (the
 // pod's own and that of the pods already bound), and required topology
@@ -116,7 +122,7 @@ func replay(t testing.TB, in packer.Input, res packer.Result) replayReport {
 			rp.bind(p, i, false)
 		}
 	}
-	for _, p := range in.Pods {
+	for _, p := range queueOrder(in.Pods) {
 		nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		i, ok := at[nn]
 		if !ok {
@@ -132,6 +138,25 @@ func replay(t testing.TB, in packer.Input, res packer.Result) replayReport {
 	}
 	rp.finish()
 	return rp.report
+}
+
+// queueOrder returns the pods in the order kube-scheduler's queue gives
+// them: priority descending, then creation timestamp, then list order.
+func queueOrder(pods []*corev1.Pod) []*corev1.Pod {
+	out := slices.Clone(pods)
+	prio := func(p *corev1.Pod) int32 {
+		if p.Spec.Priority != nil {
+			return *p.Spec.Priority
+		}
+		return 0
+	}
+	slices.SortStableFunc(out, func(a, b *corev1.Pod) int {
+		if pa, pb := prio(a), prio(b); pa != pb {
+			return cmp.Compare(pb, pa)
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return out
 }
 
 // planNodes returns the nodes of a plan: in.Nodes with the pods already on
@@ -800,11 +825,14 @@ func TestReplay(t *testing.T) {
 }
 
 // TestReplayAgreesWithFeasible checks the replay against the packer's own
-// Feasible (kube-scheduler's filters), pod by pod in creation order, on a
-// plan of the diverse workload: the same pods must fail.
+// Feasible (kube-scheduler's filters), pod by pod, on a plan of the diverse
+// workload bound in the reverse of the order it was made for, which breaks
+// constraints: the same pods must fail.
 func TestReplayAgreesWithFeasible(t *testing.T) {
 	in := karpenterbench.Input(karpenterbench.DiversePods(500), packer.PreferenceScore)
 	res := packer.Solve(in)
+	in.Pods = slices.Clone(in.Pods)
+	slices.Reverse(in.Pods)
 	rep := replay(t, in, res)
 	nodes, at := planNodes(t, in, res)
 	failed := 0
@@ -820,6 +848,9 @@ func TestReplayAgreesWithFeasible(t *testing.T) {
 		}
 		nodes[i].Pods = append(nodes[i].Pods, p)
 	}
+	if failed == 0 {
+		t.Fatal("no binding fails: the test checks nothing")
+	}
 	t.Logf("%d of %d bindings fail; %s", failed, len(in.Pods), rep)
 }
 
@@ -830,5 +861,68 @@ func spreadHost(app string) func(*corev1.Pod) {
 			MaxSkew: 1, TopologyKey: wellknown.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 		}}
+	}
+}
+
+// TestCreationOrder binds the plans of the diverse workload in creation
+// order, as kube-scheduler would bind them: no binding may break a
+// constraint, and every zone spread constraint must find its pods even
+// across the zones at the end too. The pods are created in the order of the
+// list, or, in the last case, a second apart in that order and listed
+// shuffled; kube-scheduler takes those of a higher priority first.
+func TestCreationOrder(t *testing.T) {
+	catalog := func(in packer.Input) packer.Input {
+		types, err := offerings.Catalog(offerings.Options{Zones: karpenterbench.Zones})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var offered []*packer.InstanceType
+		for _, it := range types {
+			if len(it.Offerings) > 0 {
+				offered = append(offered, it)
+			}
+		}
+		in.NodePools = []packer.NodePool{karpenterbench.NodePool(offered)}
+		return in
+	}
+	prioritized := func(in packer.Input) packer.Input {
+		high := int32(1000)
+		for i, p := range in.Pods {
+			if i%3 == 0 {
+				p.Spec.Priority = &high
+			}
+		}
+		return in
+	}
+	shuffled := func(in packer.Input) packer.Input {
+		created(in.Pods)
+		in.Pods = slices.Clone(in.Pods)
+		rand.New(rand.NewPCG(5, 6)).Shuffle(len(in.Pods), func(i, j int) { in.Pods[i], in.Pods[j] = in.Pods[j], in.Pods[i] })
+		return in
+	}
+	cases := []struct {
+		name string
+		in   packer.Input
+	}{
+		{"benchmark types", karpenterbench.Input(karpenterbench.DiversePods(3000), packer.PreferenceScore)},
+		{"without overhead", karpenterbench.InputWithoutOverhead(karpenterbench.DiversePods(3000), packer.PreferenceScore)},
+		{"catalog", catalog(karpenterbench.Input(karpenterbench.DiversePods(2000), packer.PreferenceScore))},
+		{"every third pod of a higher priority", prioritized(karpenterbench.Input(karpenterbench.DiversePods(2000), packer.PreferenceScore))},
+		{"created a second apart, listed shuffled", shuffled(karpenterbench.Input(karpenterbench.DiversePods(2000), packer.PreferenceScore))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := packer.Solve(tc.in)
+			if len(res.Unschedulable) > 0 || len(res.Ignored) > 0 {
+				t.Fatalf("%d unschedulable, %d ignored", len(res.Unschedulable), len(res.Ignored))
+			}
+			rep := replay(t, tc.in, res)
+			if rep.bound != len(tc.in.Pods) || rep.total() > 0 {
+				t.Errorf("%s", rep)
+			}
+			if rep.selectedSkew > 1 {
+				t.Errorf("a zone spread constraint's pods differ by %d between two zones at the end: %s", rep.selectedSkew, rep)
+			}
+		})
 	}
 }

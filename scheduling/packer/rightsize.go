@@ -50,6 +50,7 @@ func (sv *solver) rightSize() {
 		b.pods, nb.pods = keep, move
 		b.used, b.ports, b.npods = sv.usage(keep)
 		nb.used, nb.ports, nb.npods = sv.usage(move)
+		b.hostOwners, nb.hostOwners = sv.hostOwners(keep), sv.hostOwners(move)
 		for _, pi := range move {
 			sv.binOf[pi] = nb.id
 		}
@@ -148,4 +149,16 @@ func (sv *solver) usage(pods []int32) (resources.Vector, []hostPort, int) {
 		ports = append(ports, sh.ports...)
 	}
 	return used, ports, len(pods)
+}
+
+// hostOwners counts the pods that carry a required hostname spread
+// constraint.
+func (sv *solver) hostOwners(pods []int32) int {
+	n := 0
+	for _, pi := range pods {
+		if sv.s.hostOwner(sv.shapeOf[pi]) {
+			n++
+		}
+	}
+	return n
 }

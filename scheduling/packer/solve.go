@@ -212,6 +212,11 @@ type solver struct {
 	trace    []step
 	binOf    []int
 	alone    map[int]alone // variant id → the cheapest claim for one pod
+	ord      *podOrder
+	doms     []int32 // scratch of tryDecided
+	// fixedOf are the domains fixDomains decided for each pod, by pod
+	// index; nil for most.
+	fixedOf [][]*keyQuota
 }
 
 // Solve packs in.Pods onto in.Nodes and new NodeClaims of in.NodePools.
@@ -367,11 +372,39 @@ func solve(in Input) (Result, []step) {
 		}
 		return strings.Compare(pa.Name, pb.Name)
 	})
+	sv.ord = &podOrder{rank: creationRanks(sv.pods), shapeOf: sv.shapeOf, cur: -1}
+	sv.fixDomains(c, order)
+	s.ord = sv.ord
 	sv.binOf = make([]int, len(sv.pods))
 	for i := range sv.binOf {
 		sv.binOf[i] = -1
 	}
-	pending := order
+	pending := sv.placeAll(order)
+	// A pod that found no place in the domain fixDomains chose for it
+	// (its types there are too small, or the pool's limits leave no
+	// room) tries every domain its own constraints allow.
+	unfixed := false
+	for _, pi := range pending {
+		if sv.fixedOf[pi] != nil {
+			sv.fixedOf[pi] = nil
+			unfixed = true
+		}
+	}
+	if unfixed {
+		pending = sv.placeAll(pending)
+	}
+	sv.improve()
+	sv.rightSize()
+	sv.result(&res, pending)
+	// The plan holds in creation order: that is the order of the trace.
+	rank := sv.ord.rank
+	slices.SortFunc(sv.trace, func(a, b step) int { return cmp.Compare(rank[a.pod], rank[b.pod]) })
+	return res, sv.trace
+}
+
+// placeAll places the pods in order, then those that failed again for as
+// long as some succeed, and returns those that never did.
+func (sv *solver) placeAll(pending []int32) []int32 {
 	for len(pending) > 0 {
 		var failed []int32
 		for _, pi := range pending {
@@ -384,10 +417,7 @@ func solve(in Input) (Result, []step) {
 		}
 		pending = failed
 	}
-	sv.improve()
-	sv.rightSize()
-	sv.result(&res, pending)
-	return res, sv.trace
+	return pending
 }
 
 // apart reports whether no two pods of the shape may share a node: a
@@ -427,6 +457,8 @@ func (sv *solver) appendBucket(bk bucketKey, id int) {
 
 // place puts one pod somewhere, or reports that it cannot.
 func (sv *solver) place(pi int32) bool {
+	sv.current(pi)
+	defer sv.current(-1)
 	sh := sv.shapeOf[pi]
 	vs := sh.variants
 	if sv.policy == PreferenceRespect {
@@ -476,6 +508,9 @@ func (sv *solver) tryOpen(v *variant, pi int32) bool {
 	if len(sv.claims) == 0 {
 		return false
 	}
+	if len(sv.s.fix) > 0 {
+		return sv.tryDecided(v, pi)
+	}
 	if v.primary < 0 {
 		if id := sv.scan(v, -2, sv.claims, -1); id >= 0 {
 			sv.commit(v, id, pi)
@@ -516,6 +551,41 @@ func (sv *solver) tryOpen(v *variant, pi int32) bool {
 	}
 	if li, ok := sv.buckets[bucketKey{k, domUnpinned}]; ok {
 		if id := sv.scan(v, li, sv.lists[li], k); id >= 0 {
+			sv.commit(v, id, pi)
+			return true
+		}
+	}
+	return false
+}
+
+// tryDecided places on an open claim a pod whose domains on some key are
+// decided (s.fix; see fixDomains): on the first claim, in the order they
+// were opened, that takes it in the domain with the most pods of its kind
+// still to come, or else in the next such domain (the first domain among
+// equals); without any, on the first claim not yet in a domain.
+func (sv *solver) tryDecided(v *variant, pi int32) bool {
+	s := sv.s
+	q := s.fix[0]
+	doms := sv.doms[:0]
+	for d, left := range q.left {
+		if left > 0 {
+			doms = append(doms, int32(d))
+		}
+	}
+	slices.SortStableFunc(doms, func(a, b int32) int { return cmp.Compare(q.left[b], q.left[a]) })
+	sv.doms = doms
+	for _, d := range doms {
+		li, ok := sv.buckets[bucketKey{q.key, d}]
+		if !ok {
+			continue
+		}
+		if id := sv.scan(v, li, sv.lists[li], -1); id >= 0 {
+			sv.commit(v, id, pi)
+			return true
+		}
+	}
+	if li, ok := sv.buckets[bucketKey{q.key, domUnpinned}]; ok {
+		if id := sv.scan(v, li, sv.lists[li], q.key); id >= 0 {
 			sv.commit(v, id, pi)
 			return true
 		}
@@ -600,6 +670,11 @@ func (sv *solver) alonePlan(v *variant) alone {
 	if a, ok := sv.alone[v.id]; ok {
 		return a
 	}
+	// Any pod of the variant: not the one being placed, whose domain may
+	// be fixed.
+	fix := sv.s.fix
+	sv.s.fix = nil
+	defer func() { sv.s.fix = fix }()
 	a := alone{price: math.Inf(1), rate: math.Inf(1)}
 	if p, ok := sv.planNew(v); ok {
 		a.price = p.price
@@ -641,6 +716,9 @@ func copiesLeft(avail, used resources.Vector, req *resources.Vector) float64 {
 func (sv *solver) commit(v *variant, id int, pi int32) {
 	b := sv.s.bins[id]
 	sv.s.commit(v, b, &sv.out, pi)
+	for _, q := range sv.fixedOf[pi] {
+		q.left[b.dom[q.key]]--
+	}
 	sv.binOf[pi] = id
 	sv.trace = append(sv.trace, step{pi, id})
 }

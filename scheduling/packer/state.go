@@ -33,7 +33,11 @@ type bin struct {
 	dom      []int32
 	npods    int
 
-	// New claims only.
+	// hostOwners counts the pods the packer put on the bin that carry a
+	// required hostname spread constraint.
+	hostOwners int
+
+	// New claims only (pods: on any bin, the pods the packer put there).
 	pool  *poolIdx
 	cand  *candSet
 	cheap int
@@ -131,6 +135,12 @@ type state struct {
 	// pinTo, when set, is the only domain per key an unpinned claim may
 	// take in pickPin: a pod moved by the improvement pass keeps its own.
 	pinTo []int32
+	// ord is the pods' creation order; nil outside the packer.
+	ord *podOrder
+	// fix are the domains decided for the pod being checked (see
+	// fixDomains): it goes to one of them, and its spread constraints over
+	// their keys are not checked again.
+	fix []*keyQuota
 }
 
 func newState(nsLabels map[string]map[string]string, packer bool) *state {
@@ -506,9 +516,25 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 		out.code = failResources
 		return
 	}
+	// The pod's decided domains (while the improvement pass moves a pod,
+	// pinTo keeps it in its own).
+	for _, q := range s.fix {
+		switch d := b.dom[q.key]; {
+		case d == domUnpinned:
+			if !s.pickPin(v, b, q.key, out) {
+				return
+			}
+		case s.pinTo == nil && !q.open(d):
+			out.code, out.perm = failAffinity, false
+			return
+		}
+	}
 	// Topology: spread, then pod affinity, anti-affinity and existing pods'
 	// anti-affinity, key by key. Unpinned claims take a value here.
 	for _, k := range v.keys {
+		if s.decided(k) != nil {
+			continue
+		}
 		d := b.dom[k]
 		if d == domUnpinned {
 			if !s.pickPin(v, b, k, out) {
@@ -520,6 +546,12 @@ func (s *state) check(v *variant, b *bin, out *outcome) {
 			out.code, out.perm = code, perm
 			return
 		}
+	}
+	// A pod created before the owner of a hostname spread constraint on b
+	// counts against it when kube-scheduler binds the owner.
+	if b.hostOwners > 0 && sh.hostCounted && s.ord.cur >= 0 && !s.laterOwnersAllow(sh, b) {
+		out.code, out.perm = failSpread, true
+		return
 	}
 	// Relevant keys without constraints of the variant: pin a claim so that
 	// the pods it counts for land in a known domain.
@@ -570,6 +602,17 @@ func (b *bin) minValues() []int {
 	return b.mvMin
 }
 
+// decided is what was decided about the domain of key k for the pod being
+// checked, or nil.
+func (s *state) decided(k int) *keyQuota {
+	for _, q := range s.fix {
+		if q.key == k {
+			return q
+		}
+	}
+	return nil
+}
+
 func (o *outcome) pinned(k int) bool {
 	for _, p := range o.pins {
 		if p.key == k {
@@ -591,6 +634,9 @@ func (s *state) topoAt(v *variant, b *bin, k int, d int32) (failCode, bool) {
 			return failSpreadLabel, true
 		}
 		if c.g.count(d)+c.self-s.spreadMin(c) > c.maxSkew {
+			if host && b != nil && s.ord != nil && s.ord.cur >= 0 && s.countedBefore(c.g, b, s.ord.cur)+c.self <= c.maxSkew {
+				continue
+			}
 			return failSpread, host && s.packer
 		}
 	}
@@ -639,7 +685,11 @@ func (s *state) pickPin(v *variant, b *bin, k int, out *outcome) bool {
 		if s.pinTo != nil && d != s.pinTo[k] {
 			continue
 		}
-		if code, _ := s.topoAt(v, b, k, d); code != okCode {
+		if q := s.decided(k); q != nil {
+			if s.pinTo == nil && !q.open(d) {
+				continue
+			}
+		} else if code, _ := s.topoAt(v, b, k, d); code != okCode {
 			continue
 		}
 		var score int64
@@ -707,7 +757,10 @@ func (s *state) commit(v *variant, b *bin, out *outcome, pi int32) {
 			b.pool.charge(delta, false)
 			b.cheap = out.cheap
 		}
-		b.pods = append(b.pods, pi)
+	}
+	b.pods = append(b.pods, pi)
+	if s.ord != nil && s.hostOwner(sh) {
+		b.hostOwners++
 	}
 	b.used.Add(sh.req)
 	b.npods++

@@ -185,7 +185,13 @@ const (
 
 // Input is everything one packing decision depends on.
 type Input struct {
-	// Pods to place. Their order does not matter: the packer orders them.
+	// Pods to place. The packer places them in an order of its own, but
+	// the plan holds when kube-scheduler binds them one by one in the
+	// order it takes them from its queue: higher priority first, then the
+	// earlier creation timestamp, and among pods created in the same
+	// second (or without a timestamp) in the order of this list, which is
+	// the only record of which came first. Required topology spread
+	// constraints depend on that order (see the package's creation.go).
 	Pods []*corev1.Pod
 	// Nodes that exist or are in flight.
 	Nodes []Node
