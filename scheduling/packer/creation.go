@@ -210,7 +210,11 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 		}
 	}
 	// The groups of a pod: those over k it carries and those that count it.
+	groupsMemo := map[*shape][]*group{}
 	groupsOf := func(sh *shape) []*group {
+		if gs, ok := groupsMemo[sh]; ok {
+			return gs
+		}
 		var out []*group
 		for _, sc := range sh.spread {
 			if sc.g.key == k {
@@ -222,6 +226,7 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 				out = append(out, g)
 			}
 		}
+		groupsMemo[sh] = out
 		return out
 	}
 	carries := func(sh *shape) bool {
@@ -326,10 +331,28 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 	// groups, can go to the same domains and come before the same next
 	// carrier (or after the last).
 	type classKey struct {
-		groups, reach string
-		next          int32
+		groupsReach string
+		next        int32
 	}
 	classes := map[classKey]*keyQuota{}
+	// The quotas, their domains and the pods' lists of them come from
+	// slabs, one allocation each instead of one per pod.
+	quotas := make([]keyQuota, 0, len(pods))
+	lefts := make([]int32, 0, len(pods)*nd)
+	refs := make([]*keyQuota, 0, len(pods))
+	newQuota := func() *keyQuota {
+		quotas = append(quotas, keyQuota{key: k, left: lefts[len(lefts) : len(lefts)+nd : len(lefts)+nd]})
+		lefts = lefts[:len(lefts)+nd]
+		return &quotas[len(quotas)-1]
+	}
+	give := func(pi int32, q *keyQuota) {
+		if len(sv.fixedOf[pi]) > 0 {
+			sv.fixedOf[pi] = append(sv.fixedOf[pi], q) // a second key: rare
+			return
+		}
+		refs = append(refs, q)
+		sv.fixedOf[pi] = refs[len(refs)-1 : len(refs) : len(refs)]
+	}
 	// What the pods decided so far request, by domain: cpu and memory as
 	// shares of what all of them request.
 	total := make([]float64, nd)
@@ -338,14 +361,22 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 		sumCPU += float64(sv.shapeOf[pi].req.CPU)
 		sumMem += float64(sv.shapeOf[pi].req.Memory)
 	}
-	reach := map[*shape][]bool{}
+	// Per shape: the domains its pods can reach, and the groups and
+	// domains part of its quotas' key.
+	type reachOf struct {
+		ok  []bool
+		key string
+	}
+	reach := map[*shape]reachOf{}
 	for _, pi := range pods {
 		sh := sv.shapeOf[pi]
-		ok, seen := reach[sh]
+		r, seen := reach[sh]
 		if !seen {
-			ok = sv.reachable(sh, k)
-			reach[sh] = ok
+			r.ok = sv.reachable(sh, k)
+			r.key = groupIDs(groupsOf(sh)) + fmt.Sprint(r.ok)
+			reach[sh] = r
 		}
+		ok := r.ok
 		best, bestScore, bestOwners := int32(-1), int64(0), int64(0)
 		for d := range nd {
 			dd := int32(d)
@@ -384,18 +415,18 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 		gs := groupsOf(sh)
 		switch nx := next(gs, rank[pi]); {
 		case carries(sh):
-			q := &keyQuota{key: k, left: make([]int32, nd)}
+			q := newQuota()
 			q.left[best] = 1
-			sv.fixedOf[pi] = append(sv.fixedOf[pi], q)
+			give(pi, q)
 		default:
-			ck := classKey{groups: groupIDs(gs), reach: fmt.Sprint(ok), next: nx}
+			ck := classKey{groupsReach: r.key, next: nx}
 			q, seen := classes[ck]
 			if !seen {
-				q = &keyQuota{key: k, left: make([]int32, nd)}
+				q = newQuota()
 				classes[ck] = q
 			}
 			q.left[best]++
-			sv.fixedOf[pi] = append(sv.fixedOf[pi], q)
+			give(pi, q)
 		}
 		total[best] += float64(sh.req.CPU)/sumCPU + float64(sh.req.Memory)/sumMem
 		for _, g := range sh.matchedBy {
