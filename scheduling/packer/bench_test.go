@@ -170,13 +170,13 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
-// BenchmarkPackSamples packs several samples of the diverse workload (the
+// BenchmarkDiverseSamples packs several samples of the diverse workload (the
 // pods a Generator makes over consecutive calls, the first being
 // DiversePods') and reports the mean, least and greatest ratio of cost to
 // the lower bound. One sample's ratio moves by a few hundredths with any
 // change in how the packer breaks ties; the mean over samples shows whether
 // a change helps or hurts on the whole.
-func BenchmarkPackSamples(b *testing.B) {
+func BenchmarkDiverseSamples(b *testing.B) {
 	const samples = 10
 	for _, where := range []string{"Pack", "Catalog"} {
 		for _, n := range []int{1000, 5000} {
