@@ -179,7 +179,7 @@ func BenchmarkReplay(b *testing.B) {
 func BenchmarkDiverseSamples(b *testing.B) {
 	const samples = 10
 	for _, where := range []string{"Pack", "Catalog"} {
-		for _, n := range []int{1000, 5000} {
+		for _, n := range []int{1000, 5000, 10000} {
 			b.Run(fmt.Sprintf("%s/%d", where, n), func(b *testing.B) {
 				var sum, lo, hi float64
 				for b.Loop() {
