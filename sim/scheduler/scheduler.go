@@ -37,6 +37,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,6 +67,8 @@ const ReasonUnschedulable = corev1.PodReasonUnschedulable
 var (
 	nodeGVK      = corev1.SchemeGroupVersion.WithKind("Node")
 	podGVK       = corev1.SchemeGroupVersion.WithKind("Pod")
+	pvcGVK       = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+	pvGVK        = corev1.SchemeGroupVersion.WithKind("PersistentVolume")
 	namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 )
 
@@ -85,6 +88,14 @@ type Binder struct {
 	// from, and views replaces a node's list rather than changing it, so an
 	// entry is found again only while the node's pods are what they were.
 	feasible *packer.Cache
+	// settled says that the last pass bound nothing, and pendingStamp is
+	// the stamp of the unbound pods when it ended: while no unbound pod
+	// and nothing a placement reads has changed since, another pass would
+	// fail every pod again with the same message, and is skipped (see
+	// Reconcile). Pods whose status a kubelet updates wake the binder all
+	// the time without changing anything it reads.
+	settled      bool
+	pendingStamp uint64
 }
 
 // views is the cluster as the last pass saw it: the nodes in name order and,
@@ -96,7 +107,15 @@ type views struct {
 	order     []*nodeView // name order
 	nsStamp   uint64
 	nsLabel   map[string]map[string]string
-	built     bool
+	// claimStamp and volumeStamp are the PersistentVolumeClaims' and
+	// PersistentVolumes' stamps the last pass saw (volumeZones reads them).
+	claimStamp, volumeStamp uint64
+	built                   bool
+	// changed says that the last call of cluster found a change to what a
+	// placement reads: a node's name, labels, taints, allocatable or
+	// schedulability, a namespace's labels, a volume or claim, or a bound
+	// pod's UID, labels, spec generation or deletion (not its status).
+	changed bool
 }
 
 // nodeView is one node of views.
@@ -138,6 +157,12 @@ func pending(p *corev1.Pod) bool {
 
 // Reconcile binds every pending pod it can, in queue order.
 func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	pendingStamp := b.api.IndexStamp(podGVK, "spec.nodeName", "")
+	cl := b.cluster()
+	if b.settled && !b.views.changed && pendingStamp == b.pendingStamp {
+		return reconcile.Result{}, nil
+	}
+	b.settled = false
 	var queue []*corev1.Pod
 	for _, o := range b.api.Select(podGVK, "spec.nodeName", "") {
 		if p := o.(*corev1.Pod); pending(p) {
@@ -145,6 +170,7 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		}
 	}
 	if len(queue) == 0 {
+		b.settle(true)
 		return reconcile.Result{}, nil
 	}
 	// Namespace and name make the order total, so that a stable sort is not
@@ -164,10 +190,10 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		}
 		return strings.Compare(x.Name, y.Name)
 	})
-	cl := b.cluster()
 	// Pods of one ReplicaSet or Job are alike: once one of them fits
 	// nowhere, the others do not either, until a pod is bound.
 	failed := map[types.UID]string{}
+	bound := false
 	for _, pod := range queue {
 		key := likeKey(pod)
 		if msg, ok := failed[key]; ok && key != "" {
@@ -189,17 +215,27 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 			}
 			continue
 		}
-		bound, err := b.bind(ctx, pod, cl.nodes[i])
+		placed, err := b.bind(ctx, pod, cl.nodes[i])
 		if err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				continue
 			}
 			return reconcile.Result{}, err
 		}
-		cl.add(i, bound)
+		bound = true
+		cl.add(i, placed)
 		clear(failed)
 	}
+	b.settle(!bound)
 	return reconcile.Result{}, nil
+}
+
+// settle records how a whole pass ended: settled when it bound nothing. The
+// stamp of the unbound pods is taken after the pass has written their
+// conditions.
+func (b *Binder) settle(settled bool) {
+	b.settled = settled
+	b.pendingStamp = b.api.IndexStamp(podGVK, "spec.nodeName", "")
 }
 
 func priority(p *corev1.Pod) int32 {
@@ -246,7 +282,11 @@ type cluster struct {
 // may add pods to the view it gets without touching what is kept.
 func (b *Binder) cluster() *cluster {
 	v := &b.views
+	v.changed = !v.built
 	if st := b.api.Stamp(nodeGVK); !v.built || st != v.nodeStamp {
+		if len(v.byName) != b.api.Len(nodeGVK) {
+			v.changed = true
+		}
 		objs := b.api.Objects(nodeGVK)
 		byName := make(map[string]*nodeView, len(objs))
 		order := make([]*nodeView, 0, len(objs))
@@ -256,7 +296,11 @@ func (b *Binder) cluster() *cluster {
 			if nv == nil {
 				nv = &nodeView{}
 			}
+			if nv.node == nil {
+				v.changed = true
+			}
 			if nv.node != n {
+				old := nv.packed
 				nv.node = n
 				nv.packed = packer.Node{
 					Name:          n.Name,
@@ -264,6 +308,9 @@ func (b *Binder) cluster() *cluster {
 					Taints:        n.Spec.Taints,
 					Allocatable:   resources.NewVector(n.Status.Allocatable),
 					Unschedulable: n.Spec.Unschedulable,
+				}
+				if !samePlacement(&old, &nv.packed) {
+					v.changed = true
 				}
 			}
 			byName[n.Name] = nv
@@ -274,7 +321,11 @@ func (b *Binder) cluster() *cluster {
 			b.feasible.RetainNodes(func(name string) bool { return byName[name] != nil })
 		}
 	}
+	if claims, volumes := b.api.Stamp(pvcGVK), b.api.Stamp(pvGVK); claims != v.claimStamp || volumes != v.volumeStamp {
+		v.claimStamp, v.volumeStamp, v.changed = claims, volumes, true
+	}
 	if st := b.api.Stamp(namespaceGVK); !v.built || st != v.nsStamp {
+		v.changed = true
 		v.nsLabel = map[string]map[string]string{}
 		for _, o := range b.api.Objects(namespaceGVK) {
 			v.nsLabel[o.GetName()] = o.GetLabels()
@@ -287,8 +338,12 @@ func (b *Binder) cluster() *cluster {
 	refreshed := false
 	for _, nv := range v.order {
 		if st := b.api.IndexStamp(podGVK, "spec.nodeName", nv.node.Name); !nv.filled || st != nv.podStamp {
+			before, used, anti := nv.pods, nv.used, nv.anti
 			b.fill(nv, st)
 			refreshed = true
+			if !sameBound(before, nv.pods) || !sameAmounts(used, nv.used) || anti != nv.anti {
+				v.changed = true
+			}
 		}
 	}
 	if refreshed {
@@ -333,6 +388,30 @@ func (b *Binder) fill(nv *nodeView, stamp uint64) {
 		}
 	}
 	nv.podStamp, nv.filled = stamp, true
+}
+
+// samePlacement reports whether two views of a node are the same to a
+// placement: name, labels, taints, allocatable and schedulability.
+func samePlacement(a, b *packer.Node) bool {
+	return a.Name == b.Name && a.Unschedulable == b.Unschedulable && maps.Equal(a.Labels, b.Labels) &&
+		slices.EqualFunc(a.Taints, b.Taints, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value }) &&
+		sameAmounts(a.Allocatable, b.Allocatable)
+}
+
+// sameAmounts reports whether two vectors of non-negative amounts are
+// equal, each fitting in the other (an amount of zero and one left out are
+// the same).
+func sameAmounts(a, b resources.Vector) bool { return a.Fits(b) && b.Fits(a) }
+
+// sameBound reports whether two lists of a node's bound pods are the same
+// to a placement: the same pods, with the same labels, spec generation and
+// deletion state (a status update, such as a pod becoming Ready, changes
+// none of them).
+func sameBound(a, b []*corev1.Pod) bool {
+	return slices.EqualFunc(a, b, func(x, y *corev1.Pod) bool {
+		return x.UID == y.UID && x.Generation == y.Generation && (x.DeletionTimestamp == nil) == (y.DeletionTimestamp == nil) &&
+			maps.Equal(x.Labels, y.Labels)
+	})
 }
 
 func (cl *cluster) add(i int, p *corev1.Pod) {
