@@ -136,21 +136,28 @@ type NetworkInterface struct {
 	InterfaceType    string
 }
 
-// hashOptions are the hashstructure options that the hash is defined with.
-var hashOptions = &hashstructure.HashOptions{
-	SlicesAsSets:    true,
-	IgnoreZeroValue: true,
-	ZeroNil:         true,
+// hashOptions returns the hashstructure options that the hash is defined
+// with, new for every hash: hashstructure keeps its hasher in the options it
+// is given, so options shared between callers would share one hasher, and
+// two hashes computed at the same time (by the node class status controller
+// and a launch, say) would interleave on it and come out wrong.
+func hashOptions() *hashstructure.HashOptions {
+	return &hashstructure.HashOptions{
+		SlicesAsSets:    true,
+		IgnoreZeroValue: true,
+		ZeroNil:         true,
+	}
 }
 
 // Hash returns the static hash of a node class, with the cluster CA bundle
-// caBundle (base64, as given to the controller), as a decimal string.
+// caBundle (base64, as given to the controller), as a decimal string. It is
+// safe for concurrent use.
 func Hash(nodeClass *awsv1.EC2NodeClass, caBundle string) string {
 	h, err := hashstructure.Hash([]any{
 		hashedSpec(&nodeClass.Spec),
 		string(resolvedFamily(&nodeClass.Spec)),
 		caBundle,
-	}, hashstructure.FormatV2, hashOptions)
+	}, hashstructure.FormatV2, hashOptions())
 	if err != nil {
 		// The hashed types hold only strings, integers, booleans,
 		// durations and maps and slices of those, all of which hash.

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 
 	awsv1 "github.com/stevedore-autoscaler/stevedore/api/aws/v1"
@@ -73,5 +74,59 @@ func TestHashFixtures(t *testing.T) {
 				t.Errorf("Hash(%s, %q) = %s, want %s", tc.spec, tc.caBundle, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestHashConcurrent hashes node classes from several goroutines at once, as
+// the node class status controller and launches do, and wants each hash to
+// be the value Karpenter's AWS provider computes (the same as in
+// TestHashFixtures) however the calls overlap. A hash that depends on what
+// else is being hashed at the moment stamps a NodeClaim with a value its
+// node class never had, and drifts it.
+func TestHashConcurrent(t *testing.T) {
+	classes := []struct {
+		name     string
+		caBundle string
+		spec     string
+		want     string
+	}{
+		{"alias only", "", `{"role":"KarpenterNodeRole-c","amiSelectorTerms":[{"alias":"al2023@latest"}],"subnetSelectorTerms":[{"tags":{"karpenter.sh/discovery":"c"}}],"securityGroupSelectorTerms":[{"tags":{"karpenter.sh/discovery":"c"}}]}`, "18231103970095279452"},
+		{"CA bundle", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", `{"role":"KarpenterNodeRole-c","amiSelectorTerms":[{"alias":"al2023@latest"}]}`, "2830138495809950903"},
+		{"tags", "", `{"role":"KarpenterNodeRole-c","amiSelectorTerms":[{"alias":"al2023@latest"}],"tags":{"team":"a","env":"prod"}}`, "12876152449221237738"},
+		{"everything", "Q0E=", `{"role":"KarpenterNodeRole-c","amiSelectorTerms":[{"alias":"al2023@latest"}],"subnetSelectorTerms":[{"tags":{"karpenter.sh/discovery":"c"}}],"securityGroupSelectorTerms":[{"tags":{"karpenter.sh/discovery":"c"}}],"userData":"x","tags":{"team":"a"},"kubelet":{"maxPods":58},"blockDeviceMappings":[{"deviceName":"/dev/xvda","ebs":{"volumeSize":"50Gi","volumeType":"gp3","encrypted":true}}],"metadataOptions":{"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"},"detailedMonitoring":true,"associatePublicIPAddress":false,"context":"c"}`, "3803306357084419505"},
+	}
+	ncs := make([]*awsv1.EC2NodeClass, len(classes))
+	for i, c := range classes {
+		ncs[i] = &awsv1.EC2NodeClass{}
+		if err := json.Unmarshal([]byte(`{"spec":`+c.spec+`}`), ncs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const goroutines, rounds = 8, 2000
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		wrong = make([]int, len(classes))
+	)
+	start := make(chan struct{})
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for r := range rounds {
+				i := (g + r) % len(classes)
+				if Hash(ncs[i], classes[i].caBundle) != classes[i].want {
+					mu.Lock()
+					wrong[i]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, c := range classes {
+		if wrong[i] > 0 {
+			t.Errorf("%s: %d of %d hashes computed alongside others differ from %s", c.name, wrong[i], goroutines*rounds/len(classes), c.want)
+		}
 	}
 }

@@ -120,16 +120,26 @@ type NillableDuration struct {
 	Duration *time.Duration
 }
 
-// options are the hashstructure options that the hash is defined with.
-var options = &hashstructure.HashOptions{
-	SlicesAsSets:    true,
-	IgnoreZeroValue: true,
-	ZeroNil:         true,
+// options returns the hashstructure options that the hash is defined with,
+// new for every hash. hashstructure keeps its hasher in the options it is
+// given: it sets Hasher when it is nil, then resets and feeds that one
+// hasher for every field it hashes. Options shared between callers would
+// share the hasher, and two hashes computed at the same time (by the
+// provisioner and the NodePool status controller, say, even of the same
+// NodePool) would interleave on it and come out wrong: a NodeClaim stamped
+// with such a value has drifted from a template nobody changed.
+func options() *hashstructure.HashOptions {
+	return &hashstructure.HashOptions{
+		SlicesAsSets:    true,
+		IgnoreZeroValue: true,
+		ZeroNil:         true,
+	}
 }
 
-// Hash returns the static hash of np's template.
+// Hash returns the static hash of np's template. It is safe for concurrent
+// use.
 func Hash(np *karpv1.NodePool) string {
-	h, err := hashstructure.Hash(template(np), hashstructure.FormatV2, options)
+	h, err := hashstructure.Hash(template(np), hashstructure.FormatV2, options())
 	if err != nil {
 		// The hashed types hold only strings, integers, times, maps of
 		// strings and slices of structs of those, all of which hash.

@@ -2,6 +2,7 @@ package hash
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,5 +196,58 @@ func TestHashFixturesBuilt(t *testing.T) {
 				t.Errorf("Hash = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestHashConcurrent hashes NodePools from several goroutines at once, as
+// the provisioner, the disruption controller and the NodePool status
+// controller do, and wants each hash to be the value Karpenter computes for
+// the template (the same as in TestHashFixtures) however the calls overlap.
+// A hash that depends on what else is being hashed at the moment stamps a
+// NodeClaim with a value its NodePool never had, and drifts it.
+func TestHashConcurrent(t *testing.T) {
+	pools := []struct {
+		name     string
+		template string
+		want     string
+	}{
+		{"defaulted minimal pool", `{"spec":{"requirements":[],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"720h"}}`, "6821555240594823858"},
+		{"labels and annotations", `{"metadata":{"labels":{"team":"a"},"annotations":{"example.com/owner":"ops"}}}`, "5283749241712949283"},
+		{"two taints", `{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"},{"key":"spot","effect":"PreferNoSchedule"}]}}`, "4174609772329964757"},
+		{"full template", `{"metadata":{"labels":{"team":"a","env":"prod"},"annotations":{"example.com/owner":"ops"}},"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}],"startupTaints":[{"key":"node.example.com/init","effect":"NoExecute"}],"requirements":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}],"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"expireAfter":"336h","terminationGracePeriod":"24h"}}`, "15338367060760925986"},
+	}
+	nps := make([]*karpv1.NodePool, len(pools))
+	for i, p := range pools {
+		nps[i] = &karpv1.NodePool{}
+		if err := json.Unmarshal([]byte(`{"spec":{"template":`+p.template+`}}`), nps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const goroutines, rounds = 8, 2000
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		wrong = make([]int, len(pools))
+	)
+	start := make(chan struct{})
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for r := range rounds {
+				i := (g + r) % len(pools)
+				if Hash(nps[i]) != pools[i].want {
+					mu.Lock()
+					wrong[i]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, p := range pools {
+		if wrong[i] > 0 {
+			t.Errorf("%s: %d of %d hashes computed alongside others differ from %s", p.name, wrong[i], goroutines*rounds/len(pools), p.want)
+		}
 	}
 }
