@@ -20,6 +20,7 @@ import (
 
 	karpv1 "github.com/stevedore-autoscaler/stevedore/api/karpenter/v1"
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
+	"github.com/stevedore-autoscaler/stevedore/internal/kubemetrics"
 )
 
 // TestScaleOut is the suite's load test, with a controller of its own and
@@ -29,7 +30,7 @@ import (
 // scaled down to 350, consolidation removes nodes. It reports, and does not
 // assert, the time from the pods' creation to all of them Running, the
 // controller's CPU time and peak memory (from /proc) and the API requests it
-// issued (rest_client_requests_total on its metrics endpoint); see
+// issued (client_go_request_total on its metrics endpoint); see
 // docs/performance.md.
 func TestScaleOut(t *testing.T) {
 	ctx := t.Context()
@@ -238,7 +239,7 @@ type usage struct {
 	at       time.Time
 	cpu      time.Duration // user and system time
 	peakRSS  int64         // VmHWM, bytes
-	requests float64       // rest_client_requests_total
+	requests float64       // client_go_request_total
 	byVerb   map[string]float64
 	// disrupted counts karpenter_nodeclaims_disrupted_total by reason.
 	disrupted map[string]float64
@@ -273,11 +274,11 @@ func measure(ctx context.Context, t *testing.T, c *controller) usage {
 			u.peakRSS = kb << 10
 		}
 	}
-	if u.requests, err = scrape(ctx, c.metrics, "rest_client_requests_total"); err != nil {
+	if u.requests, err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal); err != nil {
 		t.Fatalf("scraping the controller's metrics: %v", err)
 	}
 	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
-		if u.byVerb[verb], err = scrape(ctx, c.metrics, "rest_client_requests_total", `method="`+verb+`"`); err != nil {
+		if u.byVerb[verb], err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal, `method="`+verb+`"`); err != nil {
 			t.Fatal(err)
 		}
 	}
