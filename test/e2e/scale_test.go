@@ -60,13 +60,15 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("measurement: 1,000 pods Running %s after creation, on %d nodes (%s); %d NodeClaims exist",
 		toRunning.Round(100*time.Millisecond), peakNodes, typeMix(s), len(s.claims))
 	t.Logf("measurement: scale-out: %s", up.since(baseline))
-	decided, toClaim, err := nominationLatencies(ctx, ns)
+	lat, err := nominationLatencies(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("measurement: pod created -> first Nominated event, %d pods: p50 %s, p99 %s; pod created -> its new NodeClaim created, %d pods: p50 %s, p99 %s (pods' creation times are whole seconds)",
-		len(decided), percentile(decided, 50), percentile(decided, 99), len(toClaim), percentile(toClaim, 50), percentile(toClaim, 99))
-	if len(decided) == 0 {
+	t.Logf("measurement: pod created -> first Nominated event, %d pods: p50 %s, p99 %s; kube-scheduler's first FailedScheduling -> first Nominated, %d pods: p50 %s, p99 %s; pod created -> its new NodeClaim created, %d pods: p50 %s, p99 %s (pods' creation times are whole seconds)",
+		len(lat.decided), percentile(lat.decided, 50), percentile(lat.decided, 99),
+		len(lat.afterScheduler), percentile(lat.afterScheduler, 50), percentile(lat.afterScheduler, 99),
+		len(lat.toClaim), percentile(lat.toClaim, 50), percentile(lat.toClaim, 99))
+	if len(lat.decided) == 0 {
 		t.Error("no pod has a Nominated event")
 	}
 	// Karpenter's own gate for this scale-out is 260 MB of controller
@@ -165,20 +167,32 @@ func waitAllRunning(t *testing.T, timeout time.Duration, ns string, want map[str
 	})
 }
 
-// nominationLatencies returns, for the pods of the namespace, sorted: the
-// time from each pod's creation to its first Nominated event (the
-// provisioner's decision for it: a new NodeClaim, or room on a node or
-// NodeClaim already there), and, for the pods first nominated to a NodeClaim
-// created for them, the time from the pod's creation to that NodeClaim's.
-// Events the API server refused or merged leave pods out.
-func nominationLatencies(ctx context.Context, ns string) (decided, toClaim []time.Duration, err error) {
+// latencies are the scale-out's provisioning latencies, each sorted.
+type latencies struct {
+	// decided: pod created -> its first Nominated event (the provisioner's
+	// decision for it: a new NodeClaim, or room on a node or NodeClaim
+	// already there).
+	decided []time.Duration
+	// afterScheduler: kube-scheduler's first FailedScheduling event for the
+	// pod -> its first Nominated event: the provisioner's own part, in
+	// microseconds on both sides.
+	afterScheduler []time.Duration
+	// toClaim: pod created -> the NodeClaim created for it, for the pods
+	// first nominated to a NodeClaim created after them.
+	toClaim []time.Duration
+}
+
+// nominationLatencies reads the scale-out's latencies from the namespace's
+// pods, NodeClaims and events. Pods without the events are left out.
+func nominationLatencies(ctx context.Context, ns string) (latencies, error) {
+	var l latencies
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.InNamespace(ns)); err != nil {
-		return nil, nil, err
+		return l, err
 	}
 	claims := &karpv1.NodeClaimList{}
 	if err := kube.List(ctx, claims); err != nil {
-		return nil, nil, err
+		return l, err
 	}
 	createdClaim := map[string]time.Time{}
 	for _, nc := range claims.Items {
@@ -186,7 +200,7 @@ func nominationLatencies(ctx context.Context, ns string) (decided, toClaim []tim
 	}
 	podList := &corev1.PodList{}
 	if err := kube.List(ctx, podList, client.InNamespace(ns)); err != nil {
-		return nil, nil, err
+		return l, err
 	}
 	createdPod := map[string]time.Time{}
 	for _, p := range podList.Items {
@@ -200,29 +214,38 @@ func nominationLatencies(ctx context.Context, ns string) (decided, toClaim []tim
 		}
 		return e.FirstTimestamp.Time
 	}
-	first := map[string]*corev1.Event{}
-	for i := range events.Items {
-		e := &events.Items[i]
-		if e.Reason != "Nominated" || e.InvolvedObject.Kind != "Pod" {
-			continue
+	// The first event of a reason for each pod.
+	first := func(reason string) map[string]*corev1.Event {
+		out := map[string]*corev1.Event{}
+		for i := range events.Items {
+			e := &events.Items[i]
+			if e.Reason != reason || e.InvolvedObject.Kind != "Pod" || at(e).IsZero() {
+				continue
+			}
+			if f, seen := out[e.InvolvedObject.Name]; !seen || at(e).Before(at(f)) {
+				out[e.InvolvedObject.Name] = e
+			}
 		}
-		if f, seen := first[e.InvolvedObject.Name]; !seen || at(e).Before(at(f)) {
-			first[e.InvolvedObject.Name] = e
-		}
+		return out
 	}
-	for pod, e := range first {
+	nominated, failed := first("Nominated"), first("FailedScheduling")
+	for pod, e := range nominated {
 		created, ok := createdPod[pod]
-		if !ok || at(e).IsZero() {
+		if !ok {
 			continue
 		}
-		decided = append(decided, max(at(e).Sub(created), 0))
+		l.decided = append(l.decided, max(at(e).Sub(created), 0))
+		if f, ok := failed[pod]; ok {
+			l.afterScheduler = append(l.afterScheduler, max(at(e).Sub(at(f)), 0))
+		}
 		if _, claim, ok := strings.Cut(e.Message, "nodeclaim/"); ok && !createdClaim[claim].IsZero() && !createdClaim[claim].Before(created) {
-			toClaim = append(toClaim, createdClaim[claim].Sub(created))
+			l.toClaim = append(l.toClaim, createdClaim[claim].Sub(created))
 		}
 	}
-	slices.Sort(decided)
-	slices.Sort(toClaim)
-	return decided, toClaim, nil
+	slices.Sort(l.decided)
+	slices.Sort(l.afterScheduler)
+	slices.Sort(l.toClaim)
+	return l, nil
 }
 
 // percentile is the p-th percentile of sorted durations (nearest rank).
