@@ -881,11 +881,12 @@ func (f *finalizer) claim(b *bin, maxTypes int) NodeClaim {
 			continue
 		}
 		if len(p.limited) > 0 && i != b.cheap {
-			extra := p.cap[i].Clone()
-			extra.Sub(p.cap[b.cheap])
+			// What launching type i instead of the cheapest adds, per
+			// limited resource: the same saturating difference as
+			// subtracting the vectors, without copying one per type.
 			ok := true
 			for _, name := range p.limited {
-				if d := extra.Get(name); d > 0 && d > p.rem.Get(name) {
+				if d := resources.SubSaturating(p.cap[i].Get(name), p.cap[b.cheap].Get(name)); d > 0 && d > p.rem.Get(name) {
 					ok = false
 				}
 			}
