@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
 )
@@ -599,17 +598,7 @@ func (sv *solver) reachable(sh *shape, k int) []bool {
 		}
 	}
 	for _, p := range sv.poolsOrd {
-		if ok, _ := taints.ToleratesAll(v.tols, p.np.Taints, v.effects); !ok {
-			continue
-		}
-		for i, a := range v.alts {
-			if _, bad := p.np.Requirements.Conflict(a, requirements.AllowUndefinedWellKnown); bad {
-				continue
-			}
-			cs := p.root.withAlt(v.altIDs[i], a)
-			if cs.n == 0 {
-				continue
-			}
+		for cs := range p.candidates(v) {
 			for _, val := range s.domainsFor(p, k) {
 				d := s.domain(k, val)
 				if int(d) >= len(out) || out[d] {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -754,19 +755,29 @@ func (sv *solver) planNew(v *variant) (plan, bool) {
 	return best, found
 }
 
+// candidates yields, for each of the variant's alternatives that the pool
+// can launch a node for (its taints tolerated, its requirements compatible,
+// an instance type with an offering left), the pool's candidate types under
+// that alternative, in the alternatives' order.
+func (p *poolIdx) candidates(v *variant) iter.Seq[*candSet] {
+	return func(yield func(*candSet) bool) {
+		if ok, _ := taints.ToleratesAll(v.tols, p.np.Taints, v.effects); !ok {
+			return
+		}
+		for i, a := range v.alts {
+			if _, bad := p.np.Requirements.Conflict(a, requirements.AllowUndefinedWellKnown); bad {
+				continue
+			}
+			if c := p.root.withAlt(v.altIDs[i], a); c.n > 0 && !yield(c) {
+				return
+			}
+		}
+	}
+}
+
 func (sv *solver) planPool(v *variant, p *poolIdx) (plan, bool) {
 	s := sv.s
-	if ok, _ := taints.ToleratesAll(v.tols, p.np.Taints, v.effects); !ok {
-		return plan{}, false
-	}
-	for i, a := range v.alts {
-		if _, bad := p.np.Requirements.Conflict(a, requirements.AllowUndefinedWellKnown); bad {
-			continue
-		}
-		c := p.root.withAlt(v.altIDs[i], a)
-		if c.n == 0 {
-			continue
-		}
+	for c := range p.candidates(v) {
 		b := s.claimBin(p, c, -1)
 		var out outcome
 		s.check(v, b, &out)
