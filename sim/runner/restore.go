@@ -44,6 +44,7 @@ func (r *Runner) applyObjects() error {
 	uids := map[types.UID]types.UID{}
 	classes := map[string]*awsv1.EC2NodeClass{}
 	pools := map[string]*karpv1.NodePool{}
+	networks := map[string]*classNetwork{}
 	for _, o := range r.run.Objects {
 		co := o.Object.DeepCopyObject().(client.Object)
 		recorded := co.GetUID()
@@ -54,8 +55,19 @@ func (r *Runner) applyObjects() error {
 		case *karpv1.NodePool:
 			pools[v.Name] = v
 		case *karpv1.NodeClaim:
-			r.keepInStep(v, pools[v.Labels[wellknown.LabelNodePool]], classes[v.Spec.NodeClassRef.Name])
-			if err := r.restoreInstance(v, classes[v.Spec.NodeClassRef.Name]); err != nil {
+			class := classes[v.Spec.NodeClassRef.Name]
+			r.keepInStep(v, pools[v.Labels[wellknown.LabelNodePool]], class)
+			var net *classNetwork
+			if class != nil {
+				if net = networks[class.Name]; net == nil {
+					var err error
+					if net, err = r.networkOf(class); err != nil {
+						return fmt.Errorf("%s: EC2NodeClass %s: %w", o.Source, class.Name, err)
+					}
+					networks[class.Name] = net
+				}
+			}
+			if err := r.restoreInstance(v, class, net); err != nil {
 				return fmt.Errorf("%s: NodeClaim %s: %w", o.Source, v.Name, err)
 			}
 		}
@@ -111,36 +123,52 @@ func moveOwnerReferences(o client.Object, uids map[types.UID]types.UID) {
 	}
 }
 
+// classNetwork is what a node class selects now: its subnets and the IDs
+// of its security groups.
+type classNetwork struct {
+	subnets []awsv1.Subnet
+	groups  []string
+}
+
+// networkOf resolves the network a node class selects, as its status would
+// list it: the instances restored for its NodeClaims were launched into it,
+// or the drift check would have replaced them already.
+func (r *Runner) networkOf(class *awsv1.EC2NodeClass) (*classNetwork, error) {
+	resolver := nodeclass.NewResolver(r.world.clients, nodeclass.Options{ClusterName: r.run.ClusterName, Region: r.run.AWS.Region, Clock: r.clock})
+	subnets, sgs, err := resolver.Network(r.ctx, class)
+	if err != nil {
+		return nil, err
+	}
+	net := &classNetwork{subnets: subnets}
+	for _, g := range sgs {
+		net.groups = append(net.groups, g.ID)
+	}
+	return net, nil
+}
+
 // restoreInstance adds the running instance of a NodeClaim that was
-// launched before the run. A NodeClaim without a provider ID was not
-// launched yet: the controllers launch it.
-func (r *Runner) restoreInstance(nc *karpv1.NodeClaim, class *awsv1.EC2NodeClass) error {
+// launched before the run, in the network of its node class (nil when the
+// scenario does not have the class). A NodeClaim without a provider ID was
+// not launched yet: the controllers launch it.
+func (r *Runner) restoreInstance(nc *karpv1.NodeClaim, class *awsv1.EC2NodeClass, net *classNetwork) error {
 	id := kubelet.InstanceID(nc.Status.ProviderID)
 	if id == "" {
 		return nil
 	}
 	zone := nc.Labels[corev1.LabelTopologyZone]
 	ownership := launch.OwnershipTags(r.run.ClusterName, class)
-	var subnetID string
-	var groups []string
 	if class == nil {
 		ownership[wellknown.TagEC2NodeClass] = nc.Spec.NodeClassRef.Name
-	} else {
-		// The network its node class selects: the instance was launched
-		// into it, or the drift check would have replaced it already.
-		resolver := nodeclass.NewResolver(r.world.clients, nodeclass.Options{ClusterName: r.run.ClusterName, Region: r.run.AWS.Region, Clock: r.clock})
-		subnets, sgs, err := resolver.Network(r.ctx, class)
-		if err != nil {
-			return err
-		}
-		for _, s := range subnets {
+	}
+	var subnetID string
+	var groups []string
+	if net != nil {
+		groups = net.groups
+		for _, s := range net.subnets {
 			if s.Zone == zone {
 				subnetID = s.ID
 				break
 			}
-		}
-		for _, g := range sgs {
-			groups = append(groups, g.ID)
 		}
 	}
 	capacityType := nc.Labels[wellknown.LabelCapacityType]
