@@ -44,9 +44,18 @@ func runBench(b *testing.B, in packer.Input) {
 // synthetic types, offered in the benchmark's three zones.
 func catalogInput(b *testing.B, pods func(int) []*corev1.Pod, n int, policy packer.PreferencePolicy) packer.Input {
 	b.Helper()
+	in := karpenterbench.Input(pods(n), policy)
+	in.NodePools = []packer.NodePool{catalogPool(b)}
+	return in
+}
+
+// catalogPool is Karpenter's benchmark NodePool over every type of the
+// embedded catalog offered in the benchmark's zones.
+func catalogPool(tb testing.TB) packer.NodePool {
+	tb.Helper()
 	types, err := offerings.Catalog(offerings.Options{Zones: karpenterbench.Zones})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var offered []*packer.InstanceType
 	for _, it := range types {
@@ -54,10 +63,7 @@ func catalogInput(b *testing.B, pods func(int) []*corev1.Pod, n int, policy pack
 			offered = append(offered, it)
 		}
 	}
-	in := karpenterbench.Input(pods(n), policy)
-	np := karpenterbench.NodePool(offered)
-	in.NodePools = []packer.NodePool{np}
-	return in
+	return karpenterbench.NodePool(offered)
 }
 
 // BenchmarkPack packs the diverse workload on Karpenter's benchmark types,
@@ -90,7 +96,7 @@ func BenchmarkPreferences(b *testing.B) {
 }
 
 func BenchmarkPackCatalog(b *testing.B) {
-	for _, n := range []int{1000, 20000} {
+	for _, n := range []int{1000, 20000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			runBench(b, catalogInput(b, karpenterbench.DiversePods, n, packer.PreferenceScore))
 		})

@@ -22,3 +22,10 @@ func FeasibleWithoutShortcut(pod *corev1.Pod, nodes []Node, i int, namespaceLabe
 	defer func() { fullFeasibility = false }()
 	return Feasible(pod, nodes, i, namespaceLabels)
 }
+
+// SolveChecks is Solve with the number of times it checked whether a node
+// or claim takes a pod.
+func SolveChecks(in Input) (Result, int) {
+	r, _, checks := solveCounted(in)
+	return r, checks
+}

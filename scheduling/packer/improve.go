@@ -122,6 +122,16 @@ func (sv *solver) improve() {
 		}
 		return cmp.Compare(b.req.Memory, a.req.Memory)
 	})
+	// Runs of shapes in that order with the same requests: a target too
+	// full for one is too full for all, and the pass skips them at once
+	// (thousands of shapes, a few dozen requests).
+	var runs [][]*shape
+	for i, sh := range order {
+		if i == 0 || scalars(sh.req) != scalars(order[i-1].req) {
+			runs = append(runs, nil)
+		}
+		runs[len(runs)-1] = append(runs[len(runs)-1], sh)
+	}
 	traceAt := make([]int32, len(sv.pods))
 	for i, st := range sv.trace {
 		traceAt[st.pod] = int32(i)
@@ -131,59 +141,73 @@ func (sv *solver) improve() {
 	// still move.
 	moved := make([]bool, len(sv.pods))
 
-	// Each target looks at a bounded number of pods per shape and list, so
-	// the pass costs targets × shapes, not targets × pods. Pods already
-	// moved do not count: otherwise the first targets take the pods listed
-	// first, and every later target spends its looks on them and finds
-	// nothing, however many movable pods remain further down.
-	const looks = 16
 	var out outcome
 	for _, tid := range sv.claims {
 		t := s.bins[tid]
 		if t.pool.minv != nil {
 			continue
 		}
-		for _, sh := range order {
-			for _, ml := range onClaims[sh] {
-				if !sameDomainsAs(s, ml.dom, t) {
-					continue
-				}
-				for ml.head < len(ml.pods) && moved[ml.pods[ml.head]] {
-					ml.head++
-				}
-				next := ml.head
-				for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(ml.pods) {
-					ok := false
-					for tries := 0; next < len(ml.pods) && tries < looks; {
-						pi := ml.pods[next]
-						next++
-						if moved[pi] {
-							continue
-						}
-						tries++
-						src := s.bins[sv.binOf[pi]]
-						// Only out of claims more crowded than the target:
-						// the sum of squared pod counts falls with every
-						// move, so the pass ends.
-						if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
-							continue
-						}
-						if sv.move(pi, src, t, &out) {
-							sv.trace[traceAt[pi]].bin = t.id
-							moved[pi] = true
-							ok = true
-							break
-						}
-					}
-					if !ok {
-						break
-					}
-				}
+		for _, run := range runs {
+			// Extended resources differ within a run; quickFits does not
+			// look at them.
+			if !quickFits(t.used, run[0], t.pool.eff[t.cheap]) {
+				continue
+			}
+			for _, sh := range run {
+				sv.moveInto(t, sh, onClaims[sh], moved, traceAt, &out)
 			}
 		}
 	}
 	sv.balance(movable, traceAt)
 	sv.shrink()
+}
+
+// moveInto moves pods of shape sh from the lists into target t while they
+// fit, looking at a bounded number per list (see improve).
+func (sv *solver) moveInto(t *bin, sh *shape, lists []*moveList, moved []bool, traceAt []int32, out *outcome) {
+	s := sv.s
+	// Each target looks at a bounded number of pods per shape and list, so
+	// the pass costs targets × shapes, not targets × pods. Pods already
+	// moved do not count: otherwise the first targets take the pods listed
+	// first, and every later target spends its looks on them and finds
+	// nothing, however many movable pods remain further down.
+	const looks = 16
+	for _, ml := range lists {
+		if !sameDomainsAs(s, ml.dom, t) {
+			continue
+		}
+		for ml.head < len(ml.pods) && moved[ml.pods[ml.head]] {
+			ml.head++
+		}
+		next := ml.head
+		for quickFits(t.used, sh, t.pool.eff[t.cheap]) && next < len(ml.pods) {
+			ok := false
+			for tries := 0; next < len(ml.pods) && tries < looks; {
+				pi := ml.pods[next]
+				next++
+				if moved[pi] {
+					continue
+				}
+				tries++
+				src := s.bins[sv.binOf[pi]]
+				// Only out of claims more crowded than the target: the
+				// sum of squared pod counts falls with every move, so the
+				// pass ends.
+				if src == t || len(src.pods) <= len(t.pods)+1 || !sameDomains(s, src, t) {
+					continue
+				}
+				if sv.move(pi, src, t, out) {
+					sv.trace[traceAt[pi]].bin = t.id
+					moved[pi] = true
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				break
+			}
+		}
+	}
 }
 
 // balance swaps pods between claims that fill opposite resources: one

@@ -17,7 +17,6 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
-	"github.com/stevedore-autoscaler/stevedore/cloud/offerings"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/packer"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
@@ -872,17 +871,7 @@ func spreadHost(app string) func(*corev1.Pod) {
 // shuffled; kube-scheduler takes those of a higher priority first.
 func TestCreationOrder(t *testing.T) {
 	catalog := func(in packer.Input) packer.Input {
-		types, err := offerings.Catalog(offerings.Options{Zones: karpenterbench.Zones})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var offered []*packer.InstanceType
-		for _, it := range types {
-			if len(it.Offerings) > 0 {
-				offered = append(offered, it)
-			}
-		}
-		in.NodePools = []packer.NodePool{karpenterbench.NodePool(offered)}
+		in.NodePools = []packer.NodePool{catalogPool(t)}
 		return in
 	}
 	prioritized := func(in packer.Input) packer.Input {

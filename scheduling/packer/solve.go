@@ -207,14 +207,19 @@ type solver struct {
 	claims   []int
 	buckets  map[bucketKey]int32
 	lists    [][]int
-	ptr      map[ptrKey]int32
-	out      outcome
-	poolsOrd []*poolIdx
-	trace    []step
-	binOf    []int
-	alone    map[int]alone // variant id → the cheapest claim for one pod
-	ord      *podOrder
-	doms     []int32 // scratch of tryDecided
+	ptr      map[ptrKey]int32 // by variant and list
+	cptr     map[ptrKey]int32 // by resource class and list
+	classes  resClasses
+	// Scratch of classRejects.
+	candScratch []*candSet
+	fixScratch  []int
+	out         outcome
+	poolsOrd    []*poolIdx
+	trace       []step
+	binOf       []int
+	alone       map[int]alone // variant id → the cheapest claim for one pod
+	ord         *podOrder
+	doms        []int32 // scratch of tryDecided
 	// fixedOf are the domains fixDomains decided for each pod, by pod
 	// index; nil for most.
 	fixedOf [][]*keyQuota
@@ -227,13 +232,18 @@ func Solve(in Input) Result {
 }
 
 func solve(in Input) (Result, []step) {
+	r, t, _ := solveCounted(in)
+	return r, t
+}
+
+func solveCounted(in Input) (Result, []step, int) {
 	var res Result
 	s := newState(in.NamespaceLabels, true)
 	policy := in.PreferencePolicy
 	if policy == "" {
 		policy = PreferenceScore
 	}
-	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}}
+	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}, cptr: map[ptrKey]int32{}}
 	// Without a cache from the caller, one for this packing: building the
 	// state reads each node's facts more than once.
 	if in.Cache == nil {
@@ -400,7 +410,7 @@ func solve(in Input) (Result, []step) {
 	// The plan holds in creation order: that is the order of the trace.
 	rank := sv.ord.rank
 	slices.SortFunc(sv.trace, func(a, b step) int { return cmp.Compare(rank[a.pod], rank[b.pod]) })
-	return res, sv.trace
+	return res, sv.trace, s.checks
 }
 
 // placeAll places the pods in order, then those that failed again for as
@@ -595,11 +605,23 @@ func (sv *solver) tryDecided(v *variant, pi int32) bool {
 }
 
 // scan returns the first bin of list that takes the variant, advancing the
-// variant's pointer over the leading bins that never will.
+// variant's pointer over the leading bins that never will, and its resource
+// class's pointer over the leading bins that never take any pod of the class
+// (see classOf).
 func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 	pk := ptrKey{v.id, list}
 	start := int(sv.ptr[pk])
-	advance := true
+	cls := sv.classOf(v)
+	ck := ptrKey{int(cls), list}
+	cstart, cadvance := 0, false
+	if cls >= 0 {
+		// What the class's pointer passed, this variant never takes; it
+		// goes on from there only while it is at the class's front.
+		cstart = int(sv.cptr[ck])
+		start = max(start, cstart)
+		cadvance = cstart == start
+	}
+	advance, found := true, -1
 	out := &sv.out
 	for i := start; i < len(ids); i++ {
 		b := sv.s.bins[ids[i]]
@@ -607,28 +629,41 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 			if advance {
 				start = i + 1
 			}
+			if cadvance {
+				cstart = i + 1
+			}
 			continue
 		}
 		sv.s.check(v, b, out)
+		classWide := out.code == failResources && sv.classWide(out)
 		if out.code == okCode && !sv.worthGrowing(v, b, out) {
 			// Permanent for this variant: its pods all request the same,
 			// so growing b only gets dearer until some other pod grows b,
 			// and rescanning b for every later pod made the scan
 			// quadratic in the number of claims.
 			out.code, out.perm = failResources, true
+			classWide = sv.classWide(out)
 		}
 		if out.code == okCode {
-			sv.ptr[pk] = int32(start)
-			return b.id
+			found = b.id
+			break
 		}
 		if advance && out.perm {
 			start = i + 1
 		} else {
 			advance = false
 		}
+		if cadvance && (classWide || sv.classRejects(v, b)) {
+			cstart = i + 1
+		} else {
+			cadvance = false
+		}
 	}
 	sv.ptr[pk] = int32(start)
-	return -1
+	if cls >= 0 {
+		sv.cptr[ck] = int32(cstart)
+	}
+	return found
 }
 
 // worthGrowing reports whether moving claim b up to the larger instance type

@@ -131,6 +131,7 @@ type state struct {
 
 	pinHook  func(b *bin, k int)
 	variants int
+	checks   int   // calls of check, for the tests of first fit's cost
 	newDom   int32 // hostname domain of a claim being planned; never counted
 	// pinTo, when set, is the only domain per key an unpinned claim may
 	// take in pickPin: a pod moved by the improvement pass keeps its own.
@@ -465,6 +466,7 @@ type outcome struct {
 
 // check reports whether the variant's pod may go on bin b now.
 func (s *state) check(v *variant, b *bin, out *outcome) {
+	s.checks++
 	sh := v.sh
 	out.code, out.perm, out.pins, out.mvMin = okCode, true, out.pins[:0], nil
 	if b.unsched {
