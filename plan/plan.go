@@ -172,7 +172,11 @@ func Prepare(objs *Objects, opts Options) (*Prepared, error) {
 		p.Warnings = append(p.Warnings, "no NodePool among the manifests: only existing nodes can take pods")
 	}
 
-	expanded, _ := workloads.Expand(lessGivenPods(objs.Workloads))
+	expand := workloads.Expand
+	if objs.Owned {
+		expand = workloads.ExpandInPlace
+	}
+	expanded, _ := expand(lessGivenPods(objs.Workloads))
 	p.Input.DaemonSetPods = expanded.DaemonSetPods
 
 	nodeIndex := map[string]int{}
@@ -302,9 +306,9 @@ func Run(objs *Objects, opts Options) (*Report, error) {
 // required pod anti-affinity term on kubernetes.io/hostname, whose selector
 // matches their own labels. Groups are keyed by namespace and selector and
 // sorted by key; each has its pods' smallest cpu and memory request.
-func selfAntiAffinityGroups(pods []*corev1.Pod) []separated {
+func selfAntiAffinityGroups(pods []*corev1.Pod, reqs []resources.Vector) []separated {
 	byKey := map[string]*separated{}
-	for _, pod := range pods {
+	for i, pod := range pods {
 		if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
 			continue
 		}
@@ -318,7 +322,7 @@ func selfAntiAffinityGroups(pods []*corev1.Pod) []separated {
 				continue
 			}
 			key := pod.Namespace + " " + sel.String()
-			v := resources.PodVector(pod)
+			v := &reqs[i]
 			g := byKey[key]
 			if g == nil {
 				g = &separated{key: key, name: groupName(pod, sel.String()), cpu: v.CPU, memory: v.Memory}
@@ -383,12 +387,15 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 			onClaims[pod] = true
 		}
 	}
+	// The pods' requests, summed once each: 100,000 pods' requests took
+	// longer to sum than the bound to compute.
 	var pods []*corev1.Pod
+	var reqs []resources.Vector
 	var cpu, memory int64
 	for _, pod := range in.Pods {
 		if onClaims[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] {
-			pods = append(pods, pod)
 			v := resources.PodVector(pod)
+			pods, reqs = append(pods, pod), append(reqs, v)
 			cpu = resources.AddSaturating(cpu, v.CPU)
 			memory = resources.AddSaturating(memory, v.Memory)
 		}
@@ -396,15 +403,15 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 	var groups []lowerbound.Group
 	// Some node holds the pod with the largest cpu request: at least one
 	// node of a type that fits it.
-	if largest := largestPod(pods); largest != nil {
-		v := resources.PodVector(largest)
+	if i := largestPod(reqs); i >= 0 {
+		v := &reqs[i]
 		fits := make([]bool, len(options))
 		for i, o := range options {
 			fits[i] = o.CPU >= v.CPU && o.Memory >= v.Memory
 		}
 		groups = append(groups, lowerbound.Group{Count: 1, Fits: fits})
 	}
-	for _, g := range selfAntiAffinityGroups(pods) {
+	for _, g := range selfAntiAffinityGroups(pods, reqs) {
 		fits := make([]bool, len(options))
 		for i, o := range options {
 			fits[i] = o.CPU >= g.cpu && o.Memory >= g.memory
@@ -414,9 +421,8 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 	// Whether a type fits a pod is judged on its whole allocatable above;
 	// the resource LP counts only what these pods can use of it.
 	var demand lowerbound.Demand
-	for _, pod := range pods {
-		v := resources.PodVector(pod)
-		demand.Add(v.CPU, v.Memory)
+	for i := range reqs {
+		demand.Add(reqs[i].CPU, reqs[i].Memory)
 	}
 	for i, o := range options {
 		options[i] = demand.Usable(o)
@@ -424,16 +430,14 @@ func Bound(in packer.Input, res packer.Result) lowerbound.Bound {
 	// The per-pod bound keeps each pod's cpu and memory on one node. Every
 	// type is counted for every pod that fits it, whatever its NodePool's
 	// requirements: more types can only lower the bound.
-	return lowerbound.Compute(options, cpu, memory, groups).WithPerPod(lowerbound.PerPod(options, podShapes(pods)))
+	return lowerbound.Compute(options, cpu, memory, groups).WithPerPod(lowerbound.PerPod(options, podShapes(reqs)))
 }
 
-// podShapes groups pods by their cpu and memory requests, in order of
-// requests.
-func podShapes(pods []*corev1.Pod) []lowerbound.Shape {
+// podShapes groups pods' requests by cpu and memory, in order of requests.
+func podShapes(reqs []resources.Vector) []lowerbound.Shape {
 	counts := map[[2]int64]int{}
-	for _, pod := range pods {
-		v := resources.PodVector(pod)
-		counts[[2]int64{v.CPU, v.Memory}]++
+	for i := range reqs {
+		counts[[2]int64{reqs[i].CPU, reqs[i].Memory}]++
 	}
 	shapes := make([]lowerbound.Shape, 0, len(counts))
 	for _, k := range slices.SortedFunc(maps.Keys(counts), func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
@@ -442,15 +446,14 @@ func podShapes(pods []*corev1.Pod) []lowerbound.Shape {
 	return shapes
 }
 
-// largestPod returns the pod with the largest cpu request, then memory, or
-// nil when there are none.
-func largestPod(pods []*corev1.Pod) *corev1.Pod {
-	var best *corev1.Pod
-	var bv resources.Vector
-	for _, pod := range pods {
-		v := resources.PodVector(pod)
-		if best == nil || v.CPU > bv.CPU || v.CPU == bv.CPU && v.Memory > bv.Memory {
-			best, bv = pod, v
+// largestPod returns the index of the largest request by cpu, then memory,
+// or -1 when there are none.
+func largestPod(reqs []resources.Vector) int {
+	best := -1
+	for i := range reqs {
+		v, b := &reqs[i], &reqs[max(best, 0)]
+		if best < 0 || v.CPU > b.CPU || v.CPU == b.CPU && v.Memory > b.Memory {
+			best = i
 		}
 	}
 	return best

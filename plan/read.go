@@ -45,6 +45,10 @@ type Objects struct {
 	// Skipped lists the other objects read, as Kind/name, which a plan does
 	// not use (PodDisruptionBudgets, Services, …).
 	Skipped []string
+	// Owned says the caller read the objects for this plan alone and gives
+	// them up: Prepare may then default the Pods among Workloads in place
+	// (workloads.ExpandInPlace) instead of holding a copy of each.
+	Owned bool
 }
 
 // ErrInvalid is returned by Load when validation found errors; the problems

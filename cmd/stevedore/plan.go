@@ -104,6 +104,7 @@ from -f.`,
 				return err
 			}
 			objs.Workloads = append(objs.Workloads, pods...)
+			objs.Owned = true
 			report, err := plan.Run(objs, opts)
 			if err != nil {
 				return err

@@ -67,6 +67,18 @@ type Pods struct {
 // Objects of other kinds are skipped; their count is returned so that
 // callers can say so. Objects are not modified.
 func Expand(objs []runtime.Object) (Pods, int) {
+	return expand(objs, false)
+}
+
+// ExpandInPlace is Expand for a caller that gives up the bare Pods among
+// objs: they are defaulted in place and returned themselves, not copied.
+// `stevedore plan` reads its pods for the plan alone, and a copy of each
+// doubled what a plan of 100,000 pods held while it was prepared.
+func ExpandInPlace(objs []runtime.Object) (Pods, int) {
+	return expand(objs, true)
+}
+
+func expand(objs []runtime.Object, inPlace bool) (Pods, int) {
 	var out Pods
 	var limitRanges []*corev1.LimitRange
 	for _, obj := range objs {
@@ -88,7 +100,11 @@ func Expand(objs []runtime.Object) (Pods, int) {
 		case *appsv1.DaemonSet:
 			out.DaemonSetPods = append(out.DaemonSetPods, DaemonSet(o, limitRanges...))
 		case *corev1.Pod:
-			out.Pods = append(out.Pods, Pod(o, limitRanges...))
+			if inPlace {
+				out.Pods = append(out.Pods, adopt(o, limitRanges))
+			} else {
+				out.Pods = append(out.Pods, Pod(o, limitRanges...))
+			}
 		case *corev1.LimitRange:
 		default:
 			skipped++
@@ -205,7 +221,11 @@ func DaemonSet(ds *appsv1.DaemonSet, limitRanges ...*corev1.LimitRange) *corev1.
 // the namespace and the requests defaulted (see DefaultPod) and, when
 // missing, a UID and a creation timestamp.
 func Pod(p *corev1.Pod, limitRanges ...*corev1.LimitRange) *corev1.Pod {
-	pod := p.DeepCopy()
+	return adopt(p.DeepCopy(), limitRanges)
+}
+
+// adopt defaults pod in place, as Pod does its copy.
+func adopt(pod *corev1.Pod, limitRanges []*corev1.LimitRange) *corev1.Pod {
 	pod.Namespace = namespaceOf(pod.Namespace)
 	if pod.UID == "" {
 		pod.UID = uidOf("", "Pod", pod.Namespace, pod.Name)

@@ -210,3 +210,38 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("hash %q uses characters outside the safe alphabet", TemplateHash(&web))
 	}
 }
+
+// ExpandInPlace gives the same pods as Expand, but a bare Pod is the object
+// given, defaulted, and Expand leaves its input alone.
+func TestExpandInPlace(t *testing.T) {
+	lr := &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "default"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+		}}},
+	}
+	bare := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "solo"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	}
+	web := template(map[string]string{"app": "web"})
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Template: web}}
+
+	given := bare()
+	want, _ := Expand([]runtime.Object{lr, given, deploy})
+	if !reflect.DeepEqual(given, bare()) {
+		t.Errorf("Expand changed the pod it was given: %+v", given)
+	}
+	adopted := bare()
+	got, _ := ExpandInPlace([]runtime.Object{lr, adopted, deploy})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ExpandInPlace gave\n%+v\nExpand gave\n%+v", got.Pods, want.Pods)
+	}
+	if got.Pods[0] != adopted {
+		t.Errorf("the bare pod was copied, not defaulted in place")
+	}
+	if q := adopted.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; q.String() != "250m" {
+		t.Errorf("the adopted pod's cpu request is %s, want the LimitRange's 250m", q.String())
+	}
+}
