@@ -65,7 +65,7 @@ func (sv *solver) improve() {
 			}
 		}
 	}
-	movable := func(sh *shape) bool {
+	movableShape := func(sh *shape) bool {
 		if len(sh.prefs) > 0 || len(sh.variants) != 1 {
 			return false
 		}
@@ -80,6 +80,16 @@ func (sv *solver) improve() {
 			}
 		}
 		return true
+	}
+	// Memoized: balance asks for every pod of every pair it tries.
+	isMovable := map[*shape]bool{}
+	movable := func(sh *shape) bool {
+		m, ok := isMovable[sh]
+		if !ok {
+			m = movableShape(sh)
+			isMovable[sh] = m
+		}
+		return m
 	}
 	// The pods on claims, by shape and by the sources' domains on the keys
 	// other than the hostname (a pod moves only within its domains, so a
@@ -271,8 +281,12 @@ func (sv *solver) balance(movable func(*shape) bool, traceAt []int32) {
 	slices.SortFunc(as, bySize)
 	slices.SortFunc(bs, bySize)
 	var out outcome
+	var pa, pb []int32
+	var scratch []keyedPod
 	for _, a := range as {
 		tried := 0
+		ea := a.pool.eff[a.cheap] // a swap never changes a's type
+		stale := true
 		for _, b := range bs {
 			if tried == pairsPer || fill(a, a.used) <= minSkew {
 				break
@@ -281,37 +295,60 @@ func (sv *solver) balance(movable func(*shape) bool, traceAt []int32) {
 				continue
 			}
 			tried++
-			sv.balancePair(a, b, movable, traceAt, fill, misses, &out)
+			// a's pods are sorted again only after they changed.
+			if stale {
+				pa, scratch = sv.heaviest(a, ea, 1, movable, pa[:0], scratch)
+				stale = false
+			}
+			pb, scratch = sv.heaviest(b, ea, -1, movable, pb[:0], scratch)
+			if sv.balancePair(a, b, pa, pb, traceAt, fill, misses, &out) {
+				stale = true
+			}
 		}
 	}
 }
 
-// balancePair swaps pods between a (cpu fuller) and b (memory fuller), the
-// most cpu-heavy of a's against the most memory-heavy of b's, while each
-// claim stays on its side.
-func (sv *solver) balancePair(a, b *bin, movable func(*shape) bool, traceAt []int32, fill func(*bin, resources.Vector) float64, misses int, out *outcome) {
-	ea := a.pool.eff[a.cheap]
-	// heavy is how much more of a's cpu than of its memory a pod takes.
-	heavy := func(pi int32) float64 {
-		r := sv.shapeOf[pi].req
-		return float64(r.CPU)/float64(ea.CPU) - float64(r.Memory)/float64(ea.Memory)
-	}
-	pick := func(c *bin, sign float64) []int32 {
-		var ps []int32
-		for _, pi := range c.pods {
-			if movable(sv.shapeOf[pi]) {
-				ps = append(ps, pi)
-			}
+// keyedPod is a pod with its sort key.
+type keyedPod struct {
+	key float64
+	pi  int32
+}
+
+// heavy is how much more of the cpu than of the memory of allocatable e a
+// request takes.
+func heavy(r *resources.Vector, e resources.Vector) float64 {
+	return float64(r.CPU)/float64(e.CPU) - float64(r.Memory)/float64(e.Memory)
+}
+
+// heaviest appends to dst the movable pods of c, heaviest first against
+// allocatable e (sign 1: in cpu; -1: in memory), ties by index. The keys
+// are computed once per pod, not per comparison, in scratch.
+func (sv *solver) heaviest(c *bin, e resources.Vector, sign float64, movable func(*shape) bool, dst []int32, scratch []keyedPod) ([]int32, []keyedPod) {
+	ks := scratch[:0]
+	for _, pi := range c.pods {
+		if sh := sv.shapeOf[pi]; movable(sh) {
+			ks = append(ks, keyedPod{sign * heavy(&sh.req, e), pi})
 		}
-		slices.SortStableFunc(ps, func(x, y int32) int {
-			if c := cmp.Compare(sign*heavy(y), sign*heavy(x)); c != 0 {
-				return c
-			}
-			return cmp.Compare(x, y)
-		})
-		return ps
 	}
-	pa, pb := pick(a, 1), pick(b, -1)
+	slices.SortFunc(ks, func(x, y keyedPod) int {
+		if c := cmp.Compare(y.key, x.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.pi, y.pi)
+	})
+	for _, k := range ks {
+		dst = append(dst, k.pi)
+	}
+	return dst, ks
+}
+
+// balancePair swaps pods between a (cpu fuller) and b (memory fuller), the
+// most cpu-heavy of a's (pa) against the most memory-heavy of b's (pb),
+// while each claim stays on its side, and reports whether it swapped any.
+func (sv *solver) balancePair(a, b *bin, pa, pb []int32, traceAt []int32, fill func(*bin, resources.Vector) float64, misses int, out *outcome) bool {
+	ea := a.pool.eff[a.cheap]
+	heavy := func(pi int32) float64 { return heavy(&sv.shapeOf[pi].req, ea) }
+	swapped := false
 	i, j, miss := 0, 0, 0
 	for i < len(pa) && j < len(pb) && miss < misses {
 		x, y := pa[i], pb[j]
@@ -345,6 +382,7 @@ func (sv *solver) balancePair(a, b *bin, movable func(*shape) bool, traceAt []in
 		if sv.swap(x, a, y, b, traceAt, out) {
 			sv.trace[traceAt[x]].bin = b.id
 			sv.trace[traceAt[y]].bin = a.id
+			swapped = true
 			i++
 			j++
 			continue
@@ -352,6 +390,7 @@ func (sv *solver) balancePair(a, b *bin, movable func(*shape) bool, traceAt []in
 		i++
 		miss++
 	}
+	return swapped
 }
 
 // swap moves pod x from claim a to b and pod y from b to a, both or
