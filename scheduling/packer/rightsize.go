@@ -1,6 +1,10 @@
 package packer
 
-import "github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+import (
+	"slices"
+
+	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
+)
 
 // rightSize splits claims whose pods fit on two nodes for less than the one
 // they were packed onto. First fit grows a claim while the next pod still fits
@@ -85,13 +89,17 @@ func (sv *solver) bestSplit(b *bin) (keep, move []int32, typeKeep, typeMove int,
 	current := c.priceOf(b.cheap)
 	front := c.frontier()
 	best := current * (1 - 1e-9)
+	// k and m are scratch, kept between calls; a split that wins is copied
+	// out of them.
+	k, m := sv.splitKeep[:0], sv.splitMove[:0]
+	defer func() { sv.splitKeep, sv.splitMove = k, m }()
 	for _, ft := range front {
 		t := int(ft)
 		if c.priceOf(t) >= current {
 			break
 		}
 		var usedKeep, usedMove resources.Vector
-		var k, m []int32
+		k, m = k[:0], m[:0]
 		for _, pi := range b.pods {
 			req := sv.shapeOf[pi].req
 			next := usedKeep.Clone()
@@ -118,7 +126,7 @@ func (sv *solver) bestSplit(b *bin) (keep, move []int32, typeKeep, typeMove int,
 			continue
 		}
 		if cost := c.priceOf(t) + c.priceOf(tm); cost < best {
-			best, keep, move, typeKeep, typeMove, ok = cost, k, m, t, tm, true
+			best, keep, move, typeKeep, typeMove, ok = cost, slices.Clone(k), slices.Clone(m), t, tm, true
 		}
 	}
 	return keep, move, typeKeep, typeMove, ok

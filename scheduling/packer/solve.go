@@ -213,13 +213,15 @@ type solver struct {
 	// Scratch of classRejects.
 	candScratch []*candSet
 	fixScratch  []int
-	out         outcome
-	poolsOrd    []*poolIdx
-	trace       []step
-	binOf       []int
-	alone       map[int]alone // variant id → the cheapest claim for one pod
-	ord         *podOrder
-	doms        []int32 // scratch of tryDecided
+	// Scratch of bestSplit.
+	splitKeep, splitMove []int32
+	out                  outcome
+	poolsOrd             []*poolIdx
+	trace                []step
+	binOf                []int
+	alone                map[int]alone // variant id → the cheapest claim for one pod
+	ord                  *podOrder
+	doms                 []int32 // scratch of tryDecided
 	// fixedOf are the domains fixDomains decided for each pod, by pod
 	// index; nil for most.
 	fixedOf [][]*keyQuota
