@@ -675,3 +675,101 @@ func TestEvictionCost(t *testing.T) {
 		t.Errorf("clamped cost %v", EvictionCost(p))
 	}
 }
+
+// The pods of a node already being taken away move too, as in Karpenter's
+// simulation: they keep the room of the replacement launched for them, so
+// that room is neither offered to the next drifted node's pods (which then
+// waited for it to initialize, one node at a time) nor taken as a place for
+// a consolidated node's pods (which were then evicted into pending).
+func TestPodsOfNodesBeingTakenAway(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// marked is whether the first node is marked for deletion (a
+		// command is taking it away); without, nothing moves it.
+		marked bool
+		setup  func(f *fixture) (candidate string)
+		check  func(t *testing.T, d Decision, candidate string)
+	}{
+		{
+			name: "the next drifted node gets a replacement of its own", marked: true,
+			setup: func(f *fixture) string {
+				f.node(nodeSpec{pool: "p", itype: xlarge, drifted: 2 * time.Hour}) // node-001, being replaced
+				f.node(nodeSpec{pool: "p", itype: xlarge, notInitialized: true})   // node-002, its replacement
+				b := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+				f.pod("a1", "node-001", "3", "1Gi")
+				f.pod("b1", b, "3", "1Gi")
+				f.budget("p", ReasonUnderutilized, 0)
+				return b
+			},
+			check: func(t *testing.T, d Decision, b string) {
+				if c := d.Command; c == nil || c.Method != MethodReplace || !slices.Equal(candidateNames(c), []string{b}) {
+					t.Fatalf("command = %v (blocked %v), want %s replaced by a NodeClaim of its own", d.Command, d.Blocked, b)
+				}
+			},
+		},
+		{
+			name: "unmarked, the drifted node's pod would take the uninitialized node's room", marked: false,
+			setup: func(f *fixture) string {
+				f.node(nodeSpec{pool: "p", itype: xlarge}) // node-001, staying
+				f.node(nodeSpec{pool: "p", itype: xlarge, notInitialized: true})
+				b := f.node(nodeSpec{pool: "p", itype: xlarge, drifted: time.Hour})
+				f.pod("a1", "node-001", "3", "1Gi")
+				f.pod("b1", b, "3", "1Gi")
+				f.budget("p", ReasonUnderutilized, 0)
+				return b
+			},
+			check: func(t *testing.T, d Decision, b string) {
+				if d.Command != nil {
+					t.Fatalf("command = %v, want none: %s's pod would land on the uninitialized node", d.Command, b)
+				}
+			},
+		},
+		{
+			name: "a consolidated node's pods do not take room promised to others", marked: true,
+			setup: func(f *fixture) string {
+				f.node(nodeSpec{pool: "p", itype: xlarge})                     // node-001, being deleted
+				f.node(nodeSpec{pool: "p", itype: xlarge, doNotDisrupt: true}) // node-002, the room node-001's pod is to take
+				c := f.node(nodeSpec{pool: "p", itype: xlarge})
+				f.pod("a1", "node-001", "3", "1Gi")
+				f.pod("c1", c, "3", "1Gi")
+				f.pod("x1", "node-002", "100m", "100Mi")
+				f.budget("p", ReasonDrifted, 0)
+				return c
+			},
+			check: func(t *testing.T, d Decision, c string) {
+				if d.Command != nil {
+					t.Fatalf("command = %v, want none: %s's pod would go where node-001's pod is to go", d.Command, c)
+				}
+			},
+		},
+		{
+			name: "unmarked, the node's pod moves into the free room", marked: false,
+			setup: func(f *fixture) string {
+				f.node(nodeSpec{pool: "p", itype: xlarge})
+				f.node(nodeSpec{pool: "p", itype: xlarge, doNotDisrupt: true})
+				c := f.node(nodeSpec{pool: "p", itype: xlarge})
+				f.pod("a1", "node-001", "3", "1Gi")
+				f.pod("c1", c, "3", "1Gi")
+				f.pod("x1", "node-002", "100m", "100Mi")
+				f.budget("p", ReasonDrifted, 0)
+				return c
+			},
+			check: func(t *testing.T, d Decision, c string) {
+				// node-001 or c: their pods are alike.
+				if cmd := d.Command; cmd == nil || cmd.Method != MethodDelete || len(cmd.Candidates) != 1 {
+					t.Fatalf("command = %v (blocked %v), want one node deleted, its pod into node-002's room", cmd, d.Blocked)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pool("p", []string{xlarge}, []string{wellknown.CapacityTypeOnDemand})
+			candidate := tc.setup(f)
+			if tc.marked {
+				f.c.MarkForDeletion("node-001")
+			}
+			tc.check(t, Decide(f.input()), candidate)
+		})
+	}
+}

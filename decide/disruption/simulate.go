@@ -31,6 +31,17 @@ type world struct {
 	// notReady nodes (uninitialized or in flight) are packed onto like any
 	// other, but a moved pod that lands on one fails the simulation.
 	notReady []bool
+	// away are nodes already being taken away (marked for deletion by a
+	// command, or deleting): left out of every packing, as Karpenter's
+	// simulation leaves them out. Their pods (leaving) move as well and
+	// keep their claim on capacity, as pending pods do, so that the room a
+	// replacement was launched for is not offered to a candidate's pods
+	// too. Without them, each drift replacement looked empty until its
+	// node's pods arrived, the next drifted node's pods were placed there,
+	// and every node waited for the replacement to initialize: a rollout
+	// went one node at a time whatever its budget allowed.
+	away     []bool
+	leaving  []leavingPod
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
 	// totals are the Balanced NodePools' cost and disruption (see Score).
@@ -64,8 +75,20 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	for i := range w.base.NodePools {
 		w.poolByNm[w.base.NodePools[i].Name] = &w.base.NodePools[i]
 	}
+	w.away = make([]bool, len(w.base.Nodes))
 	for i, n := range snap.Nodes {
 		w.index[n.Name()] = i
+		if n.MarkedForDeletion || n.Deleting() {
+			w.away[i] = true
+			for _, p := range n.Pods {
+				if Reschedulable(p) {
+					cp := *p
+					cp.Spec.NodeName = ""
+					w.leaving = append(w.leaving, leavingPod{pod: &cp, node: i})
+				}
+			}
+			continue
+		}
 		// Every simulation reuses these nodes: add their pods' requests up
 		// once rather than on every Solve.
 		// The state memoizes the bound pods' sum per pod list; the pods
@@ -95,6 +118,13 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 		w.drifted[i] = c != nil && c.Status == metav1.ConditionTrue
 	}
 	return w
+}
+
+// leavingPod is a pod of a node being taken away, unbound, with the node's
+// index.
+type leavingPod struct {
+	pod  *corev1.Pod
+	node int
 }
 
 // coolingDown reports whether consolidation must leave a node alone as a
@@ -162,7 +192,7 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 	var notReady map[string]bool // made only when a node has not initialized
 	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
 	for i, n := range w.base.Nodes {
-		if gone[i] {
+		if gone[i] || w.away[i] {
 			continue
 		}
 		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
@@ -176,9 +206,15 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 		}
 		in.Nodes = append(in.Nodes, n)
 	}
-	in.Pods = make([]*corev1.Pod, 0, len(moved)+len(w.pending))
+	in.Pods = make([]*corev1.Pod, 0, len(moved)+len(w.pending)+len(w.leaving))
 	in.Pods = append(in.Pods, moved...)
 	in.Pods = append(in.Pods, w.pending...)
+	for _, l := range w.leaving {
+		// A candidate's own pods are among the moved ones.
+		if !gone[l.node] {
+			in.Pods = append(in.Pods, l.pod)
+		}
+	}
 	in.VolumeZones = nil
 	for _, p := range in.Pods {
 		if state.UsesVolumes(p) {
