@@ -143,6 +143,10 @@ type group struct {
 	honorTaints bool
 	tols        []corev1.Toleration
 
+	// tid is the cache's number of t plus one (see state.selected); 0
+	// until looked up.
+	tid int32
+
 	counts []int32 // by domain id
 	total  int64
 	elig   []int8 // by bin id: 0 unknown, 1 eligible, 2 not
@@ -163,6 +167,13 @@ func (g *group) inc(d int32, n int32) {
 	}
 	g.counts[d] += n
 	g.total += int64(n)
+}
+
+// reserve makes room in the counts for n domains.
+func (g *group) reserve(n int) {
+	if n > cap(g.counts) {
+		g.counts = slices.Grow(g.counts, n-len(g.counts))
+	}
 }
 
 func (g *group) register(d int32) {
@@ -260,12 +271,61 @@ func (s *state) keyIndex(key string) int {
 }
 
 func (s *state) domain(k int, value string) int32 {
+	if s.cache != nil {
+		if vid, ok := s.cache.valueID(s.cacheKey(k), value); ok {
+			return s.domainOf(k, vid)
+		}
+	}
 	if d, ok := s.domIdx[k][value]; ok {
 		return d
 	}
 	d := int32(len(s.domName[k]))
 	s.domIdx[k][value] = d
 	s.domName[k] = append(s.domName[k], value)
+	return d
+}
+
+// cacheKey is the cache's number of key k.
+func (s *state) cacheKey(k int) int32 {
+	for len(s.keyCID) <= k {
+		s.keyCID = append(s.keyCID, s.cache.keyID(s.keys[len(s.keyCID)]))
+	}
+	return s.keyCID[k]
+}
+
+// domainOf is the domain of key k whose value the cache numbers vid. It is
+// the domain domain(k, value) gives: a value that came by name first (not
+// yet seen on a node then) keeps its index, and one numbered first is found
+// by number afterwards.
+func (s *state) domainOf(k int, vid int32) int32 {
+	for len(s.domOfVal) <= k {
+		s.domOfVal = append(s.domOfVal, nil)
+	}
+	kid := s.cacheKey(k)
+	tab := s.domOfVal[k]
+	if int(vid) >= len(tab) {
+		// The cache may number values while the nodes are added (the
+		// first packing of a cluster): grow by half at least.
+		grown := make([]int32, max(int(vid)+1, len(s.cache.names[kid]), len(tab)+len(tab)/2))
+		copy(grown, tab)
+		tab = grown
+		s.domOfVal[k] = tab
+	}
+	if d := tab[vid]; d != 0 {
+		return d - 1
+	}
+	name := s.cache.names[kid][vid]
+	d, ok := s.domIdx[k][name]
+	if !ok {
+		if len(s.domName[k]) == cap(s.domName[k]) {
+			// Nodes mostly bring the values the cache has seen before,
+			// thousands of hostnames among them: make room for them all.
+			s.domName[k] = slices.Grow(s.domName[k], max(len(s.cache.names[kid]), 2*len(s.domName[k])+4)-len(s.domName[k]))
+		}
+		d = int32(len(s.domName[k]))
+		s.domName[k] = append(s.domName[k], name)
+	}
+	tab[vid] = d + 1
 	return d
 }
 
@@ -360,7 +420,16 @@ func selectorWithKeys(ls *metav1.LabelSelector, own map[string]string, match, mi
 }
 
 func (s *state) group(kind groupKind, t term, extra string) *group {
-	sig := strconv.Itoa(int(kind)) + "\x01" + t.sig + "\x01" + extra
+	return s.groupWithSig(kind, t, groupSig(kind, &t, extra))
+}
+
+// groupSig is the signature of the group of a kind for term t.
+func groupSig(kind groupKind, t *term, extra string) string {
+	return strconv.Itoa(int(kind)) + "\x01" + t.sig + "\x01" + extra
+}
+
+// groupWithSig is group for a signature already known to be groupSig's.
+func (s *state) groupWithSig(kind groupKind, t term, sig string) *group {
 	if g, ok := s.groupBySig[sig]; ok {
 		return g
 	}

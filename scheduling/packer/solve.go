@@ -249,6 +249,7 @@ func solveCounted(in Input) (Result, []step, int) {
 	if in.Cache == nil {
 		in.Cache = NewCache()
 	}
+	in.Cache.compact()
 	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
 	s.relaxMin = in.MinValuesPolicy == MinValuesBestEffort
@@ -306,11 +307,16 @@ func solveCounted(in Input) (Result, []step, int) {
 	})
 
 	// Existing nodes, sorted by name (registered before in flight).
-	nodes := make([]*Node, len(in.Nodes))
+	sc := &in.Cache.scratch
+	if cap(sc.nodes) < len(in.Nodes) {
+		sc.nodes = make([]*Node, len(in.Nodes))
+		sc.existing = make([]int, 0, len(in.Nodes))
+	}
+	nodes := sc.nodes[:len(in.Nodes)]
 	for i := range in.Nodes {
 		nodes[i] = &in.Nodes[i]
 	}
-	slices.SortStableFunc(nodes, func(a, b *Node) int {
+	byName := func(a, b *Node) int {
 		if a.InFlight != b.InFlight {
 			if a.InFlight {
 				return 1
@@ -318,22 +324,28 @@ func solveCounted(in Input) (Result, []step, int) {
 			return -1
 		}
 		return strings.Compare(a.Name, b.Name)
-	})
-	for _, n := range nodes {
-		for _, k := range in.Cache.factsFor(n).spreadKeys {
+	}
+	// Callers mostly pass the nodes in this order already.
+	if !slices.IsSortedFunc(nodes, byName) {
+		slices.SortStableFunc(nodes, byName)
+	}
+	facts := s.nodeFacts(nodes)
+	for _, f := range facts {
+		for _, k := range f.spreadKeys {
 			s.keyIndex(k)
 		}
 	}
 	s.reserveNodeBins(len(nodes), len(s.keys))
-	for _, n := range nodes {
-		sv.existing = append(sv.existing, s.addNode(n).id)
+	sv.existing = sc.existing[:0]
+	for i, n := range nodes {
+		sv.existing = append(sv.existing, s.addNode(n, facts[i]).id)
 	}
 	s.addOwnerGroups(in.Nodes)
 	s.keyIndex(wellknown.LabelHostname)
 	s.newDom = s.domain(s.hostKey, "\x00new")
 	for _, b := range s.bins {
 		for len(b.dom) < len(s.keys) {
-			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
+			b.dom = append(b.dom, s.binDomain(b, len(b.dom)))
 		}
 	}
 	for _, p := range s.pools {

@@ -24,14 +24,16 @@ type bin struct {
 	claim    bool
 	inflight bool
 	node     *Node
-	labels   map[string]string
-	taints   []corev1.Taint
-	unsched  bool
-	alloc    resources.Vector
-	used     resources.Vector
-	ports    []hostPort
-	dom      []int32
-	npods    int
+	// facts are an existing node's (Cache.factsFor).
+	facts   *nodeFacts
+	labels  map[string]string
+	taints  []corev1.Taint
+	unsched bool
+	alloc   resources.Vector
+	used    resources.Vector
+	ports   []hostPort
+	dom     []int32
+	npods   int
 
 	// hostOwners counts the pods the packer put on the bin that carry a
 	// required hostname spread constraint.
@@ -107,6 +109,11 @@ type state struct {
 	hostKey int
 	domIdx  []map[string]int32
 	domName [][]string
+	// keyCID are the cache's numbers of the keys, and domOfVal, per key,
+	// the domain plus one of each value the cache numbers (0: none yet);
+	// see domainOf.
+	keyCID   []int32
+	domOfVal [][]int32
 
 	groups     []*group
 	groupBySig map[string]*group
@@ -161,11 +168,11 @@ func (s *state) altID(r requirements.Requirements) int {
 	return id
 }
 
-// addNode adds an existing or in-flight node as a bin. Its pods are counted
-// later by countExisting, once every group is known.
-func (s *state) addNode(n *Node) *bin {
+// addNode adds an existing or in-flight node, whose facts are f, as a bin.
+// Its pods are counted later by countExisting, once every group is known.
+func (s *state) addNode(n *Node, f *nodeFacts) *bin {
 	b := s.nodeBin()
-	*b = bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
+	*b = bin{id: len(s.bins), node: n, facts: f, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
 	if n.Requested != nil {
 		b.used = n.Requested.Clone()
 	}
@@ -174,21 +181,67 @@ func (s *state) addNode(n *Node) *bin {
 			b.used.Add(resources.PodVector(p))
 		}
 	}
-	b.ports = s.cache.factsFor(n).ports
+	b.ports = f.ports
 	b.npods = len(n.Pods)
 	b.dom = s.domSlice(len(s.keys))
 	for k := range s.keys {
-		b.dom[k] = s.nodeDomain(n, k)
+		b.dom[k] = s.binDomain(b, k)
 	}
 	s.bins = append(s.bins, b)
 	return b
 }
 
+// binDomain is nodeDomain for the node of bin b, read by number from the
+// node's facts when the cache can hold its labels.
+func (s *state) binDomain(b *bin, k int) int32 {
+	if s.cache == nil || b.facts == nil || b.inflight {
+		return s.nodeDomain(b.node, k)
+	}
+	vid := s.cache.valueOf(b.facts, b.node, s.cacheKey(k))
+	if vid < 0 {
+		return domAbsent
+	}
+	return s.domainOf(k, vid)
+}
+
 // reserveNodeBins makes room for n nodes' bins and their domains (with k
-// keys) in two allocations, instead of two per node per packing.
+// keys) in two allocations, instead of two per node per packing; with a
+// cache, in the memory the cache's previous packing used, which addNode
+// overwrites.
 func (s *state) reserveNodeBins(n, k int) {
-	s.binSlab = make([]bin, n)
-	s.domSlab = make([]int32, n*k)
+	if s.cache == nil {
+		s.binSlab = make([]bin, n)
+		s.domSlab = make([]int32, n*k)
+		return
+	}
+	sc := &s.cache.scratch
+	if cap(sc.bins) < n {
+		sc.bins = make([]bin, n)
+	}
+	if cap(sc.dom) < n*k {
+		sc.dom = make([]int32, n*k)
+	}
+	// Room for the claims too, which the nodes' bins are usually many
+	// times more than.
+	if want := n + n/4 + 64; cap(sc.list) < want {
+		sc.list = make([]*bin, 0, want)
+	}
+	s.binSlab, s.domSlab = sc.bins[:n], sc.dom[:n*k]
+	s.bins = sc.list[:0]
+}
+
+// nodeFacts returns the facts of nodes (Cache.factsFor), in a slice that
+// the packing may keep until the next one.
+func (s *state) nodeFacts(nodes []*Node) []*nodeFacts {
+	sc := &s.cache.scratch
+	if cap(sc.facts) < len(nodes) {
+		sc.facts = make([]*nodeFacts, len(nodes))
+	}
+	out := sc.facts[:len(nodes)]
+	for i, n := range nodes {
+		out[i] = s.cache.factsFor(n)
+	}
+	return out
 }
 
 func (s *state) nodeBin() *bin {
@@ -200,8 +253,9 @@ func (s *state) nodeBin() *bin {
 	return b
 }
 
-// domSlice returns a zeroed slice of n domains; its capacity is n, so that
-// a bin that learns more keys appends into a new array, not a neighbour's.
+// domSlice returns a slice of n domains, for the caller to fill; its
+// capacity is n, so that a bin that learns more keys appends into a new
+// array, not a neighbour's.
 func (s *state) domSlice(n int) []int32 {
 	if len(s.domSlab) < n {
 		return make([]int32, n)
@@ -231,6 +285,10 @@ func (s *state) nodeDomain(n *Node, k int) int32 {
 // a term selects comes from the cache when the same node was counted for
 // the same term by an earlier packing.
 func (s *state) countExisting() {
+	// Every node's domains are known by now: size the counts once.
+	for _, g := range s.groups {
+		g.reserve(len(s.domName[g.key]))
+	}
 	for _, b := range s.bins {
 		if b.claim || len(b.node.Pods) == 0 {
 			continue
@@ -246,11 +304,23 @@ func (s *state) countExisting() {
 			if g.kind == gSpread && !s.eligible(g, b) {
 				continue
 			}
-			if n := s.cache.selected(&g.t, b.node); n > 0 {
+			if n := s.selected(g, b); n > 0 {
 				g.inc(d, n)
 			}
 		}
 	}
+}
+
+// selected counts the pods on existing node bin b that g's term selects,
+// from the node's facts when counted before.
+func (s *state) selected(g *group, b *bin) int32 {
+	if s.cache == nil || b.facts == nil || g.t.sig == "" || len(b.node.Pods) == 0 {
+		return selectedOn(&g.t, b.node)
+	}
+	if g.tid == 0 {
+		g.tid = s.cache.termID(g.t.sig) + 1
+	}
+	return b.facts.selectedBy(g.tid-1, &g.t, b.node)
 }
 
 // selectedOn counts the pods of n, not being deleted, that t selects.
@@ -271,12 +341,16 @@ func (s *state) addOwnerGroups(nodes []Node) {
 		if b.claim {
 			continue
 		}
-		for _, rt := range s.cache.factsFor(b.node).ownerTerms(s) {
-			g := s.group(gOwner, rt, "")
+		terms, sigs := b.facts.ownerTerms(s)
+		for i, rt := range terms {
+			g := s.groupWithSig(gOwner, rt, sigs[i])
+			if g.counts == nil {
+				g.reserve(len(s.domName[g.key]))
+			}
 			// The term may have introduced a key (or several, through
 			// earlier pods) that this node's domains do not cover yet.
 			for len(b.dom) <= g.key {
-				b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
+				b.dom = append(b.dom, s.binDomain(b, len(b.dom)))
 			}
 			if d := b.dom[g.key]; d >= 0 {
 				g.inc(d, 1)
