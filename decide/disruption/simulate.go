@@ -33,6 +33,13 @@ type world struct {
 	notReady []bool
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
+	// views are base.Nodes as each mode's simulations see them (see
+	// pack), and notReadyIn the names of those that are not ready and not
+	// Unschedulable there.
+	views      [modeCount][]packer.Node
+	notReadyIn [modeCount]map[string]bool
+	// scratch is memory one goroutine's simulations reuse.
+	scratch *packScratch
 	// totals are the Balanced NodePools' cost and disruption (see Score).
 	totals map[string]poolTotals
 }
@@ -94,7 +101,30 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 		c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted)
 		w.drifted[i] = c != nil && c.Status == metav1.ConditionTrue
 	}
+	for m := range modeCount {
+		w.views[m] = slices.Clone(w.base.Nodes)
+		for i := range w.views[m] {
+			n := &w.views[m][i]
+			if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
+				n.Unschedulable = true
+			}
+			if w.notReady[i] && !n.Unschedulable {
+				if w.notReadyIn[m] == nil {
+					w.notReadyIn[m] = map[string]bool{}
+				}
+				w.notReadyIn[m][n.Name] = true
+			}
+		}
+	}
+	w.scratch = &packScratch{}
 	return w
+}
+
+// packScratch is memory that the simulations of one goroutine reuse: a
+// simulation over thousands of nodes otherwise allocates a copy of them.
+type packScratch struct {
+	nodes []packer.Node
+	gone  []int
 }
 
 // coolingDown reports whether consolidation must leave a node alone as a
@@ -131,6 +161,7 @@ const (
 	modeDrift
 	// modeForceful lets pods go to any ready node: the nodes go anyway.
 	modeForceful
+	modeCount
 )
 
 // simulate packs the candidates' pods, and the pods still pending, onto
@@ -146,11 +177,11 @@ func (w *world) place(cands []*Candidate, m mode) outcome {
 }
 
 func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
-	gone := make(map[int]bool, len(cands))
+	gone := w.scratch.gone[:0]
 	var moved []*corev1.Pod
 	movedKeys := map[types.NamespacedName]bool{}
 	for _, c := range cands {
-		gone[w.index[c.Name()]] = true
+		gone = append(gone, w.index[c.Name()])
 		for _, p := range c.Pods {
 			cp := *p.pod
 			cp.Spec.NodeName = ""
@@ -158,24 +189,24 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 			movedKeys[types.NamespacedName{Namespace: cp.Namespace, Name: cp.Name}] = true
 		}
 	}
+	slices.Sort(gone)
+	gone = slices.Compact(gone)
+	w.scratch.gone = gone
 	in := w.base
-	var notReady map[string]bool // made only when a node has not initialized
-	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
-	for i, n := range w.base.Nodes {
-		if gone[i] {
-			continue
-		}
-		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
-			n.Unschedulable = true
-		}
-		if w.notReady[i] && !n.Unschedulable {
-			if notReady == nil {
-				notReady = map[string]bool{}
-			}
-			notReady[n.Name] = true
-		}
-		in.Nodes = append(in.Nodes, n)
+	// The other nodes, as the mode sees them, copied in runs between the
+	// candidates into memory the previous simulation used: the packer
+	// keeps nothing of them once it has answered.
+	view := w.views[m]
+	nodes := w.scratch.nodes[:0]
+	from := 0
+	for _, i := range gone {
+		nodes = append(nodes, view[from:i]...)
+		from = i + 1
 	}
+	nodes = append(nodes, view[from:]...)
+	w.scratch.nodes = nodes
+	in.Nodes = nodes
+	notReady := w.notReadyIn[m]
 	in.Pods = make([]*corev1.Pod, 0, len(moved)+len(w.pending))
 	in.Pods = append(in.Pods, moved...)
 	in.Pods = append(in.Pods, w.pending...)
