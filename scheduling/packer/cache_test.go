@@ -164,6 +164,36 @@ func TestCacheNumberingStartsOver(t *testing.T) {
 	}
 }
 
+// A Cache kept across packings recognises nodes given in the order it saw
+// them before, less some, and puts nodes given in another order in order
+// first: first fit then fills the same node whatever order they come in.
+func TestKeptCacheOrdersNodes(t *testing.T) {
+	sorted := cacheTestNodes()
+	reversed := slices.Clone(sorted)
+	slices.Reverse(reversed)
+	pending := []*corev1.Pod{pod("small-1", "100m", "128Mi"), pod("small-2", "100m", "128Mi")}
+	orders := map[string][]packer.Node{
+		"sorted":            sorted,
+		"without the first": sorted[1:],
+		"reversed":          reversed,
+		"two swapped":       append([]packer.Node{sorted[1], sorted[0]}, sorted[2:]...),
+		"sorted again":      sorted,
+	}
+	cache := packer.NewCache()
+	for _, name := range []string{"sorted", "without the first", "reversed", "sorted again", "two swapped"} {
+		in := packer.Input{Nodes: orders[name], Pods: pending}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("%s: with the kept cache %v, without %v", name, claimSummary(got), claimSummary(want))
+		}
+		if first := want.Placements[0].Node; name != "without the first" && first != sorted[0].Name {
+			t.Fatalf("%s: first fit placed on %s, want %s", name, first, sorted[0].Name)
+		}
+	}
+}
+
 // cacheTestNodes are nine nodes over three zones whose pods spread over
 // zones, keep apart by required anti-affinity, follow an affinity and bind
 // host ports, so that every memo of a Cache is exercised.

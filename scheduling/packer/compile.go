@@ -146,6 +146,9 @@ type group struct {
 	// tid is the cache's number of t plus one (see state.selected); 0
 	// until looked up.
 	tid int32
+	// wide is 1 when the group counts on every node that has its key
+	// (see everywhere), 2 when not, 0 until worked out.
+	wide int8
 
 	counts []int32 // by domain id
 	total  int64
@@ -169,12 +172,32 @@ func (g *group) inc(d int32, n int32) {
 	g.total += int64(n)
 }
 
-// reserve makes room in the counts for n domains.
-func (g *group) reserve(n int) {
+// everywhere reports whether a spread group counts pods on every node that
+// has its key: it needs no other key, honours no taint, and its owner's
+// node affinity (when honoured) has an alternative without requirements,
+// which every node meets. Its eligibility then needs no memo per bin.
+func (g *group) everywhere() bool {
+	if g.wide == 0 {
+		g.wide = 2
+		if len(g.keys) == 0 && !g.honorTaints && (!g.honorAff || g.nodeAff == nil && slices.ContainsFunc(g.affAlts, func(a requirements.Requirements) bool { return a.Len() == 0 })) {
+			g.wide = 1
+		}
+	}
+	return g.wide == 1
+}
+
+// reserveCounts makes room in g's counts for n domains, and the few that
+// new claims add.
+func (s *state) reserveCounts(g *group, n int) {
 	if n > cap(g.counts) {
-		g.counts = slices.Grow(g.counts, n-len(g.counts))
+		g.counts = append(s.cache.scratch.ints.take(withClaims(n)), g.counts...)
 	}
 }
+
+// withClaims is room for n domains of a key and the few more that a
+// packing's new claims add (each its own hostname): growing a slice as long
+// as the nodes for one claim would copy it all.
+func withClaims(n int) int { return n + n/16 + 16 }
 
 func (g *group) register(d int32) {
 	for int(d) >= len(g.reg) {
@@ -293,6 +316,14 @@ func (s *state) cacheKey(k int) int32 {
 	return s.keyCID[k]
 }
 
+// cacheKeys are the cache's numbers of every key, by key index.
+func (s *state) cacheKeys() []int32 {
+	if len(s.keys) > 0 {
+		s.cacheKey(len(s.keys) - 1)
+	}
+	return s.keyCID
+}
+
 // domainOf is the domain of key k whose value the cache numbers vid. It is
 // the domain domain(k, value) gives: a value that came by name first (not
 // yet seen on a node then) keeps its index, and one numbered first is found
@@ -306,8 +337,9 @@ func (s *state) domainOf(k int, vid int32) int32 {
 	if int(vid) >= len(tab) {
 		// The cache may number values while the nodes are added (the
 		// first packing of a cluster): grow by half at least.
-		grown := make([]int32, max(int(vid)+1, len(s.cache.names[kid]), len(tab)+len(tab)/2))
-		copy(grown, tab)
+		n := max(int(vid)+1, len(s.cache.names[kid]), len(tab)+len(tab)/2)
+		grown := s.cache.scratch.ints.take(n)[:n]
+		clear(grown[copy(grown, tab):])
 		tab = grown
 		s.domOfVal[k] = tab
 	}
@@ -320,7 +352,8 @@ func (s *state) domainOf(k int, vid int32) int32 {
 		if len(s.domName[k]) == cap(s.domName[k]) {
 			// Nodes mostly bring the values the cache has seen before,
 			// thousands of hostnames among them: make room for them all.
-			s.domName[k] = slices.Grow(s.domName[k], max(len(s.cache.names[kid]), 2*len(s.domName[k])+4)-len(s.domName[k]))
+			n := withClaims(max(len(s.cache.names[kid]), 2*len(s.domName[k])))
+			s.domName[k] = append(s.cache.scratch.strs.take(n), s.domName[k]...)
 		}
 		d = int32(len(s.domName[k]))
 		s.domName[k] = append(s.domName[k], name)

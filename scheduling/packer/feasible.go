@@ -150,6 +150,7 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 		cache = NewCache()
 	}
 	cache.compact()
+	cache.scratch.reset()
 	s.cache = cache
 	s.reserveNodeBins(len(nodes), len(s.keys))
 	for k := range nodes {

@@ -201,10 +201,13 @@ type Cache struct {
 	// node's counts and topology domains by index instead of hashing
 	// strings, for every node of every packing.
 	termIDs map[string]int32
-	keyIDs  map[string]int32
-	keys    []string
-	values  []map[string]int32
-	names   [][]string
+	// keyLists holds one list per distinct list of spread keys, by the keys
+	// joined (see keyList).
+	keyLists map[string][]string
+	keyIDs   map[string]int32
+	keys     []string
+	values   []map[string]int32
+	names    [][]string
 	// scratch is memory lent to one packing after another (see
 	// reserveNodeBins): allocating it anew for every packing of a large
 	// cluster made consolidation's garbage collection cost as much as its
@@ -224,11 +227,57 @@ type scratch struct {
 	facts    []*nodeFacts
 	nodes    []*Node
 	existing []int
+	// prev are the nodes of the previous packing, in its order, with their
+	// facts (see state.nodeFacts).
+	prev []seenNode
+	// Slices as long as the nodes, per topology key or per group: domain
+	// names and numbers, counts, eligibility and registered domains.
+	strs  arena[string]
+	ints  arena[int32]
+	bytes arena[int8]
+	bools arena[bool]
+}
+
+// reset gives back everything the previous packing took.
+func (sc *scratch) reset() {
+	sc.strs.reset()
+	sc.ints.reset()
+	sc.bytes.reset()
+	sc.bools.reset()
+}
+
+// arena lends slices to one packing; they all come back when the next
+// packing starts (reset).
+type arena[T any] struct {
+	lent [][]T
+	next int
+}
+
+func (a *arena[T]) reset() { a.next = 0 }
+
+// take returns an empty slice with room for n. What lies beyond its length
+// is left from an earlier packing: the packing appends what it needs.
+func (a *arena[T]) take(n int) []T {
+	if a.next == len(a.lent) {
+		a.lent = append(a.lent, nil)
+	}
+	if cap(a.lent[a.next]) < n {
+		a.lent[a.next] = make([]T, 0, n)
+	}
+	out := a.lent[a.next][:0]
+	a.next++
+	return out
+}
+
+type seenNode struct {
+	name     string
+	inFlight bool
+	facts    *nodeFacts
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{tables: map[string]*typeTable{}, facts: map[string]*nodeFacts{}, termIDs: map[string]int32{}, keyIDs: map[string]int32{}}
+	return &Cache{tables: map[string]*typeTable{}, facts: map[string]*nodeFacts{}, termIDs: map[string]int32{}, keyLists: map[string][]string{}, keyIDs: map[string]int32{}}
 }
 
 // nodeFacts are what packing derives from a node's pods alone, and the
@@ -248,11 +297,13 @@ type nodeFacts struct {
 	// anti-affinity terms.
 	anti []*corev1.Pod
 	// antiTerms are those pods' terms, resolved (see ownerTerms) against
-	// the namespace labels resolvedNS, and ownerSigs the signatures of the
-	// owner groups they make. Holding the map keeps another from taking its
-	// address.
+	// the namespace labels resolvedNS, ownerSigs the signatures of the
+	// owner groups they make, and ownerIDs the cache's numbers of those
+	// signatures (Cache.termIDs). Holding the map keeps another from taking
+	// its address.
 	antiTerms  []term
 	ownerSigs  []string
+	ownerIDs   []int32
 	resolvedNS map[string]map[string]string
 	// selected counts, by term number (Cache.termIDs), the pods not being
 	// deleted that the term selects; -1 where not counted yet.
@@ -277,21 +328,26 @@ const (
 // namespaces' labels: the terms are resolved once per namespace-labels map,
 // which the Solves of one decision share (a caller that keeps a Cache
 // longer builds a new map when labels change).
-func (f *nodeFacts) ownerTerms(s *state) ([]term, []string) {
-	if f.resolvedNS != nil && reflect.ValueOf(f.resolvedNS).Pointer() == reflect.ValueOf(s.nsLabels).Pointer() {
-		return f.antiTerms, f.ownerSigs
-	}
-	f.antiTerms, f.ownerSigs = nil, nil
-	for _, p := range f.anti {
-		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			if rt, err := s.resolveTerm(p, t); err == nil {
-				f.antiTerms = append(f.antiTerms, rt)
-				f.ownerSigs = append(f.ownerSigs, groupSig(gOwner, &rt, ""))
+func (f *nodeFacts) ownerTerms(s *state) ([]term, []int32) {
+	if f.resolvedNS == nil || reflect.ValueOf(f.resolvedNS).Pointer() != reflect.ValueOf(s.nsLabels).Pointer() {
+		f.antiTerms, f.ownerSigs, f.ownerIDs = nil, nil, nil
+		for _, p := range f.anti {
+			for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				if rt, err := s.resolveTerm(p, t); err == nil {
+					f.antiTerms = append(f.antiTerms, rt)
+					f.ownerSigs = append(f.ownerSigs, groupSig(gOwner, &rt, ""))
+				}
 			}
 		}
+		f.resolvedNS = s.nsLabels
 	}
-	f.resolvedNS = s.nsLabels
-	return f.antiTerms, f.ownerSigs
+	if len(f.ownerIDs) != len(f.ownerSigs) {
+		f.ownerIDs = f.ownerIDs[:0]
+		for _, sig := range f.ownerSigs {
+			f.ownerIDs = append(f.ownerIDs, s.cache.termID(sig))
+		}
+	}
+	return f.antiTerms, f.ownerIDs
 }
 
 func factsOf(n *Node) *nodeFacts {
@@ -322,8 +378,25 @@ func (c *Cache) factsFor(n *Node) *nodeFacts {
 		return f
 	}
 	f := factsOf(n)
+	f.spreadKeys = c.keyList(f.spreadKeys)
 	c.facts[n.Name] = f
 	return f
+}
+
+// keyList returns a list equal to keys, the same one for every node that
+// names the same keys in the same order, so that a packing reads each list
+// once. Lists are told apart by their keys joined with a NUL, which no
+// label key contains.
+func (c *Cache) keyList(keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	sig := strings.Join(keys, "\x00")
+	if l, ok := c.keyLists[sig]; ok {
+		return l
+	}
+	c.keyLists[sig] = keys
+	return keys
 }
 
 // selected counts the pods of the node whose facts f are that the term
@@ -397,6 +470,17 @@ func (c *Cache) valueOf(f *nodeFacts, n *Node, kid int32) int32 {
 	return id
 }
 
+// valuesOf is valueOf for each of the keys numbered kids: the node's
+// values, by key number, read where they were not yet.
+func (c *Cache) valuesOf(f *nodeFacts, n *Node, kids []int32) []int32 {
+	for _, kid := range kids {
+		if int(kid) >= len(f.values) || f.values[kid] == unread || !sameMap(f.labels, n.Labels) {
+			c.valueOf(f, n, kid)
+		}
+	}
+	return f.values
+}
+
 // internValue numbers a value of the label numbered kid.
 func (c *Cache) internValue(kid int32, v string) int32 {
 	if id, ok := c.values[kid][v]; ok {
@@ -455,12 +539,17 @@ var (
 // values with the nodes (every hostname). What the nodes' facts hold by
 // those numbers is forgotten with them and read again when next needed.
 // It must run between packings, never during one: a packing holds numbers.
+//
+// The previous packing's facts are forgotten with the numbers: some may no
+// longer be the cache's (a node whose pods changed since), and what they
+// hold by number would not be cleared.
 func (c *Cache) compact() {
 	if len(c.termIDs) > maxTermIDs {
 		clear(c.termIDs)
 		for _, f := range c.facts {
-			f.selected = nil
+			f.selected, f.ownerIDs = nil, nil
 		}
+		c.scratch.prev = nil
 	}
 	for kid := range c.names {
 		if len(c.names[kid]) <= 2*len(c.facts)+slackValues {
@@ -473,6 +562,7 @@ func (c *Cache) compact() {
 		for _, f := range c.facts {
 			f.labels, f.values = nil, nil
 		}
+		c.scratch.prev = nil
 		return
 	}
 }

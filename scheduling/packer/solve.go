@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -250,6 +251,7 @@ func solveCounted(in Input) (Result, []step, int) {
 		in.Cache = NewCache()
 	}
 	in.Cache.compact()
+	in.Cache.scratch.reset()
 	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
 	s.relaxMin = in.MinValuesPolicy == MinValuesBestEffort
@@ -316,21 +318,23 @@ func solveCounted(in Input) (Result, []step, int) {
 	for i := range in.Nodes {
 		nodes[i] = &in.Nodes[i]
 	}
-	byName := func(a, b *Node) int {
-		if a.InFlight != b.InFlight {
-			if a.InFlight {
-				return 1
-			}
-			return -1
-		}
-		return strings.Compare(a.Name, b.Name)
+	// Callers mostly pass the nodes in this order already, which
+	// nodeFacts tells mostly without comparing names.
+	facts, sorted := s.nodeFacts(nodes)
+	if !sorted {
+		slices.SortStableFunc(nodes, func(a, b *Node) int { return packingOrder(a.Name, a.InFlight, b.Name, b.InFlight) })
+		facts, _ = s.nodeFacts(nodes)
 	}
-	// Callers mostly pass the nodes in this order already.
-	if !slices.IsSortedFunc(nodes, byName) {
-		slices.SortStableFunc(nodes, byName)
-	}
-	facts := s.nodeFacts(nodes)
+	// The cache shares one list among nodes with the same keys: each list
+	// is read once.
+	var read [][]string
 	for _, f := range facts {
+		if len(f.spreadKeys) == 0 || len(read) < 8 && slices.ContainsFunc(read, func(l []string) bool { return unsafe.SliceData(l) == unsafe.SliceData(f.spreadKeys) }) {
+			continue
+		}
+		if len(read) < 8 {
+			read = append(read, f.spreadKeys)
+		}
 		for _, k := range f.spreadKeys {
 			s.keyIndex(k)
 		}

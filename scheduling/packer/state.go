@@ -3,6 +3,8 @@ package packer
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +116,9 @@ type state struct {
 	// see domainOf.
 	keyCID   []int32
 	domOfVal [][]int32
+	// owners are the owner groups of the nodes' pods' anti-affinity terms,
+	// by the cache's number of their signature (see addOwnerGroups).
+	owners []*group
 
 	groups     []*group
 	groupBySig map[string]*group
@@ -184,8 +189,24 @@ func (s *state) addNode(n *Node, f *nodeFacts) *bin {
 	b.ports = f.ports
 	b.npods = len(n.Pods)
 	b.dom = s.domSlice(len(s.keys))
-	for k := range s.keys {
-		b.dom[k] = s.binDomain(b, k)
+	if s.cache == nil || n.InFlight {
+		for k := range s.keys {
+			b.dom[k] = s.nodeDomain(n, k)
+		}
+	} else {
+		// binDomain for every key, the values read at once: this runs for
+		// every node of every packing.
+		vals := s.cache.valuesOf(f, n, s.cacheKeys())
+		for k, kid := range s.keyCID {
+			switch vid := vals[kid]; {
+			case vid < 0:
+				b.dom[k] = domAbsent
+			case k < len(s.domOfVal) && int(vid) < len(s.domOfVal[k]) && s.domOfVal[k][vid] != 0:
+				b.dom[k] = s.domOfVal[k][vid] - 1
+			default:
+				b.dom[k] = s.domainOf(k, vid)
+			}
+		}
 	}
 	s.bins = append(s.bins, b)
 	return b
@@ -231,17 +252,68 @@ func (s *state) reserveNodeBins(n, k int) {
 }
 
 // nodeFacts returns the facts of nodes (Cache.factsFor), in a slice that
-// the packing may keep until the next one.
-func (s *state) nodeFacts(nodes []*Node) []*nodeFacts {
+// the packing may keep until the next one, and whether the nodes are in
+// packing order.
+//
+// Consecutive packings of one cluster mostly see the same nodes in the same
+// order, a few left out: the nodes are walked beside the previous packing's,
+// and a node found there, with the very pod list its facts were derived
+// from, takes them without a lookup by name.
+func (s *state) nodeFacts(nodes []*Node) ([]*nodeFacts, bool) {
 	sc := &s.cache.scratch
 	if cap(sc.facts) < len(nodes) {
 		sc.facts = make([]*nodeFacts, len(nodes))
 	}
 	out := sc.facts[:len(nodes)]
+	prev := sc.prev
+	// Two nodes found one after the other in the previous packing's
+	// order (the walk only goes forward) are in order; a node not found
+	// is compared with the one before it.
+	inOrder, last := true, -1
+	j := 0
 	for i, n := range nodes {
+		// Mostly the very next node of the previous packing; otherwise
+		// skip those left out since, which come before in its order.
+		if j < len(prev) && (prev[j].name != n.Name || prev[j].inFlight != n.InFlight) {
+			for j < len(prev) && packingOrder(prev[j].name, prev[j].inFlight, n.Name, n.InFlight) < 0 {
+				j++
+			}
+		}
+		at := -1
+		if j < len(prev) && prev[j].name == n.Name && prev[j].inFlight == n.InFlight {
+			at = j
+		}
+		if i > 0 && inOrder && (at < 0 || last < 0) {
+			m := nodes[i-1]
+			inOrder = packingOrder(m.Name, m.InFlight, n.Name, n.InFlight) <= 0
+		}
+		last = at
+		if at >= 0 {
+			j++
+			if f := prev[at].facts; f.pods == unsafe.SliceData(n.Pods) && f.len == len(n.Pods) {
+				out[i] = f
+				continue
+			}
+		}
 		out[i] = s.cache.factsFor(n)
 	}
-	return out
+	sc.prev = sc.prev[:0]
+	for i, n := range nodes {
+		sc.prev = append(sc.prev, seenNode{name: n.Name, inFlight: n.InFlight, facts: out[i]})
+	}
+	return out, inOrder
+}
+
+// packingOrder orders nodes as a packing takes them: registered nodes
+// before those in flight, then by name.
+func packingOrder(aName string, aInFlight bool, bName string, bInFlight bool) int {
+	if aInFlight != bInFlight {
+		if aInFlight {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(aName, bName)
 }
 
 func (s *state) nodeBin() *bin {
@@ -285,16 +357,19 @@ func (s *state) nodeDomain(n *Node, k int) int32 {
 // a term selects comes from the cache when the same node was counted for
 // the same term by an earlier packing.
 func (s *state) countExisting() {
-	// Every node's domains are known by now: size the counts once.
 	for _, g := range s.groups {
-		g.reserve(len(s.domName[g.key]))
-	}
-	for _, b := range s.bins {
-		if b.claim || len(b.node.Pods) == 0 {
+		if g.kind == gOwner {
 			continue
 		}
-		for _, g := range s.groups {
-			if g.kind == gOwner {
+		// Every node's domains are known by now: size the counts once,
+		// and a spread group's eligibility per bin.
+		s.reserveCounts(g, len(s.domName[g.key]))
+		if g.kind == gSpread && g.elig == nil {
+			g.elig = s.cache.scratch.bytes.take(withClaims(len(s.bins)))
+		}
+		tid := s.termNumber(g)
+		for _, b := range s.bins {
+			if b.claim || len(b.node.Pods) == 0 {
 				continue
 			}
 			d := b.dom[g.key]
@@ -304,7 +379,14 @@ func (s *state) countExisting() {
 			if g.kind == gSpread && !s.eligible(g, b) {
 				continue
 			}
-			if n := s.selected(g, b); n > 0 {
+			// selected, without the calls for a count already known.
+			var n int32
+			if f := b.facts; tid >= 0 && f != nil && int(tid) < len(f.selected) && f.selected[tid] >= 0 {
+				n = f.selected[tid]
+			} else {
+				n = s.selected(g, b)
+			}
+			if n > 0 {
 				g.inc(d, n)
 			}
 		}
@@ -314,13 +396,23 @@ func (s *state) countExisting() {
 // selected counts the pods on existing node bin b that g's term selects,
 // from the node's facts when counted before.
 func (s *state) selected(g *group, b *bin) int32 {
-	if s.cache == nil || b.facts == nil || g.t.sig == "" || len(b.node.Pods) == 0 {
+	tid := s.termNumber(g)
+	if tid < 0 || b.facts == nil || len(b.node.Pods) == 0 {
 		return selectedOn(&g.t, b.node)
+	}
+	return b.facts.selectedBy(tid, &g.t, b.node)
+}
+
+// termNumber is the cache's number of g's term, or -1 when the cache does
+// not count it.
+func (s *state) termNumber(g *group) int32 {
+	if s.cache == nil || g.t.sig == "" {
+		return -1
 	}
 	if g.tid == 0 {
 		g.tid = s.cache.termID(g.t.sig) + 1
 	}
-	return b.facts.selectedBy(g.tid-1, &g.t, b.node)
+	return g.tid - 1
 }
 
 // selectedOn counts the pods of n, not being deleted, that t selects.
@@ -341,11 +433,20 @@ func (s *state) addOwnerGroups(nodes []Node) {
 		if b.claim {
 			continue
 		}
-		terms, sigs := b.facts.ownerTerms(s)
+		terms, ids := b.facts.ownerTerms(s)
 		for i, rt := range terms {
-			g := s.groupWithSig(gOwner, rt, sigs[i])
+			// By the number of the group's signature: most nodes carry
+			// the same few terms.
+			for len(s.owners) <= int(ids[i]) {
+				s.owners = append(s.owners, nil)
+			}
+			g := s.owners[ids[i]]
+			if g == nil {
+				g = s.groupWithSig(gOwner, rt, b.facts.ownerSigs[i])
+				s.owners[ids[i]] = g
+			}
 			if g.counts == nil {
-				g.reserve(len(s.domName[g.key]))
+				s.reserveCounts(g, len(s.domName[g.key]))
 			}
 			// The term may have introduced a key (or several, through
 			// earlier pods) that this node's domains do not cover yet.
@@ -362,6 +463,9 @@ func (s *state) addOwnerGroups(nodes []Node) {
 // eligible reports whether a spread group counts pods on bin b and
 // considers its domain.
 func (s *state) eligible(g *group, b *bin) bool {
+	if g.everywhere() {
+		return b.dom[g.key] != domAbsent
+	}
 	if b.id < 0 {
 		return s.computeEligible(g, b)
 	}
@@ -432,6 +536,9 @@ func (s *state) registerDomains() {
 	for _, g := range s.groups {
 		if g.kind != gSpread {
 			continue
+		}
+		if g.reg == nil {
+			g.reg = s.cache.scratch.bools.take(withClaims(len(s.domName[g.key])))
 		}
 		for _, b := range s.bins {
 			if d := b.dom[g.key]; d >= 0 && s.eligible(g, b) {
