@@ -93,18 +93,7 @@ func catalogCluster(tb testing.TB, pods int, churn float64) *fixture {
 	tb.Helper()
 	f := newFixture(tb)
 	f.pool("general", nil, nil, scaleRequirements)
-	agent := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-agent"},
-		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "node-agent"}},
-			Spec: corev1.PodSpec{
-				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-				Containers: []corev1.Container{{Name: "agent", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}},
-			},
-		}},
-	}
-	f.c.UpdateDaemonSet(agent)
+	f.c.UpdateDaemonSet(nodeAgent)
 	in := f.input()
 	claims, onClaim := provision(tb, in, karpenterbench.DiversePods(pods))
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -120,8 +109,7 @@ func catalogCluster(tb testing.TB, pods int, churn float64) *fixture {
 			continue
 		}
 		name := f.node(launched(tb, f, nc))
-		f.add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-agent-" + name, Labels: map[string]string{"app": "node-agent"}},
-			Spec: *agent.Spec.Template.Spec.DeepCopy()}, name, daemon)
+		f.add(nodeAgentPod(name), name, daemon)
 		for _, p := range kept {
 			f.add(p.DeepCopy(), name)
 		}
@@ -191,6 +179,27 @@ func settle(tb testing.TB, f *fixture) {
 				f.add(byName[k.Name], name)
 			}
 		}
+	}
+}
+
+// nodeAgent is the scale scenario's DaemonSet, which runs on every node.
+var nodeAgent = &appsv1.DaemonSet{
+	ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-agent"},
+	Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "node-agent"}},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "agent", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}},
+		},
+	}},
+}
+
+// nodeAgentPod is nodeAgent's pod on a node.
+func nodeAgentPod(node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-agent-" + node, Labels: map[string]string{"app": "node-agent"}},
+		Spec:       *nodeAgent.Spec.Template.Spec.DeepCopy(),
 	}
 }
 
