@@ -373,6 +373,7 @@ func (w *world) search(multi, single []*Candidate) (cmd *Command, verdicts []Blo
 	}
 	other := *w
 	other.base.Cache = w.base.Cache.Sibling()
+	other.scratch = &packScratch{}
 	wg.Add(2)
 	go work(w)
 	go work(&other)

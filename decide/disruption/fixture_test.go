@@ -204,14 +204,20 @@ func notReady(p *corev1.Pod) {
 
 // pod adds a running pod on node (pending when node is "").
 func (f *fixture) pod(name, node, cpu, mem string, opts ...podOpt) {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"app": "web"},
-			CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+	f.add(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: ptr.To(metav1.NewTime(t0.Add(-time.Hour))),
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
+	}, node, opts...)
+}
+
+// add adds p, created an hour before t0, running on node since then
+// (pending when node is "").
+func (f *fixture) add(p *corev1.Pod, node string, opts ...podOpt) {
+	p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	p.Spec.NodeName = node
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: ptr.To(metav1.NewTime(t0.Add(-time.Hour))),
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	if node == "" {
 		p.Status.Phase = corev1.PodPending
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}

@@ -36,14 +36,20 @@ type world struct {
 	// simulation leaves them out. Their pods (leaving) move as well and
 	// keep their claim on capacity, as pending pods do, so that the room a
 	// replacement was launched for is not offered to a candidate's pods
-	// too. Without them, each drift replacement looked empty until its
-	// node's pods arrived, the next drifted node's pods were placed there,
-	// and every node waited for the replacement to initialize: a rollout
-	// went one node at a time whatever its budget allowed.
+	// too, nor taken for a consolidated node's pods. viewAt is each node's
+	// place in the views, -1 for those away.
 	away     []bool
 	leaving  []leavingPod
+	viewAt   []int
 	poolByNm map[string]*packer.NodePool
 	rooms    *roomIndex // built on first use
+	// views are base.Nodes as each mode's simulations see them (see
+	// pack), and notReadyIn the names of those that are not ready and not
+	// Unschedulable there.
+	views      [modeCount][]packer.Node
+	notReadyIn [modeCount]map[string]bool
+	// scratch is memory one goroutine's simulations reuse.
+	scratch *packScratch
 	// totals are the Balanced NodePools' cost and disruption (see Score).
 	totals map[string]poolTotals
 }
@@ -117,6 +123,31 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 		c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted)
 		w.drifted[i] = c != nil && c.Status == metav1.ConditionTrue
 	}
+	w.viewAt = make([]int, len(w.base.Nodes))
+	for i := range w.viewAt {
+		w.viewAt[i] = -1
+	}
+	for m := range modeCount {
+		w.views[m] = make([]packer.Node, 0, len(w.base.Nodes))
+		for i := range w.base.Nodes {
+			if w.away[i] {
+				continue
+			}
+			w.viewAt[i] = len(w.views[m])
+			w.views[m] = append(w.views[m], w.base.Nodes[i])
+			n := &w.views[m][len(w.views[m])-1]
+			if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
+				n.Unschedulable = true
+			}
+			if w.notReady[i] && !n.Unschedulable {
+				if w.notReadyIn[m] == nil {
+					w.notReadyIn[m] = map[string]bool{}
+				}
+				w.notReadyIn[m][n.Name] = true
+			}
+		}
+	}
+	w.scratch = &packScratch{}
 	return w
 }
 
@@ -125,6 +156,13 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 type leavingPod struct {
 	pod  *corev1.Pod
 	node int
+}
+
+// packScratch is memory that the simulations of one goroutine reuse: a
+// simulation over thousands of nodes otherwise allocates a copy of them.
+type packScratch struct {
+	nodes []packer.Node
+	gone  []int
 }
 
 // coolingDown reports whether consolidation must leave a node alone as a
@@ -161,6 +199,7 @@ const (
 	modeDrift
 	// modeForceful lets pods go to any ready node: the nodes go anyway.
 	modeForceful
+	modeCount
 )
 
 // simulate packs the candidates' pods, and the pods still pending, onto
@@ -176,11 +215,16 @@ func (w *world) place(cands []*Candidate, m mode) outcome {
 }
 
 func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
-	gone := make(map[int]bool, len(cands))
+	gone := w.scratch.gone[:0]
 	var moved []*corev1.Pod
 	movedKeys := map[types.NamespacedName]bool{}
+	var goneNodes []int // by the nodes' index, for their leaving pods
 	for _, c := range cands {
-		gone[w.index[c.Name()]] = true
+		i := w.index[c.Name()]
+		goneNodes = append(goneNodes, i)
+		if v := w.viewAt[i]; v >= 0 {
+			gone = append(gone, v)
+		}
 		for _, p := range c.Pods {
 			cp := *p.pod
 			cp.Spec.NodeName = ""
@@ -188,30 +232,30 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 			movedKeys[types.NamespacedName{Namespace: cp.Namespace, Name: cp.Name}] = true
 		}
 	}
+	slices.Sort(gone)
+	gone = slices.Compact(gone)
+	w.scratch.gone = gone
 	in := w.base
-	var notReady map[string]bool // made only when a node has not initialized
-	in.Nodes = make([]packer.Node, 0, len(w.base.Nodes)-len(gone))
-	for i, n := range w.base.Nodes {
-		if gone[i] || w.away[i] {
-			continue
-		}
-		if (m == modeConsolidate && w.cooling[i]) || (m == modeDrift && w.drifted[i]) || (m == modeForceful && w.notReady[i]) {
-			n.Unschedulable = true
-		}
-		if w.notReady[i] && !n.Unschedulable {
-			if notReady == nil {
-				notReady = map[string]bool{}
-			}
-			notReady[n.Name] = true
-		}
-		in.Nodes = append(in.Nodes, n)
+	// The other nodes, as the mode sees them, copied in runs between the
+	// candidates into memory the previous simulation used: the packer
+	// keeps nothing of them once it has answered.
+	view := w.views[m]
+	nodes := w.scratch.nodes[:0]
+	from := 0
+	for _, i := range gone {
+		nodes = append(nodes, view[from:i]...)
+		from = i + 1
 	}
+	nodes = append(nodes, view[from:]...)
+	w.scratch.nodes = nodes
+	in.Nodes = nodes
+	notReady := w.notReadyIn[m]
 	in.Pods = make([]*corev1.Pod, 0, len(moved)+len(w.pending)+len(w.leaving))
 	in.Pods = append(in.Pods, moved...)
 	in.Pods = append(in.Pods, w.pending...)
 	for _, l := range w.leaving {
 		// A candidate's own pods are among the moved ones.
-		if !gone[l.node] {
+		if !slices.Contains(goneNodes, l.node) {
 			in.Pods = append(in.Pods, l.pod)
 		}
 	}

@@ -2,6 +2,7 @@ package packer_test
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -63,6 +64,134 @@ func TestCacheGivesTheSameResults(t *testing.T) {
 	relabelled.Labels = map[string]string{"app": "other"}
 	base.Nodes[4].Pods = []*corev1.Pod{&relabelled, base.Nodes[4].Pods[1], base.Nodes[4].Pods[2]}
 	check("second round")
+}
+
+// A Cache kept across packings reads a node's labels again when they are
+// another map, as each snapshot makes: a node moved to another zone counts
+// its pods there, and the zone spread of a pending pod sends it elsewhere.
+func TestKeptCacheFollowsNodeLabels(t *testing.T) {
+	nodes := cacheTestNodes()
+	pending := pod("web-new", "100m", "128Mi", spreadZone("web"))
+	cache := packer.NewCache()
+	var placed []string
+	for round := range 3 {
+		if round > 0 {
+			// Each round moves one more zone-b node to zone-a, in a new
+			// map: zone-b ends with the fewest web pods.
+			nodes = slices.Clone(nodes)
+			i := 3*round - 2
+			labels := maps.Clone(nodes[i].Labels)
+			labels[wellknown.LabelTopologyZone] = "zone-a"
+			nodes[i].Labels = labels
+		}
+		in := packer.Input{Nodes: nodes, Pods: []*corev1.Pod{pending}}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("round %d: with the kept cache %v, without %v", round, claimSummary(got), claimSummary(want))
+		}
+		placed = append(placed, fmt.Sprint(claimSummary(want)))
+	}
+	if placed[0] == placed[1] {
+		t.Fatalf("moving a node to another zone changed nothing; the test checks nothing: %v", placed)
+	}
+}
+
+// A Cache that lives through many nodes numbers label values (hostnames
+// among them) and terms anew once the numbers grew well past what the
+// nodes it keeps need; packing gives the same results before and after,
+// also on the nodes it kept throughout, whose values and counts it holds
+// by those numbers.
+func TestCacheNumberingStartsOver(t *testing.T) {
+	defer packer.SetCacheBounds(1, 0)()
+	cache := packer.NewCache()
+	kept := cacheTestNodes()[:3]
+	// Counts that differ from term to term: two more web pods on the
+	// first node, no edge pod on the second.
+	for i := range 2 {
+		extra := pod(fmt.Sprintf("web-extra-%d", i), "100m", "128Mi", spreadZone("web"))
+		extra.Spec.NodeName = kept[0].Name
+		kept[0].Pods = append(slices.Clip(kept[0].Pods), extra)
+	}
+	kept[1].Pods = slices.DeleteFunc(slices.Clone(kept[1].Pods), func(p *corev1.Pod) bool { return p.Labels["app"] == "edge" })
+	for round := range 6 {
+		// Six new nodes each round, the old ones gone, beside three that
+		// stay as they are.
+		nodes := slices.Clone(kept)
+		for _, n := range cacheTestNodes()[3:] {
+			n.Name = fmt.Sprintf("r%d-%s", round, n.Name)
+			n.Labels = maps.Clone(n.Labels)
+			n.Labels[wellknown.LabelHostname] = n.Name
+			nodes = append(nodes, n)
+		}
+		live := map[string]bool{}
+		for _, n := range nodes {
+			live[n.Name] = true
+		}
+		cache.RetainNodes(func(name string) bool { return live[name] })
+		for gone := range nodes {
+			// No NodePool: the moved pods go where the counts of the
+			// nodes' pods let them.
+			var in packer.Input
+			for i, n := range nodes {
+				if i == gone {
+					for _, p := range n.Pods {
+						cp := *p
+						cp.Spec.NodeName = ""
+						in.Pods = append(in.Pods, &cp)
+					}
+					// Another order of the pods numbers their terms in
+					// another order.
+					if gone%2 == 1 {
+						slices.Reverse(in.Pods)
+					}
+					continue
+				}
+				in.Nodes = append(in.Nodes, n)
+			}
+			want := packer.Solve(in)
+			in.Cache = cache
+			got := packer.Solve(in)
+			if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+				t.Fatalf("round %d, without %s: with the cache %v, without %v", round, nodes[gone].Name, claimSummary(got), claimSummary(want))
+			}
+		}
+	}
+	// Each key numbers at most twice the nine nodes' values.
+	if n := packer.CacheValues(cache); n > 3*2*9 {
+		t.Errorf("the cache numbers %d label values after six rounds of nine nodes", n)
+	}
+}
+
+// A Cache kept across packings recognises nodes given in the order it saw
+// them before, less some, and puts nodes given in another order in order
+// first: first fit then fills the same node whatever order they come in.
+func TestKeptCacheOrdersNodes(t *testing.T) {
+	sorted := cacheTestNodes()
+	reversed := slices.Clone(sorted)
+	slices.Reverse(reversed)
+	pending := []*corev1.Pod{pod("small-1", "100m", "128Mi"), pod("small-2", "100m", "128Mi")}
+	orders := map[string][]packer.Node{
+		"sorted":            sorted,
+		"without the first": sorted[1:],
+		"reversed":          reversed,
+		"two swapped":       append([]packer.Node{sorted[1], sorted[0]}, sorted[2:]...),
+		"sorted again":      sorted,
+	}
+	cache := packer.NewCache()
+	for _, name := range []string{"sorted", "without the first", "reversed", "sorted again", "two swapped"} {
+		in := packer.Input{Nodes: orders[name], Pods: pending}
+		want := packer.Solve(in)
+		in.Cache = cache
+		got := packer.Solve(in)
+		if !reflect.DeepEqual(claimSummary(got), claimSummary(want)) {
+			t.Fatalf("%s: with the kept cache %v, without %v", name, claimSummary(got), claimSummary(want))
+		}
+		if first := want.Placements[0].Node; name != "without the first" && first != sorted[0].Name {
+			t.Fatalf("%s: first fit placed on %s, want %s", name, first, sorted[0].Name)
+		}
+	}
 }
 
 // cacheTestNodes are nine nodes over three zones whose pods spread over

@@ -143,6 +143,13 @@ type group struct {
 	honorTaints bool
 	tols        []corev1.Toleration
 
+	// tid is the cache's number of t plus one (see state.selected); 0
+	// until looked up.
+	tid int32
+	// wide is 1 when the group counts on every node that has its key
+	// (see everywhere), 2 when not, 0 until worked out.
+	wide int8
+
 	counts []int32 // by domain id
 	total  int64
 	elig   []int8 // by bin id: 0 unknown, 1 eligible, 2 not
@@ -164,6 +171,33 @@ func (g *group) inc(d int32, n int32) {
 	g.counts[d] += n
 	g.total += int64(n)
 }
+
+// everywhere reports whether a spread group counts pods on every node that
+// has its key: it needs no other key, honours no taint, and its owner's
+// node affinity (when honoured) has an alternative without requirements,
+// which every node meets. Its eligibility then needs no memo per bin.
+func (g *group) everywhere() bool {
+	if g.wide == 0 {
+		g.wide = 2
+		if len(g.keys) == 0 && !g.honorTaints && (!g.honorAff || g.nodeAff == nil && slices.ContainsFunc(g.affAlts, func(a requirements.Requirements) bool { return a.Len() == 0 })) {
+			g.wide = 1
+		}
+	}
+	return g.wide == 1
+}
+
+// reserveCounts makes room in g's counts for n domains, and the few that
+// new claims add.
+func (s *state) reserveCounts(g *group, n int) {
+	if n > cap(g.counts) {
+		g.counts = append(s.cache.scratch.ints.take(withClaims(n)), g.counts...)
+	}
+}
+
+// withClaims is room for n domains of a key and the few more that a
+// packing's new claims add (each its own hostname): growing a slice as long
+// as the nodes for one claim would copy it all.
+func withClaims(n int) int { return n + n/16 + 16 }
 
 func (g *group) register(d int32) {
 	for int(d) >= len(g.reg) {
@@ -260,12 +294,71 @@ func (s *state) keyIndex(key string) int {
 }
 
 func (s *state) domain(k int, value string) int32 {
+	if s.cache != nil {
+		if vid, ok := s.cache.valueID(s.cacheKey(k), value); ok {
+			return s.domainOf(k, vid)
+		}
+	}
 	if d, ok := s.domIdx[k][value]; ok {
 		return d
 	}
 	d := int32(len(s.domName[k]))
 	s.domIdx[k][value] = d
 	s.domName[k] = append(s.domName[k], value)
+	return d
+}
+
+// cacheKey is the cache's number of key k.
+func (s *state) cacheKey(k int) int32 {
+	for len(s.keyCID) <= k {
+		s.keyCID = append(s.keyCID, s.cache.keyID(s.keys[len(s.keyCID)]))
+	}
+	return s.keyCID[k]
+}
+
+// cacheKeys are the cache's numbers of every key, by key index.
+func (s *state) cacheKeys() []int32 {
+	if len(s.keys) > 0 {
+		s.cacheKey(len(s.keys) - 1)
+	}
+	return s.keyCID
+}
+
+// domainOf is the domain of key k whose value the cache numbers vid. It is
+// the domain domain(k, value) gives: a value that came by name first (not
+// yet seen on a node then) keeps its index, and one numbered first is found
+// by number afterwards.
+func (s *state) domainOf(k int, vid int32) int32 {
+	for len(s.domOfVal) <= k {
+		s.domOfVal = append(s.domOfVal, nil)
+	}
+	kid := s.cacheKey(k)
+	tab := s.domOfVal[k]
+	if int(vid) >= len(tab) {
+		// The cache may number values while the nodes are added (the
+		// first packing of a cluster): grow by half at least.
+		n := max(int(vid)+1, len(s.cache.names[kid]), len(tab)+len(tab)/2)
+		grown := s.cache.scratch.ints.take(n)[:n]
+		clear(grown[copy(grown, tab):])
+		tab = grown
+		s.domOfVal[k] = tab
+	}
+	if d := tab[vid]; d != 0 {
+		return d - 1
+	}
+	name := s.cache.names[kid][vid]
+	d, ok := s.domIdx[k][name]
+	if !ok {
+		if len(s.domName[k]) == cap(s.domName[k]) {
+			// Nodes mostly bring the values the cache has seen before,
+			// thousands of hostnames among them: make room for them all.
+			n := withClaims(max(len(s.cache.names[kid]), 2*len(s.domName[k])))
+			s.domName[k] = append(s.cache.scratch.strs.take(n), s.domName[k]...)
+		}
+		d = int32(len(s.domName[k]))
+		s.domName[k] = append(s.domName[k], name)
+	}
+	tab[vid] = d + 1
 	return d
 }
 
@@ -360,7 +453,16 @@ func selectorWithKeys(ls *metav1.LabelSelector, own map[string]string, match, mi
 }
 
 func (s *state) group(kind groupKind, t term, extra string) *group {
-	sig := strconv.Itoa(int(kind)) + "\x01" + t.sig + "\x01" + extra
+	return s.groupWithSig(kind, t, groupSig(kind, &t, extra))
+}
+
+// groupSig is the signature of the group of a kind for term t.
+func groupSig(kind groupKind, t *term, extra string) string {
+	return strconv.Itoa(int(kind)) + "\x01" + t.sig + "\x01" + extra
+}
+
+// groupWithSig is group for a signature already known to be groupSig's.
+func (s *state) groupWithSig(kind groupKind, t term, sig string) *group {
 	if g, ok := s.groupBySig[sig]; ok {
 		return g
 	}

@@ -640,7 +640,7 @@ func (s *state) laterOwnersAllow(sh *shape, b *bin) bool {
 			}
 			n := int32(1)
 			if !b.claim && s.eligible(c.g, b) {
-				n += s.cache.selected(&c.g.t, b.node)
+				n += s.selected(c.g, b)
 			}
 			for _, q := range b.pods {
 				if o.rank[q] < o.rank[pi] && countedBy(o.shapeOf[q], c.g) {
@@ -678,7 +678,7 @@ func (s *state) countedBefore(g *group, b *bin, r int32) int32 {
 	o := s.ord
 	var n int32
 	if !b.claim && s.eligible(g, b) {
-		n += s.cache.selected(&g.t, b.node)
+		n += s.selected(g, b)
 	}
 	for _, q := range b.pods {
 		if o.rank[q] < r && countedBy(o.shapeOf[q], g) {

@@ -29,3 +29,21 @@ func SolveChecks(in Input) (Result, int) {
 	r, _, checks := solveCounted(in)
 	return r, checks
 }
+
+// SetCacheBounds sets how many terms a Cache numbers, and how many label
+// values beyond twice its nodes, before it numbers them anew; the returned
+// function restores the bounds.
+func SetCacheBounds(terms, slack int) func() {
+	t, v := maxTermIDs, slackValues
+	maxTermIDs, slackValues = terms, slack
+	return func() { maxTermIDs, slackValues = t, v }
+}
+
+// CacheValues is how many label values c numbers, over every key.
+func CacheValues(c *Cache) int {
+	n := 0
+	for _, names := range c.names {
+		n += len(names)
+	}
+	return n
+}

@@ -149,15 +149,17 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 	if cache == nil {
 		cache = NewCache()
 	}
+	cache.compact()
+	cache.scratch.reset()
 	s.cache = cache
 	s.reserveNodeBins(len(nodes), len(s.keys))
 	for k := range nodes {
-		s.addNode(&nodes[k])
+		s.addNode(&nodes[k], cache.factsFor(&nodes[k]))
 	}
 	s.addOwnerGroups(nodes)
 	for _, b := range s.bins {
 		for len(b.dom) < len(s.keys) {
-			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
+			b.dom = append(b.dom, s.binDomain(b, len(b.dom)))
 		}
 	}
 	s.countExisting()

@@ -179,42 +179,111 @@ func newTypeTable(np *NodePool, daemons []*corev1.Pod, daemonAlts [][]requiremen
 // Cache carries work from one Solve to the next, for callers that pack many
 // variations of one cluster (consolidation tries one per candidate, and
 // keeps its cache from decision to decision): each pool's instance-type
-// table (see builtFrom), and what packing derives from each node's pods
-// (found again only for the very same pod list). Inputs must not be changed
-// in place while a Cache is in use: pass a new NodePool, pod list or
-// namespace-labels map instead, which the Cache recognises as new. It is not
-// safe for concurrent use (see Sibling). The zero value is not usable: call
-// NewCache.
+// table (see builtFrom), what packing derives from each node's pods (found
+// again only for the very same pod list) and its label values (read again
+// for another labels map). Inputs must not be changed in place while a
+// Cache is in use: pass a new NodePool, pod list, labels or
+// namespace-labels map instead, which the Cache recognises as new. It is
+// not safe for concurrent use (see Sibling), and it lends memory to one
+// packing at a time. The zero value is not usable: call NewCache.
 type Cache struct {
 	// tables holds one table per NodePool name: a Cache kept across
 	// decisions, each with its own copies of the pools, holds no more than
 	// one per pool.
 	tables map[string]*typeTable
-	// selections memoizes, per term signature and node name, how many of the
-	// node's pods the term selects, with the pod list it was counted from:
-	// a node whose list is another (or changed length) is counted again.
-	selections map[string]map[string]selectedCount
 	// facts memoizes, per node name, what packing derives from the node's
-	// pods alone, with the pod list it was derived from.
+	// pods and labels, with the pod list it was derived from.
 	facts map[string]*nodeFacts
+	// termIDs numbers the terms whose selections nodeFacts count, by
+	// signature; keyIDs numbers the label keys whose values nodeFacts hold,
+	// and values numbers, per key number, the values of that label seen on
+	// nodes (names lists them by number). Numbers let a packing find a
+	// node's counts and topology domains by index instead of hashing
+	// strings, for every node of every packing.
+	termIDs map[string]int32
+	// keyLists holds one list per distinct list of spread keys, by the keys
+	// joined (see keyList).
+	keyLists map[string][]string
+	keyIDs   map[string]int32
+	keys     []string
+	values   []map[string]int32
+	names    [][]string
+	// scratch is memory lent to one packing after another (see
+	// reserveNodeBins): allocating it anew for every packing of a large
+	// cluster made consolidation's garbage collection cost as much as its
+	// packing.
+	scratch scratch
 	// sibling is the cache Sibling returns, made on first use.
 	sibling *Cache
 }
 
-type selectedCount struct {
-	pods  **corev1.Pod
-	len   int
-	count int32
+// scratch is the memory of the existing nodes' bins, their domains, the
+// list of every bin, the nodes in packing order, their facts and their bin
+// ids, each overwritten by the packing it is lent to.
+type scratch struct {
+	bins     []bin
+	dom      []int32
+	list     []*bin
+	facts    []*nodeFacts
+	nodes    []*Node
+	existing []int
+	// prev are the nodes of the previous packing, in its order, with their
+	// facts (see state.nodeFacts).
+	prev []seenNode
+	// Slices as long as the nodes, per topology key or per group: domain
+	// names and numbers, counts, eligibility and registered domains.
+	strs  arena[string]
+	ints  arena[int32]
+	bytes arena[int8]
+	bools arena[bool]
+}
+
+// reset gives back everything the previous packing took.
+func (sc *scratch) reset() {
+	sc.strs.reset()
+	sc.ints.reset()
+	sc.bytes.reset()
+	sc.bools.reset()
+}
+
+// arena lends slices to one packing; they all come back when the next
+// packing starts (reset).
+type arena[T any] struct {
+	lent [][]T
+	next int
+}
+
+func (a *arena[T]) reset() { a.next = 0 }
+
+// take returns an empty slice with room for n. What lies beyond its length
+// is left from an earlier packing: the packing appends what it needs.
+func (a *arena[T]) take(n int) []T {
+	if a.next == len(a.lent) {
+		a.lent = append(a.lent, nil)
+	}
+	if cap(a.lent[a.next]) < n {
+		a.lent[a.next] = make([]T, 0, n)
+	}
+	out := a.lent[a.next][:0]
+	a.next++
+	return out
+}
+
+type seenNode struct {
+	name     string
+	inFlight bool
+	facts    *nodeFacts
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{tables: map[string]*typeTable{}, selections: map[string]map[string]selectedCount{}, facts: map[string]*nodeFacts{}}
+	return &Cache{tables: map[string]*typeTable{}, facts: map[string]*nodeFacts{}, termIDs: map[string]int32{}, keyLists: map[string][]string{}, keyIDs: map[string]int32{}}
 }
 
-// nodeFacts are what packing derives from a node's pods alone. Building a
-// packing state reads them for every node, so consolidation, which packs
-// the same nodes once per candidate, keeps them in its Cache.
+// nodeFacts are what packing derives from a node's pods alone, and the
+// node's label values as a packing reads them. Building a packing state
+// reads them for every node, so consolidation, which packs the same nodes
+// once per candidate, keeps them in its Cache.
 type nodeFacts struct {
 	pods **corev1.Pod
 	len  int
@@ -228,31 +297,57 @@ type nodeFacts struct {
 	// anti-affinity terms.
 	anti []*corev1.Pod
 	// antiTerms are those pods' terms, resolved (see ownerTerms) against
-	// the namespace labels resolvedNS. Holding the map keeps another from
-	// taking its address.
+	// the namespace labels resolvedNS, ownerSigs the signatures of the
+	// owner groups they make, and ownerIDs the cache's numbers of those
+	// signatures (Cache.termIDs). Holding the map keeps another from taking
+	// its address.
 	antiTerms  []term
+	ownerSigs  []string
+	ownerIDs   []int32
 	resolvedNS map[string]map[string]string
+	// selected counts, by term number (Cache.termIDs), the pods not being
+	// deleted that the term selects; -1 where not counted yet.
+	selected []int32
+	// values are, by key number (Cache.keyIDs), the number of the node's
+	// value of that label (Cache.values), noValue when it has none, and
+	// unread where it was not read yet, all read from the map labels (held
+	// so that no other map takes its address while it is compared).
+	labels map[string]string
+	values []int32
 }
+
+// Values of nodeFacts.values that number no label value.
+const (
+	noValue int32 = -1
+	unread  int32 = -2
+)
 
 // ownerTerms returns the resolved required anti-affinity terms of the
 // node's pods, in pod and term order, leaving out terms that do not
-// resolve. Resolving reads the namespaces' labels: the terms are resolved
-// once per namespace-labels map, which the Solves of one decision share (a
-// caller that keeps a Cache longer builds a new map when labels change).
-func (f *nodeFacts) ownerTerms(s *state) []term {
-	if f.resolvedNS != nil && reflect.ValueOf(f.resolvedNS).Pointer() == reflect.ValueOf(s.nsLabels).Pointer() {
-		return f.antiTerms
-	}
-	f.antiTerms = nil
-	for _, p := range f.anti {
-		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			if rt, err := s.resolveTerm(p, t); err == nil {
-				f.antiTerms = append(f.antiTerms, rt)
+// resolve, with the signatures of their owner groups. Resolving reads the
+// namespaces' labels: the terms are resolved once per namespace-labels map,
+// which the Solves of one decision share (a caller that keeps a Cache
+// longer builds a new map when labels change).
+func (f *nodeFacts) ownerTerms(s *state) ([]term, []int32) {
+	if f.resolvedNS == nil || reflect.ValueOf(f.resolvedNS).Pointer() != reflect.ValueOf(s.nsLabels).Pointer() {
+		f.antiTerms, f.ownerSigs, f.ownerIDs = nil, nil, nil
+		for _, p := range f.anti {
+			for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				if rt, err := s.resolveTerm(p, t); err == nil {
+					f.antiTerms = append(f.antiTerms, rt)
+					f.ownerSigs = append(f.ownerSigs, groupSig(gOwner, &rt, ""))
+				}
 			}
 		}
+		f.resolvedNS = s.nsLabels
 	}
-	f.resolvedNS = s.nsLabels
-	return f.antiTerms
+	if len(f.ownerIDs) != len(f.ownerSigs) {
+		f.ownerIDs = f.ownerIDs[:0]
+		for _, sig := range f.ownerSigs {
+			f.ownerIDs = append(f.ownerIDs, s.cache.termID(sig))
+		}
+	}
+	return f.antiTerms, f.ownerIDs
 }
 
 func factsOf(n *Node) *nodeFacts {
@@ -283,28 +378,123 @@ func (c *Cache) factsFor(n *Node) *nodeFacts {
 		return f
 	}
 	f := factsOf(n)
+	f.spreadKeys = c.keyList(f.spreadKeys)
 	c.facts[n.Name] = f
 	return f
 }
 
-// selected counts the pods of n that t selects (see selectedOn), from the
-// memo when n's pod list is the very one counted before.
-func (c *Cache) selected(t *term, n *Node) int32 {
-	if c == nil || t.sig == "" || len(n.Pods) == 0 {
-		return selectedOn(t, n)
+// keyList returns a list equal to keys, the same one for every node that
+// names the same keys in the same order, so that a packing reads each list
+// once. Lists are told apart by their keys joined with a NUL, which no
+// label key contains.
+func (c *Cache) keyList(keys []string) []string {
+	if len(keys) == 0 {
+		return nil
 	}
-	byNode := c.selections[t.sig]
-	if byNode == nil {
-		byNode = map[string]selectedCount{}
-		c.selections[t.sig] = byNode
+	sig := strings.Join(keys, "\x00")
+	if l, ok := c.keyLists[sig]; ok {
+		return l
 	}
-	data := unsafe.SliceData(n.Pods)
-	if m, ok := byNode[n.Name]; ok && m.pods == data && m.len == len(n.Pods) {
-		return m.count
+	c.keyLists[sig] = keys
+	return keys
+}
+
+// selected counts the pods of the node whose facts f are that the term
+// numbered tid selects (see selectedOn), from the memo when it was counted
+// before.
+func (f *nodeFacts) selectedBy(tid int32, t *term, n *Node) int32 {
+	if int(tid) >= len(f.selected) {
+		grown := make([]int32, int(tid)+1+len(f.selected)/2)
+		copy(grown, f.selected)
+		for i := len(f.selected); i < len(grown); i++ {
+			grown[i] = -1
+		}
+		f.selected = grown
 	}
-	count := selectedOn(t, n)
-	byNode[n.Name] = selectedCount{pods: data, len: len(n.Pods), count: count}
-	return count
+	if c := f.selected[tid]; c >= 0 {
+		return c
+	}
+	c := selectedOn(t, n)
+	f.selected[tid] = c
+	return c
+}
+
+// termID numbers a term by its signature.
+func (c *Cache) termID(sig string) int32 {
+	if id, ok := c.termIDs[sig]; ok {
+		return id
+	}
+	id := int32(len(c.termIDs))
+	c.termIDs[sig] = id
+	return id
+}
+
+// keyID numbers a label key.
+func (c *Cache) keyID(key string) int32 {
+	if id, ok := c.keyIDs[key]; ok {
+		return id
+	}
+	id := int32(len(c.keyIDs))
+	c.keyIDs[key] = id
+	c.keys = append(c.keys, key)
+	c.values = append(c.values, map[string]int32{})
+	c.names = append(c.names, nil)
+	return id
+}
+
+// valueID is the number of a value of the label numbered kid, if a node
+// had it.
+func (c *Cache) valueID(kid int32, value string) (int32, bool) {
+	id, ok := c.values[kid][value]
+	return id, ok
+}
+
+// valueOf is the number of node n's value of the label numbered kid, or
+// noValue when n lacks the label; f are n's facts. Values are read from
+// the node's labels once per labels map.
+func (c *Cache) valueOf(f *nodeFacts, n *Node, kid int32) int32 {
+	if !sameMap(f.labels, n.Labels) || f.values == nil {
+		f.labels, f.values = n.Labels, f.values[:0]
+	}
+	for int(kid) >= len(f.values) {
+		f.values = append(f.values, unread)
+	}
+	if id := f.values[kid]; id != unread {
+		return id
+	}
+	id := noValue
+	if v, ok := n.Labels[c.keys[kid]]; ok {
+		id = c.internValue(kid, v)
+	}
+	f.values[kid] = id
+	return id
+}
+
+// valuesOf is valueOf for each of the keys numbered kids: the node's
+// values, by key number, read where they were not yet.
+func (c *Cache) valuesOf(f *nodeFacts, n *Node, kids []int32) []int32 {
+	for _, kid := range kids {
+		if int(kid) >= len(f.values) || f.values[kid] == unread || !sameMap(f.labels, n.Labels) {
+			c.valueOf(f, n, kid)
+		}
+	}
+	return f.values
+}
+
+// internValue numbers a value of the label numbered kid.
+func (c *Cache) internValue(kid int32, v string) int32 {
+	if id, ok := c.values[kid][v]; ok {
+		return id
+	}
+	id := int32(len(c.names[kid]))
+	c.values[kid][v] = id
+	c.names[kid] = append(c.names[kid], v)
+	return id
+}
+
+// sameMap reports whether a and b are the very same map.
+func sameMap(a, b map[string]string) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // Nodes is how many nodes the cache keeps facts about.
@@ -333,15 +523,47 @@ func (c *Cache) RetainNodes(keep func(node string) bool) {
 			delete(c.facts, name)
 		}
 	}
-	for sig, byNode := range c.selections {
-		for name := range byNode {
-			if !keep(name) {
-				delete(byNode, name)
-			}
+	c.compact()
+}
+
+// Bounds of the numbering a Cache keeps (see compact); the tests lower
+// them.
+var (
+	maxTermIDs  = 4096
+	slackValues = 1024
+)
+
+// compact starts the numbering of terms and of label values over when it
+// has grown well past what the nodes still kept need: terms come and go
+// with the pods' selectors (a matchLabelKeys term per ReplicaSet, say), and
+// values with the nodes (every hostname). What the nodes' facts hold by
+// those numbers is forgotten with them and read again when next needed.
+// It must run between packings, never during one: a packing holds numbers.
+//
+// The previous packing's facts are forgotten with the numbers: some may no
+// longer be the cache's (a node whose pods changed since), and what they
+// hold by number would not be cleared.
+func (c *Cache) compact() {
+	if len(c.termIDs) > maxTermIDs {
+		clear(c.termIDs)
+		for _, f := range c.facts {
+			f.selected, f.ownerIDs = nil, nil
 		}
-		if len(byNode) == 0 {
-			delete(c.selections, sig)
+		c.scratch.prev = nil
+	}
+	for kid := range c.names {
+		if len(c.names[kid]) <= 2*len(c.facts)+slackValues {
+			continue
 		}
+		for i := range c.values {
+			c.values[i] = map[string]int32{}
+			c.names[i] = nil
+		}
+		for _, f := range c.facts {
+			f.labels, f.values = nil, nil
+		}
+		c.scratch.prev = nil
+		return
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -251,6 +252,8 @@ func solveCounted(in Input) (Result, []step, int) {
 	if in.Cache == nil {
 		in.Cache = NewCache()
 	}
+	in.Cache.compact()
+	in.Cache.scratch.reset()
 	s.cache = in.Cache
 	s.maxTypes = in.MaxInstanceTypes
 	s.relaxMin = in.MinValuesPolicy == MinValuesBestEffort
@@ -308,34 +311,47 @@ func solveCounted(in Input) (Result, []step, int) {
 	})
 
 	// Existing nodes, sorted by name (registered before in flight).
-	nodes := make([]*Node, len(in.Nodes))
+	sc := &in.Cache.scratch
+	if cap(sc.nodes) < len(in.Nodes) {
+		sc.nodes = make([]*Node, len(in.Nodes))
+		sc.existing = make([]int, 0, len(in.Nodes))
+	}
+	nodes := sc.nodes[:len(in.Nodes)]
 	for i := range in.Nodes {
 		nodes[i] = &in.Nodes[i]
 	}
-	slices.SortStableFunc(nodes, func(a, b *Node) int {
-		if a.InFlight != b.InFlight {
-			if a.InFlight {
-				return 1
-			}
-			return -1
+	// Callers mostly pass the nodes in this order already, which
+	// nodeFacts tells mostly without comparing names.
+	facts, sorted := s.nodeFacts(nodes)
+	if !sorted {
+		slices.SortStableFunc(nodes, func(a, b *Node) int { return packingOrder(a.Name, a.InFlight, b.Name, b.InFlight) })
+		facts, _ = s.nodeFacts(nodes)
+	}
+	// The cache shares one list among nodes with the same keys: each list
+	// is read once.
+	var read [][]string
+	for _, f := range facts {
+		if len(f.spreadKeys) == 0 || len(read) < 8 && slices.ContainsFunc(read, func(l []string) bool { return unsafe.SliceData(l) == unsafe.SliceData(f.spreadKeys) }) {
+			continue
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	for _, n := range nodes {
-		for _, k := range in.Cache.factsFor(n).spreadKeys {
+		if len(read) < 8 {
+			read = append(read, f.spreadKeys)
+		}
+		for _, k := range f.spreadKeys {
 			s.keyIndex(k)
 		}
 	}
 	s.reserveNodeBins(len(nodes), len(s.keys))
-	for _, n := range nodes {
-		sv.existing = append(sv.existing, s.addNode(n).id)
+	sv.existing = sc.existing[:0]
+	for i, n := range nodes {
+		sv.existing = append(sv.existing, s.addNode(n, facts[i]).id)
 	}
 	s.addOwnerGroups(in.Nodes)
 	s.keyIndex(wellknown.LabelHostname)
 	s.newDom = s.domain(s.hostKey, "\x00new")
 	for _, b := range s.bins {
 		for len(b.dom) < len(s.keys) {
-			b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
+			b.dom = append(b.dom, s.binDomain(b, len(b.dom)))
 		}
 	}
 	for _, p := range s.pools {

@@ -3,6 +3,8 @@ package packer
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,14 +26,16 @@ type bin struct {
 	claim    bool
 	inflight bool
 	node     *Node
-	labels   map[string]string
-	taints   []corev1.Taint
-	unsched  bool
-	alloc    resources.Vector
-	used     resources.Vector
-	ports    []hostPort
-	dom      []int32
-	npods    int
+	// facts are an existing node's (Cache.factsFor).
+	facts   *nodeFacts
+	labels  map[string]string
+	taints  []corev1.Taint
+	unsched bool
+	alloc   resources.Vector
+	used    resources.Vector
+	ports   []hostPort
+	dom     []int32
+	npods   int
 
 	// hostOwners counts the pods the packer put on the bin that carry a
 	// required hostname spread constraint.
@@ -107,6 +111,14 @@ type state struct {
 	hostKey int
 	domIdx  []map[string]int32
 	domName [][]string
+	// keyCID are the cache's numbers of the keys, and domOfVal, per key,
+	// the domain plus one of each value the cache numbers (0: none yet);
+	// see domainOf.
+	keyCID   []int32
+	domOfVal [][]int32
+	// owners are the owner groups of the nodes' pods' anti-affinity terms,
+	// by the cache's number of their signature (see addOwnerGroups).
+	owners []*group
 
 	groups     []*group
 	groupBySig map[string]*group
@@ -161,11 +173,11 @@ func (s *state) altID(r requirements.Requirements) int {
 	return id
 }
 
-// addNode adds an existing or in-flight node as a bin. Its pods are counted
-// later by countExisting, once every group is known.
-func (s *state) addNode(n *Node) *bin {
+// addNode adds an existing or in-flight node, whose facts are f, as a bin.
+// Its pods are counted later by countExisting, once every group is known.
+func (s *state) addNode(n *Node, f *nodeFacts) *bin {
 	b := s.nodeBin()
-	*b = bin{id: len(s.bins), node: n, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
+	*b = bin{id: len(s.bins), node: n, facts: f, inflight: n.InFlight, labels: n.Labels, taints: n.Taints, unsched: n.Unschedulable, alloc: n.Allocatable}
 	if n.Requested != nil {
 		b.used = n.Requested.Clone()
 	}
@@ -174,21 +186,134 @@ func (s *state) addNode(n *Node) *bin {
 			b.used.Add(resources.PodVector(p))
 		}
 	}
-	b.ports = s.cache.factsFor(n).ports
+	b.ports = f.ports
 	b.npods = len(n.Pods)
 	b.dom = s.domSlice(len(s.keys))
-	for k := range s.keys {
-		b.dom[k] = s.nodeDomain(n, k)
+	if s.cache == nil || n.InFlight {
+		for k := range s.keys {
+			b.dom[k] = s.nodeDomain(n, k)
+		}
+	} else {
+		// binDomain for every key, the values read at once: this runs for
+		// every node of every packing.
+		vals := s.cache.valuesOf(f, n, s.cacheKeys())
+		for k, kid := range s.keyCID {
+			switch vid := vals[kid]; {
+			case vid < 0:
+				b.dom[k] = domAbsent
+			case k < len(s.domOfVal) && int(vid) < len(s.domOfVal[k]) && s.domOfVal[k][vid] != 0:
+				b.dom[k] = s.domOfVal[k][vid] - 1
+			default:
+				b.dom[k] = s.domainOf(k, vid)
+			}
+		}
 	}
 	s.bins = append(s.bins, b)
 	return b
 }
 
+// binDomain is nodeDomain for the node of bin b, read by number from the
+// node's facts when the cache can hold its labels.
+func (s *state) binDomain(b *bin, k int) int32 {
+	if s.cache == nil || b.facts == nil || b.inflight {
+		return s.nodeDomain(b.node, k)
+	}
+	vid := s.cache.valueOf(b.facts, b.node, s.cacheKey(k))
+	if vid < 0 {
+		return domAbsent
+	}
+	return s.domainOf(k, vid)
+}
+
 // reserveNodeBins makes room for n nodes' bins and their domains (with k
-// keys) in two allocations, instead of two per node per packing.
+// keys) in two allocations, instead of two per node per packing; with a
+// cache, in the memory the cache's previous packing used, which addNode
+// overwrites.
 func (s *state) reserveNodeBins(n, k int) {
-	s.binSlab = make([]bin, n)
-	s.domSlab = make([]int32, n*k)
+	if s.cache == nil {
+		s.binSlab = make([]bin, n)
+		s.domSlab = make([]int32, n*k)
+		return
+	}
+	sc := &s.cache.scratch
+	if cap(sc.bins) < n {
+		sc.bins = make([]bin, n)
+	}
+	if cap(sc.dom) < n*k {
+		sc.dom = make([]int32, n*k)
+	}
+	// Room for the claims too, which the nodes' bins are usually many
+	// times more than.
+	if want := n + n/4 + 64; cap(sc.list) < want {
+		sc.list = make([]*bin, 0, want)
+	}
+	s.binSlab, s.domSlab = sc.bins[:n], sc.dom[:n*k]
+	s.bins = sc.list[:0]
+}
+
+// nodeFacts returns the facts of nodes (Cache.factsFor), in a slice that
+// the packing may keep until the next one, and whether the nodes are in
+// packing order.
+//
+// Consecutive packings of one cluster mostly see the same nodes in the same
+// order, a few left out: the nodes are walked beside the previous packing's,
+// and a node found there, with the very pod list its facts were derived
+// from, takes them without a lookup by name.
+func (s *state) nodeFacts(nodes []*Node) ([]*nodeFacts, bool) {
+	sc := &s.cache.scratch
+	if cap(sc.facts) < len(nodes) {
+		sc.facts = make([]*nodeFacts, len(nodes))
+	}
+	out := sc.facts[:len(nodes)]
+	prev := sc.prev
+	// Two nodes found one after the other in the previous packing's
+	// order (the walk only goes forward) are in order; a node not found
+	// is compared with the one before it.
+	inOrder, last := true, -1
+	j := 0
+	for i, n := range nodes {
+		// Mostly the very next node of the previous packing; otherwise
+		// skip those left out since, which come before in its order.
+		if j < len(prev) && (prev[j].name != n.Name || prev[j].inFlight != n.InFlight) {
+			for j < len(prev) && packingOrder(prev[j].name, prev[j].inFlight, n.Name, n.InFlight) < 0 {
+				j++
+			}
+		}
+		at := -1
+		if j < len(prev) && prev[j].name == n.Name && prev[j].inFlight == n.InFlight {
+			at = j
+		}
+		if i > 0 && inOrder && (at < 0 || last < 0) {
+			m := nodes[i-1]
+			inOrder = packingOrder(m.Name, m.InFlight, n.Name, n.InFlight) <= 0
+		}
+		last = at
+		if at >= 0 {
+			j++
+			if f := prev[at].facts; f.pods == unsafe.SliceData(n.Pods) && f.len == len(n.Pods) {
+				out[i] = f
+				continue
+			}
+		}
+		out[i] = s.cache.factsFor(n)
+	}
+	sc.prev = sc.prev[:0]
+	for i, n := range nodes {
+		sc.prev = append(sc.prev, seenNode{name: n.Name, inFlight: n.InFlight, facts: out[i]})
+	}
+	return out, inOrder
+}
+
+// packingOrder orders nodes as a packing takes them: registered nodes
+// before those in flight, then by name.
+func packingOrder(aName string, aInFlight bool, bName string, bInFlight bool) int {
+	if aInFlight != bInFlight {
+		if aInFlight {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(aName, bName)
 }
 
 func (s *state) nodeBin() *bin {
@@ -200,8 +325,9 @@ func (s *state) nodeBin() *bin {
 	return b
 }
 
-// domSlice returns a zeroed slice of n domains; its capacity is n, so that
-// a bin that learns more keys appends into a new array, not a neighbour's.
+// domSlice returns a slice of n domains, for the caller to fill; its
+// capacity is n, so that a bin that learns more keys appends into a new
+// array, not a neighbour's.
 func (s *state) domSlice(n int) []int32 {
 	if len(s.domSlab) < n {
 		return make([]int32, n)
@@ -231,12 +357,19 @@ func (s *state) nodeDomain(n *Node, k int) int32 {
 // a term selects comes from the cache when the same node was counted for
 // the same term by an earlier packing.
 func (s *state) countExisting() {
-	for _, b := range s.bins {
-		if b.claim || len(b.node.Pods) == 0 {
+	for _, g := range s.groups {
+		if g.kind == gOwner {
 			continue
 		}
-		for _, g := range s.groups {
-			if g.kind == gOwner {
+		// Every node's domains are known by now: size the counts once,
+		// and a spread group's eligibility per bin.
+		s.reserveCounts(g, len(s.domName[g.key]))
+		if g.kind == gSpread && g.elig == nil {
+			g.elig = s.cache.scratch.bytes.take(withClaims(len(s.bins)))
+		}
+		tid := s.termNumber(g)
+		for _, b := range s.bins {
+			if b.claim || len(b.node.Pods) == 0 {
 				continue
 			}
 			d := b.dom[g.key]
@@ -246,11 +379,40 @@ func (s *state) countExisting() {
 			if g.kind == gSpread && !s.eligible(g, b) {
 				continue
 			}
-			if n := s.cache.selected(&g.t, b.node); n > 0 {
+			// selected, without the calls for a count already known.
+			var n int32
+			if f := b.facts; tid >= 0 && f != nil && int(tid) < len(f.selected) && f.selected[tid] >= 0 {
+				n = f.selected[tid]
+			} else {
+				n = s.selected(g, b)
+			}
+			if n > 0 {
 				g.inc(d, n)
 			}
 		}
 	}
+}
+
+// selected counts the pods on existing node bin b that g's term selects,
+// from the node's facts when counted before.
+func (s *state) selected(g *group, b *bin) int32 {
+	tid := s.termNumber(g)
+	if tid < 0 || b.facts == nil || len(b.node.Pods) == 0 {
+		return selectedOn(&g.t, b.node)
+	}
+	return b.facts.selectedBy(tid, &g.t, b.node)
+}
+
+// termNumber is the cache's number of g's term, or -1 when the cache does
+// not count it.
+func (s *state) termNumber(g *group) int32 {
+	if s.cache == nil || g.t.sig == "" {
+		return -1
+	}
+	if g.tid == 0 {
+		g.tid = s.cache.termID(g.t.sig) + 1
+	}
+	return g.tid - 1
 }
 
 // selectedOn counts the pods of n, not being deleted, that t selects.
@@ -271,12 +433,25 @@ func (s *state) addOwnerGroups(nodes []Node) {
 		if b.claim {
 			continue
 		}
-		for _, rt := range s.cache.factsFor(b.node).ownerTerms(s) {
-			g := s.group(gOwner, rt, "")
+		terms, ids := b.facts.ownerTerms(s)
+		for i, rt := range terms {
+			// By the number of the group's signature: most nodes carry
+			// the same few terms.
+			for len(s.owners) <= int(ids[i]) {
+				s.owners = append(s.owners, nil)
+			}
+			g := s.owners[ids[i]]
+			if g == nil {
+				g = s.groupWithSig(gOwner, rt, b.facts.ownerSigs[i])
+				s.owners[ids[i]] = g
+			}
+			if g.counts == nil {
+				s.reserveCounts(g, len(s.domName[g.key]))
+			}
 			// The term may have introduced a key (or several, through
 			// earlier pods) that this node's domains do not cover yet.
 			for len(b.dom) <= g.key {
-				b.dom = append(b.dom, s.nodeDomain(b.node, len(b.dom)))
+				b.dom = append(b.dom, s.binDomain(b, len(b.dom)))
 			}
 			if d := b.dom[g.key]; d >= 0 {
 				g.inc(d, 1)
@@ -288,6 +463,9 @@ func (s *state) addOwnerGroups(nodes []Node) {
 // eligible reports whether a spread group counts pods on bin b and
 // considers its domain.
 func (s *state) eligible(g *group, b *bin) bool {
+	if g.everywhere() {
+		return b.dom[g.key] != domAbsent
+	}
 	if b.id < 0 {
 		return s.computeEligible(g, b)
 	}
@@ -358,6 +536,9 @@ func (s *state) registerDomains() {
 	for _, g := range s.groups {
 		if g.kind != gSpread {
 			continue
+		}
+		if g.reg == nil {
+			g.reg = s.cache.scratch.bools.take(withClaims(len(s.domName[g.key])))
 		}
 		for _, b := range s.bins {
 			if d := b.dom[g.key]; d >= 0 && s.eligible(g, b) {
