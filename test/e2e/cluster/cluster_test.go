@@ -48,6 +48,22 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestOverrideFlags(t *testing.T) {
+	file := []string{"--a=1", "--b", "--c=x", "--c=y", "--d=2"}
+	got := overrideFlags(file, []string{"--c=z", "--d=3", "--e"})
+	if want := []string{"--a=1", "--b", "--c=z", "--d=3", "--e"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := overrideFlags(file, nil); !slices.Equal(got, file) {
+		t.Errorf("no extra flags: got %q, want the file's %q", got, file)
+	}
+	// A switch given a value, and a valued flag given as a switch, replace
+	// the file's too: the name is what counts.
+	if got, want := overrideFlags([]string{"--b", "--a=1"}, []string{"--b=false", "--a"}), []string{"--b=false", "--a"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestFlagFiles reads every component's flag file as Start does, and checks
 // that the files they name exist.
 func TestFlagFiles(t *testing.T) {
