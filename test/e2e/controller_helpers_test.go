@@ -409,6 +409,14 @@ type poolSpec struct {
 // first and cannot hold up the drain of the pool's nodes.
 func createPool(t *testing.T, p poolSpec) {
 	t.Helper()
+	createPoolObjects(t, p)
+	t.Cleanup(func() { deletePool(t, p.Name) })
+}
+
+// createPoolObjects creates the node class and pool and leaves them when the
+// test ends.
+func createPoolObjects(t *testing.T, p poolSpec) {
+	t.Helper()
 	if p.AMI == "" {
 		p.AMI = amiOld
 	}
@@ -422,7 +430,6 @@ func createPool(t *testing.T, p poolSpec) {
 		p.Disruption = "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s"
 	}
 	create(t, nodePoolYAML, p)
-	t.Cleanup(func() { deletePool(t, p.Name) })
 }
 
 // deletePool deletes a NodePool, its NodeClaims and its EC2NodeClass and
