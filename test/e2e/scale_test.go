@@ -313,20 +313,24 @@ func measure(ctx context.Context, t *testing.T, c *controller) usage {
 		t.Fatalf("reading the controller's /proc: %v", err)
 	}
 	u.cpu, u.peakRSS = p.cpu, p.peakRSS
-	if u.requests, err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal); err != nil {
+	page, err := scrapePage(ctx, c.metrics)
+	if err != nil {
 		t.Fatalf("scraping the controller's metrics: %v", err)
 	}
+	if u.requests, err = sumMetric(page, kubemetrics.NameRequestTotal); err != nil {
+		t.Fatal(err)
+	}
 	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
-		if u.byVerb[verb], err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal, `method="`+verb+`"`); err != nil {
+		if u.byVerb[verb], err = sumMetric(page, kubemetrics.NameRequestTotal, `method="`+verb+`"`); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, reason := range disruptionReasons {
-		if u.disrupted[reason], err = scrape(ctx, c.metrics, "karpenter_nodeclaims_disrupted_total", `reason="`+reason+`"`); err != nil {
+		if u.disrupted[reason], err = sumMetric(page, "karpenter_nodeclaims_disrupted_total", `reason="`+reason+`"`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if u.launched, err = scrape(ctx, c.metrics, "karpenter_nodeclaims_created_total"); err != nil {
+	if u.launched, err = sumMetric(page, "karpenter_nodeclaims_created_total"); err != nil {
 		t.Fatal(err)
 	}
 	return u
