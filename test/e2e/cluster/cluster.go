@@ -92,8 +92,8 @@ type Options struct {
 	// Flags are more flags by component name ("--name=value" or "--name"),
 	// for a cluster that must differ from the flag files, such as one run
 	// at a larger scale than the suite's. A flag named here replaces every
-	// occurrence of it in the component's flag file. ${NAME} is not
-	// expanded.
+	// occurrence of it in the component's flag file. ${NAME} is expanded
+	// as in the flag files.
 	Flags map[string][]string
 }
 
@@ -200,14 +200,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	vars := map[string]string{"RUN": runDir, "CONFIG": config}
 
-	for name, flags := range opts.Flags {
+	for name := range opts.Flags {
 		if !slices.Contains(binaries, name) {
 			return c, fmt.Errorf("cluster: Options.Flags names %q, which is not a component (%s)", name, strings.Join(binaries, ", "))
-		}
-		for _, f := range flags {
-			if !strings.HasPrefix(f, "--") {
-				return c, fmt.Errorf("cluster: Options.Flags[%s]: %q is not a --flag", name, f)
-			}
 		}
 	}
 	c.flags = opts.Flags
@@ -272,7 +267,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
-		args = overrideFlags(args, opts.Flags[name])
+		extra, err := c.extraFlags(name, procVars)
+		if err != nil {
+			return c, err
+		}
+		args = overrideFlags(args, extra)
 		p := &process{
 			name:    name,
 			path:    filepath.Join(bin, name),
@@ -338,7 +337,11 @@ func (c *Cluster) startAPIServer(bin, config string, vars map[string]string, crd
 		if err != nil {
 			return err
 		}
-		applyFlags(s.args, overrideFlags(flags, c.flags[s.name]))
+		extra, err := c.extraFlags(s.name, vars)
+		if err != nil {
+			return err
+		}
+		applyFlags(s.args, overrideFlags(flags, extra))
 	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
@@ -372,6 +375,15 @@ func applyFlags(args *envtest.Arguments, flags []string) {
 		}
 		seen[name] = true
 	}
+}
+
+// extraFlags returns the component's Options.Flags, read as its flag file
+// is: each a --flag, ${NAME} expanded from vars.
+func (c *Cluster) extraFlags(name string, vars map[string]string) ([]string, error) {
+	if len(c.flags[name]) == 0 {
+		return nil, nil
+	}
+	return parseFlags("Options.Flags["+name+"]", []byte(strings.Join(c.flags[name], "\n")), vars)
 }
 
 // overrideFlags returns flags without the names that extra sets, followed by
