@@ -41,6 +41,15 @@ func init() {
 		// the controller manager's client (100 a second in the suite's
 		// flags): 20,000 pods would take well over three minutes.
 		cluster.KubeControllerManager: {"--kube-api-qps=500", "--kube-api-burst=1000"},
+		// More kwok workers (see config-scale.yaml): with the suite's four,
+		// Node Leases lapse past about 1,400 Nodes. kwok reads the first
+		// KwokConfiguration it is given, and a flag named here replaces
+		// all of kwok.flags' --config, so the stages are named again.
+		cluster.KWOK: {
+			"--config=${CONFIG}/kwok/config-scale.yaml",
+			"--config=${CONFIG}/kwok/node-stages.yaml",
+			"--config=${CONFIG}/kwok/pod-stages.yaml",
+		},
 	}
 }
 
