@@ -54,6 +54,10 @@ for f in ${E2E_FLAGS:-}; do
 done
 
 "$GO" vet -tags e2e ./test/e2e/...
+# The scale measurement (hack/bench-kwok-scale.sh) is not run here, but it
+# shares the suite's helpers: vetting it compiles it, so that a change to
+# them cannot break it unnoticed.
+"$GO" vet -tags e2e,scale ./test/e2e
 "$GO" test -count=1 ./test/e2e/cluster
 
 out=$(mktemp -d)

@@ -409,6 +409,14 @@ type poolSpec struct {
 // first and cannot hold up the drain of the pool's nodes.
 func createPool(t *testing.T, p poolSpec) {
 	t.Helper()
+	createPoolObjects(t, p)
+	t.Cleanup(func() { deletePool(t, p.Name) })
+}
+
+// createPoolObjects creates the node class and pool and leaves them when the
+// test ends.
+func createPoolObjects(t *testing.T, p poolSpec) {
+	t.Helper()
 	if p.AMI == "" {
 		p.AMI = amiOld
 	}
@@ -422,7 +430,6 @@ func createPool(t *testing.T, p poolSpec) {
 		p.Disruption = "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s"
 	}
 	create(t, nodePoolYAML, p)
-	t.Cleanup(func() { deletePool(t, p.Name) })
 }
 
 // deletePool deletes a NodePool, its NodeClaims and its EC2NodeClass and
@@ -694,21 +701,39 @@ func checkNoLeaks(ctx context.Context, aws *fake.AWS, clusterName, pool string) 
 // scrape reads the controller's metrics and sums the samples of a metric
 // whose labels contain every given label="value" pair.
 func scrape(ctx context.Context, url, metric string, labels ...string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	page, err := scrapePage(ctx, url)
 	if err != nil {
 		return 0, err
 	}
+	return sumMetric(page, metric, labels...)
+}
+
+// scrapePage reads the controller's metrics page. Read it once for several
+// sums: with a sample per pod, the page of a large cluster is tens of
+// megabytes, and each read costs the controller CPU and memory that a
+// measurement would then count.
+func scrapePage(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
+	return string(body), nil
+}
+
+// sumMetric sums the samples of a metric on a metrics page whose labels
+// contain every given label="value" pair.
+func sumMetric(page, metric string, labels ...string) (float64, error) {
 	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(page, "\n") {
 		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 			continue
 		}

@@ -29,6 +29,10 @@ var (
 	// clientset is for what the controller-runtime client does not do
 	// conveniently, such as the Eviction API.
 	clientset kubernetes.Interface
+	// clusterFlags are the components' flags beyond hack/local-cluster's
+	// (cluster.Options.Flags): none for the suite; the scale measurement,
+	// built with the tag scale, sets them.
+	clusterFlags map[string][]string
 )
 
 func TestMain(m *testing.M) {
@@ -69,7 +73,7 @@ func runSuite(m *testing.M) int {
 	}()
 
 	started := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Progress: os.Stderr})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Progress: os.Stderr, Flags: clusterFlags})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
 		<-built

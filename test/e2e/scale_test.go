@@ -64,10 +64,7 @@ func TestScaleOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("measurement: pod created -> first Nominated event, %d pods: p50 %s, p99 %s; kube-scheduler's first FailedScheduling -> first Nominated, %d pods: p50 %s, p99 %s; pod created -> its new NodeClaim created, %d pods: p50 %s, p99 %s (pods' creation times are whole seconds)",
-		len(lat.decided), percentile(lat.decided, 50), percentile(lat.decided, 99),
-		len(lat.afterScheduler), percentile(lat.afterScheduler, 50), percentile(lat.afterScheduler, 99),
-		len(lat.toClaim), percentile(lat.toClaim, 50), percentile(lat.toClaim, 99))
+	t.Logf("measurement: %s", lat)
 	if len(lat.decided) == 0 {
 		t.Error("no pod has a Nominated event")
 	}
@@ -180,6 +177,21 @@ type latencies struct {
 	// toClaim: pod created -> the NodeClaim created for it, for the pods
 	// first nominated to a NodeClaim created after them.
 	toClaim []time.Duration
+
+	// pods counts the namespace's pods; notNominated those without a
+	// Nominated event, and neverUnschedulable those of them that
+	// kube-scheduler never reported unschedulable either: it bound them to
+	// a node with room at its first attempt, so the provisioner had nothing
+	// to decide for them.
+	pods, notNominated, neverUnschedulable int
+}
+
+func (l latencies) String() string {
+	return fmt.Sprintf("pod created -> first Nominated event, %d pods: p50 %s, p99 %s; kube-scheduler's first FailedScheduling -> first Nominated, %d pods: p50 %s, p99 %s; pod created -> its new NodeClaim created, %d pods: p50 %s, p99 %s (pods' creation times are whole seconds); %d of %d pods have no Nominated event, %d of them no FailedScheduling event from kube-scheduler either",
+		len(l.decided), percentile(l.decided, 50), percentile(l.decided, 99),
+		len(l.afterScheduler), percentile(l.afterScheduler, 50), percentile(l.afterScheduler, 99),
+		len(l.toClaim), percentile(l.toClaim, 50), percentile(l.toClaim, 99),
+		l.notNominated, l.pods, l.neverUnschedulable)
 }
 
 // nominationLatencies reads the scale-out's latencies from the namespace's
@@ -229,6 +241,24 @@ func nominationLatencies(ctx context.Context, ns string) (latencies, error) {
 		return out
 	}
 	nominated, failed := first("Nominated"), first("FailedScheduling")
+	// The provisioner records FailedScheduling too, for pods it cannot
+	// place; kube-scheduler's are the ones that count as "unschedulable".
+	byScheduler := map[string]bool{}
+	for i := range events.Items {
+		e := &events.Items[i]
+		if e.Reason == "FailedScheduling" && e.InvolvedObject.Kind == "Pod" && (e.ReportingController == corev1.DefaultSchedulerName || e.Source.Component == corev1.DefaultSchedulerName) {
+			byScheduler[e.InvolvedObject.Name] = true
+		}
+	}
+	l.pods = len(createdPod)
+	for pod := range createdPod {
+		if nominated[pod] == nil {
+			l.notNominated++
+			if !byScheduler[pod] {
+				l.neverUnschedulable++
+			}
+		}
+	}
 	for pod, e := range nominated {
 		created, ok := createdPod[pod]
 		if !ok {
@@ -278,42 +308,72 @@ const clockTicks = 100
 func measure(ctx context.Context, t *testing.T, c *controller) usage {
 	t.Helper()
 	u := usage{at: time.Now(), byVerb: map[string]float64{}, disrupted: map[string]float64{}}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.PID()), "stat"))
+	p, err := readProc(c.PID())
 	if err != nil {
 		t.Fatalf("reading the controller's /proc: %v", err)
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	// After "pid (comm)": state is field 3, utime 14 and stime 15.
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	u.cpu = time.Duration(utime+stime) * time.Second / clockTicks
-	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.PID()), "status"))
+	u.cpu, u.peakRSS = p.cpu, p.peakRSS
+	page, err := scrapePage(ctx, c.metrics)
 	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			u.peakRSS = kb << 10
-		}
-	}
-	if u.requests, err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal); err != nil {
 		t.Fatalf("scraping the controller's metrics: %v", err)
 	}
+	if u.requests, err = sumMetric(page, kubemetrics.NameRequestTotal); err != nil {
+		t.Fatal(err)
+	}
 	for _, verb := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
-		if u.byVerb[verb], err = scrape(ctx, c.metrics, kubemetrics.NameRequestTotal, `method="`+verb+`"`); err != nil {
+		if u.byVerb[verb], err = sumMetric(page, kubemetrics.NameRequestTotal, `method="`+verb+`"`); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, reason := range disruptionReasons {
-		if u.disrupted[reason], err = scrape(ctx, c.metrics, "karpenter_nodeclaims_disrupted_total", `reason="`+reason+`"`); err != nil {
+		if u.disrupted[reason], err = sumMetric(page, "karpenter_nodeclaims_disrupted_total", `reason="`+reason+`"`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if u.launched, err = scrape(ctx, c.metrics, "karpenter_nodeclaims_created_total"); err != nil {
+	if u.launched, err = sumMetric(page, "karpenter_nodeclaims_created_total"); err != nil {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// procStat is what /proc says about a process at one moment.
+type procStat struct {
+	cpu     time.Duration // user and system time
+	peakRSS int64         // VmHWM, bytes
+	rss     int64         // VmRSS, bytes
+}
+
+// readProc reads a process's CPU time and resident memory from /proc.
+func readProc(pid int) (procStat, error) {
+	var p procStat
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return p, err
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return p, fmt.Errorf("/proc/%d/stat: %d fields after the command, want at least 13", pid, len(fields))
+	}
+	// After "pid (comm)": state is field 3, utime 14 and stime 15.
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	p.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return p, err
+	}
+	kib := func(rest string) int64 {
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		return kb << 10
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			p.peakRSS = kib(rest)
+		} else if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			p.rss = kib(rest)
+		}
+	}
+	return p, nil
 }
 
 // since describes the usage between two measurements.

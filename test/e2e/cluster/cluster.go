@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,12 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Progress, when set, receives a line as each component becomes ready.
 	Progress io.Writer
+	// Flags are more flags by component name ("--name=value" or "--name"),
+	// for a cluster that must differ from the flag files, such as one run
+	// at a larger scale than the suite's. A flag named here replaces every
+	// occurrence of it in the component's flag file. ${NAME} is expanded
+	// as in the flag files.
+	Flags map[string][]string
 }
 
 // Component describes one running component.
@@ -117,6 +124,7 @@ type Cluster struct {
 	extra      []*process // started by StartProcess
 	guard      *process
 	components []Component
+	flags      map[string][]string // Options.Flags
 	progress   io.Writer
 	started    time.Time
 
@@ -192,6 +200,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	vars := map[string]string{"RUN": runDir, "CONFIG": config}
 
+	for name := range opts.Flags {
+		if !slices.Contains(binaries, name) {
+			return c, fmt.Errorf("cluster: Options.Flags names %q, which is not a component (%s)", name, strings.Join(binaries, ", "))
+		}
+	}
+	c.flags = opts.Flags
+
 	// etcd and kube-apiserver, through envtest.
 	if err := c.startAPIServer(bin, config, vars, crdList); err != nil {
 		return c, err
@@ -252,6 +267,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
+		extra, err := c.extraFlags(name, procVars)
+		if err != nil {
+			return c, err
+		}
+		args = overrideFlags(args, extra)
 		p := &process{
 			name:    name,
 			path:    filepath.Join(bin, name),
@@ -317,7 +337,11 @@ func (c *Cluster) startAPIServer(bin, config string, vars map[string]string, crd
 		if err != nil {
 			return err
 		}
-		applyFlags(s.args, flags)
+		extra, err := c.extraFlags(s.name, vars)
+		if err != nil {
+			return err
+		}
+		applyFlags(s.args, overrideFlags(flags, extra))
 	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
@@ -351,6 +375,37 @@ func applyFlags(args *envtest.Arguments, flags []string) {
 		}
 		seen[name] = true
 	}
+}
+
+// extraFlags returns the component's Options.Flags, read as its flag file
+// is: each a --flag, ${NAME} expanded from vars.
+func (c *Cluster) extraFlags(name string, vars map[string]string) ([]string, error) {
+	if len(c.flags[name]) == 0 {
+		return nil, nil
+	}
+	return parseFlags("Options.Flags["+name+"]", []byte(strings.Join(c.flags[name], "\n")), vars)
+}
+
+// overrideFlags returns flags without the names that extra sets, followed by
+// extra. Dropping the file's occurrences, rather than relying on the last
+// one winning, also replaces repeatable flags and envtest's defaults (see
+// applyFlags, where the first occurrence of a name replaces the default).
+func overrideFlags(flags, extra []string) []string {
+	if len(extra) == 0 {
+		return flags
+	}
+	set := map[string]bool{}
+	for _, f := range extra {
+		name, _, _ := splitFlag(f)
+		set[name] = true
+	}
+	out := make([]string, 0, len(flags)+len(extra))
+	for _, f := range flags {
+		if name, _, _ := splitFlag(f); !set[name] {
+			out = append(out, f)
+		}
+	}
+	return append(out, extra...)
 }
 
 func (c *Cluster) addUser(name, group string) (*rest.Config, error) {

@@ -48,6 +48,22 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestOverrideFlags(t *testing.T) {
+	file := []string{"--a=1", "--b", "--c=x", "--c=y", "--d=2"}
+	got := overrideFlags(file, []string{"--c=z", "--d=3", "--e"})
+	if want := []string{"--a=1", "--b", "--c=z", "--d=3", "--e"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := overrideFlags(file, nil); !slices.Equal(got, file) {
+		t.Errorf("no extra flags: got %q, want the file's %q", got, file)
+	}
+	// A switch given a value, and a valued flag given as a switch, replace
+	// the file's too: the name is what counts.
+	if got, want := overrideFlags([]string{"--b", "--a=1"}, []string{"--b=false", "--a"}), []string{"--b=false", "--a"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestFlagFiles reads every component's flag file as Start does, and checks
 // that the files they name exist.
 func TestFlagFiles(t *testing.T) {
@@ -354,8 +370,10 @@ func containerStates(status map[string]any, key string) []string {
 	return out
 }
 
-func TestKWOKConfiguration(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(configDir(t), "kwok", "config.yaml"))
+// kwokOptions reads the options of a KwokConfiguration in kwok/.
+func kwokOptions(t *testing.T, file string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(configDir(t), "kwok", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,16 +386,46 @@ func TestKWOKConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || cfg.Kind != "KwokConfiguration" {
-		t.Fatalf("not a KwokConfiguration: %s %s", cfg.APIVersion, cfg.Kind)
+		t.Fatalf("%s: not a KwokConfiguration: %s %s", file, cfg.APIVersion, cfg.Kind)
 	}
-	if got := cfg.Options["manageNodesWithAnnotationSelector"]; got != KWOKNodeAnnotation+"="+KWOKNodeValue {
+	return cfg.Options
+}
+
+// kwokParallelism are the options that set how many workers kwok runs.
+var kwokParallelism = []string{"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism", "podsOnNodeSyncParallelism"}
+
+func TestKWOKConfiguration(t *testing.T) {
+	options := kwokOptions(t, "config.yaml")
+	if got := options["manageNodesWithAnnotationSelector"]; got != KWOKNodeAnnotation+"="+KWOKNodeValue {
 		t.Errorf("kwok manages nodes matching %v, want %s=%s", got, KWOKNodeAnnotation, KWOKNodeValue)
 	}
 	// kwok does not default a configuration it reads: a parallelism left at
 	// zero stops it at start-up.
-	for _, k := range []string{"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism", "podsOnNodeSyncParallelism"} {
-		if n, _ := cfg.Options[k].(float64); n < 1 {
-			t.Errorf("options.%s = %v, want at least 1", k, cfg.Options[k])
+	for _, k := range kwokParallelism {
+		if n, _ := options[k].(float64); n < 1 {
+			t.Errorf("options.%s = %v, want at least 1", k, options[k])
+		}
+	}
+}
+
+// The scale measurement's kwok configuration is the suite's with more
+// workers: nothing else may drift apart.
+func TestKWOKScaleConfiguration(t *testing.T) {
+	suite, scale := kwokOptions(t, "config.yaml"), kwokOptions(t, "config-scale.yaml")
+	for k, v := range suite {
+		if slices.Contains(kwokParallelism, k) {
+			if n, _ := scale[k].(float64); n < v.(float64) {
+				t.Errorf("config-scale.yaml: options.%s = %v, fewer than config.yaml's %v", k, scale[k], v)
+			}
+			continue
+		}
+		if scale[k] != v {
+			t.Errorf("config-scale.yaml: options.%s = %v, config.yaml has %v", k, scale[k], v)
+		}
+	}
+	for k := range scale {
+		if _, ok := suite[k]; !ok {
+			t.Errorf("config-scale.yaml: options.%s is not in config.yaml", k)
 		}
 	}
 }
