@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -127,13 +126,20 @@ func main() {
 		if err := writePods(pods, n); err != nil {
 			log.Fatal(err)
 		}
-		var out bytes.Buffer
+		// The plan goes to a file, as a user would redirect it: a pipe into
+		// this process would make it copy half a gigabyte of JSON on the
+		// same two cores while the command is being timed.
+		outPath := filepath.Join(dir, fmt.Sprintf("plan-%d.out", n))
+		out, err := os.Create(outPath)
+		if err != nil {
+			log.Fatal(err)
+		}
 		args := []string{"plan", "-f", filepath.Join(dir, "nodepool.yaml"), "--pods", pods}
 		if *output == "json" {
 			args = append(args, "-o", "json")
 		}
 		cmd := exec.Command(*bin, args...)
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			log.Fatalf("%d pods: %s plan: %v", n, *bin, err)
@@ -144,7 +150,15 @@ func main() {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			rss = ru.Maxrss // KiB on Linux
 		}
-		r, err := readPlan(*output, out.Bytes())
+		if err := out.Close(); err != nil {
+			log.Fatal(err)
+		}
+		b, err := os.ReadFile(outPath)
+		if err != nil {
+			log.Fatal(err)
+		}
+		os.Remove(outPath)
+		r, err := readPlan(*output, b)
 		if err != nil {
 			log.Fatalf("%d pods: reading the plan: %v", n, err)
 		}
