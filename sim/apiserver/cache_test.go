@@ -90,6 +90,15 @@ func TestOrderIsKeptAcrossWrites(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("after %d writes: Select(%q) = %v, want %v", i, n, got, want)
 			}
+			got = got[:0]
+			for _, o := range s.SelectUnordered(podGVK, "spec.nodeName", n) {
+				got = append(got, o.GetNamespace()+"/"+o.GetName())
+			}
+			slices.Sort(got)
+			want = slices.Sorted(slices.Values(want))
+			if !slices.Equal(got, want) {
+				t.Fatalf("after %d writes: SelectUnordered(%q) = %v, want %v in some order", i, n, got, want)
+			}
 		}
 	}
 }

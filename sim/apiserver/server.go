@@ -252,6 +252,26 @@ func (s *Server) Select(gvk schema.GroupVersionKind, field, value string) []clie
 	return out
 }
 
+// SelectUnordered is Select without the order: for a reader that sorts
+// what it gets by an order of its own, which saves sorting the keys again
+// after each change to the set. The order is Go's map order, so a reader
+// must not let it decide anything.
+func (s *Server) SelectUnordered(gvk schema.GroupVersionKind, field, value string) []client.Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks := s.store(gvk)
+	idx, ok := ks.indexes[field]
+	if !ok {
+		return nil
+	}
+	set := idx.values[value]
+	out := make([]client.Object, 0, len(set))
+	for k := range set {
+		out = append(out, ks.objs[k])
+	}
+	return out
+}
+
 // Stamp returns a number that changes whenever an object of kind gvk is
 // stored or removed; it is 0 while none ever was. A reader that keeps what
 // it built from the objects of a kind can rebuild it only when the stamp

@@ -96,6 +96,22 @@ type Binder struct {
 	// the time without changing anything it reads.
 	settled      bool
 	pendingStamp uint64
+	// epoch counts the passes that ran; failed records, for each pending pod
+	// that a pass could not place, the epoch of that pass, and changedAt
+	// the last epoch that began with a change to anything a placement
+	// reads (see queue).
+	epoch, changedAt uint64
+	failed           map[types.UID]attempt
+	boundLast        bool
+	// repellers keeps each anti-affinity term's selector, parsed once.
+	repellers map[string]repeller
+	// alwaysFull makes every pod take the full check, and retryAll makes
+	// every pass try every pending pod (tests compare the cheap filters and
+	// the queue with them).
+	alwaysFull, retryAll bool
+	// waited and tried count, over the passes, the pending pods and those
+	// of them the passes tried.
+	waited, tried int
 }
 
 // views is the cluster as the last pass saw it: the nodes in name order and,
@@ -126,14 +142,22 @@ type nodeView struct {
 	// pods, used and anti were built at; filled says they were.
 	podStamp uint64
 	filled   bool
+	// grewAt is the epoch of the first pass that saw the node new, changed
+	// in what a placement reads, or with room freed (see queue); bound
+	// lists the pods passes bound to it since its pods were last read.
+	grewAt uint64
+	bound  []types.UID
 	pods     []*corev1.Pod // bound and not finished, in namespace/name order
 	used     resources.Vector
-	anti     bool // a pod has required pod anti-affinity
+	// anti holds the required pod anti-affinity terms of the node's pods,
+	// one of each (see repeller).
+	anti []repeller
 }
 
 // New returns a Binder that reads and writes api.
 func New(api *apiserver.Server, clk clock.PassiveClock) *Binder {
-	return &Binder{api: api, clock: clk, requests: map[types.UID]resources.Vector{}}
+	return &Binder{api: api, clock: clk, requests: map[types.UID]resources.Vector{}, repellers: map[string]repeller{},
+		failed: map[types.UID]attempt{}}
 }
 
 // Controller returns the binder as a controller for the runner: one
@@ -163,33 +187,16 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		return reconcile.Result{}, nil
 	}
 	b.settled = false
-	var queue []*corev1.Pod
-	for _, o := range b.api.Select(podGVK, "spec.nodeName", "") {
-		if p := o.(*corev1.Pod); pending(p) {
-			queue = append(queue, p)
-		}
+	b.epoch++
+	if b.views.changed || b.boundLast {
+		b.changedAt = b.epoch
 	}
+	queue := b.queue(cl)
 	if len(queue) == 0 {
+		b.boundLast = false
 		b.settle(true)
 		return reconcile.Result{}, nil
 	}
-	// Namespace and name make the order total, so that a stable sort is not
-	// needed.
-	slices.SortFunc(queue, func(x, y *corev1.Pod) int {
-		if px, py := priority(x), priority(y); px != py {
-			if px > py {
-				return -1
-			}
-			return 1
-		}
-		if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Name, y.Name)
-	})
 	// Pods of one ReplicaSet or Job are alike: once one of them fits
 	// nowhere, the others do not either, until a pod is bound.
 	failed := map[types.UID]string{}
@@ -197,6 +204,7 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	for _, pod := range queue {
 		key := likeKey(pod)
 		if msg, ok := failed[key]; ok && key != "" {
+			b.failed[pod.UID] = attempt{epoch: b.epoch, generation: pod.Generation}
 			if err := b.markUnschedulable(ctx, pod, msg); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -210,11 +218,13 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 			if key != "" {
 				failed[key] = msg
 			}
+			b.failed[pod.UID] = attempt{epoch: b.epoch, generation: pod.Generation}
 			if err := b.markUnschedulable(ctx, pod, msg); err != nil {
 				return reconcile.Result{}, err
 			}
 			continue
 		}
+		delete(b.failed, pod.UID)
 		placed, err := b.bind(ctx, pod, cl.nodes[i])
 		if err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -224,8 +234,11 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		}
 		bound = true
 		cl.add(i, placed)
+		// cl.nodes are the view's nodes, in the same order.
+		b.views.order[i].bound = append(b.views.order[i].bound, placed.UID)
 		clear(failed)
 	}
+	b.boundLast = bound
 	b.settle(!bound)
 	return reconcile.Result{}, nil
 }
@@ -269,10 +282,11 @@ type cluster struct {
 	packed  []packer.Node
 	used    []resources.Vector
 	nsLabel map[string]map[string]string
-	// antiAffinity is set when a bound pod has required pod anti-affinity,
-	// which may keep any newcomer off its node.
-	antiAffinity bool
-	requests     func(*corev1.Pod) resources.Vector
+	// repellers are the bound pods' required anti-affinity terms, one of
+	// each: a newcomer that none of them selects cannot be kept off a node
+	// by a pod already there.
+	repellers []repeller
+	requests  func(*corev1.Pod) resources.Vector
 }
 
 // cluster returns the view for a pass. It is what a fresh reading of every
@@ -298,6 +312,7 @@ func (b *Binder) cluster() *cluster {
 			}
 			if nv.node == nil {
 				v.changed = true
+				nv.grewAt = b.epoch + 1
 			}
 			if nv.node != n {
 				old := nv.packed
@@ -311,6 +326,7 @@ func (b *Binder) cluster() *cluster {
 				}
 				if !samePlacement(&old, &nv.packed) {
 					v.changed = true
+					nv.grewAt = b.epoch + 1
 				}
 			}
 			byName[n.Name] = nv
@@ -341,9 +357,19 @@ func (b *Binder) cluster() *cluster {
 			before, used, anti := nv.pods, nv.used, nv.anti
 			b.fill(nv, st)
 			refreshed = true
-			if !sameBound(before, nv.pods) || !sameAmounts(used, nv.used) || anti != nv.anti {
+			if !sameBound(before, nv.pods) || !sameAmounts(used, nv.used) || !sameRepellers(anti, nv.anti) {
 				v.changed = true
 			}
+			// A pod left, freeing room: a pod that found the node too
+			// full may fit now. The view kept does not include what a
+			// pass binds, so those pods are looked for too; comparing
+			// the sums would miss a pod that left after another came.
+			if podLeft(before, nv.pods) || slices.ContainsFunc(nv.bound, func(uid types.UID) bool {
+				return !slices.ContainsFunc(nv.pods, func(p *corev1.Pod) bool { return p.UID == uid })
+			}) {
+				nv.grewAt = b.epoch + 1
+			}
+			nv.bound = nil
 		}
 	}
 	if refreshed {
@@ -356,14 +382,23 @@ func (b *Binder) cluster() *cluster {
 		nsLabel:  v.nsLabel,
 		requests: b.podRequests,
 	}
+	seen := map[string]bool{}
 	for i, nv := range v.order {
 		cl.nodes[i] = nv.node
 		cl.packed[i] = nv.packed
 		// Clipped and cloned, so that what the pass adds goes to copies.
 		cl.packed[i].Pods = slices.Clip(nv.pods)
 		cl.used[i] = nv.used.Clone()
-		cl.antiAffinity = cl.antiAffinity || nv.anti
+		for _, r := range nv.anti {
+			if !seen[r.key] {
+				seen[r.key] = true
+				cl.repellers = append(cl.repellers, r)
+			}
+		}
 	}
+	// In key order, whatever the nodes' order: the list only ever answers
+	// "does any select this pod", but a fixed order keeps it comparable.
+	slices.SortFunc(cl.repellers, func(x, y repeller) int { return strings.Compare(x.key, y.key) })
 	// The packer takes each node's summed requests from used (kept current
 	// by add) instead of adding its pods up again for every check.
 	for i := range cl.packed {
@@ -375,7 +410,7 @@ func (b *Binder) cluster() *cluster {
 // fill reads the pods bound to the node again: those not finished, in
 // namespace/name order, with the sum of their requests.
 func (b *Binder) fill(nv *nodeView, stamp uint64) {
-	nv.pods, nv.used, nv.anti = nil, resources.Vector{}, false
+	nv.pods, nv.used, nv.anti = nil, resources.Vector{}, nil
 	for _, o := range b.api.Select(podGVK, "spec.nodeName", nv.node.Name) {
 		p := o.(*corev1.Pod)
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -383,11 +418,37 @@ func (b *Binder) fill(nv *nodeView, stamp uint64) {
 		}
 		nv.pods = append(nv.pods, p)
 		nv.used.Add(b.podRequests(p))
-		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			nv.anti = true
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				r := b.repeller(p.Namespace, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
+				if !slices.ContainsFunc(nv.anti, func(x repeller) bool { return x.key == r.key }) {
+					nv.anti = append(nv.anti, r)
+				}
+			}
 		}
 	}
 	nv.podStamp, nv.filled = stamp, true
+}
+
+// podLeft reports whether a pod of before, a node's pods in namespace/name
+// order, is not in after, the node's pods later in the same order.
+func podLeft(before, after []*corev1.Pod) bool {
+	j := 0
+	for _, p := range before {
+		for j < len(after) && (after[j].Namespace < p.Namespace || after[j].Namespace == p.Namespace && after[j].Name < p.Name) {
+			j++
+		}
+		if j == len(after) || after[j].UID != p.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRepellers reports whether two nodes' lists of anti-affinity terms
+// are the same.
+func sameRepellers(a, b []repeller) bool {
+	return slices.EqualFunc(a, b, func(x, y repeller) bool { return x.key == y.key })
 }
 
 // samePlacement reports whether two views of a node are the same to a
@@ -479,7 +540,7 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, 
 		return -1, err.Error(), nil
 	}
 	req := cl.requests(pod)
-	cheap := simple(pod) && !cl.antiAffinity
+	cheap := !b.alwaysFull && simple(pod) && !cl.repelled(pod)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	reasons := map[string]int{}
 	var fits, rest []int

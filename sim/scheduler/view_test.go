@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,20 +41,26 @@ func freshCluster(b *Binder) *cluster {
 		if i, ok := index[p.Spec.NodeName]; ok {
 			cl.packed[i].Pods = append(cl.packed[i].Pods, p)
 			cl.used[i].Add(resources.PodVector(p))
-			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				cl.antiAffinity = true
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					r := b.repeller(p.Namespace, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
+					if !slices.ContainsFunc(cl.repellers, func(x repeller) bool { return x.key == r.key }) {
+						cl.repellers = append(cl.repellers, r)
+					}
+				}
 			}
 		}
 	}
 	for _, o := range b.api.Objects(namespaceGVK) {
 		cl.nsLabel[o.GetName()] = o.GetLabels()
 	}
+	slices.SortFunc(cl.repellers, func(x, y repeller) int { return strings.Compare(x.key, y.key) })
 	return cl
 }
 
 func sameCluster(t *testing.T, step string, got, want *cluster) {
 	t.Helper()
-	if !reflect.DeepEqual(got.nodes, want.nodes) || got.antiAffinity != want.antiAffinity || !reflect.DeepEqual(got.nsLabel, want.nsLabel) {
+	if !reflect.DeepEqual(got.nodes, want.nodes) || !sameRepellers(got.repellers, want.repellers) || !reflect.DeepEqual(got.nsLabel, want.nsLabel) {
 		t.Fatalf("%s: nodes, anti-affinity or namespaces differ from a fresh view", step)
 	}
 	if len(got.packed) != len(want.packed) {
