@@ -147,8 +147,8 @@ type nodeView struct {
 	// lists the pods passes bound to it since its pods were last read.
 	grewAt uint64
 	bound  []types.UID
-	pods     []*corev1.Pod // bound and not finished, in namespace/name order
-	used     resources.Vector
+	pods   []*corev1.Pod // bound and not finished, in namespace/name order
+	used   resources.Vector
 	// anti holds the required pod anti-affinity terms of the node's pods,
 	// one of each (see repeller).
 	anti []repeller
