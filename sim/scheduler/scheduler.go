@@ -142,16 +142,16 @@ type nodeView struct {
 	// pods, used and anti were built at; filled says they were.
 	podStamp uint64
 	filled   bool
+	pods     []*corev1.Pod // bound and not finished, in namespace/name order
+	used     resources.Vector
+	// anti holds the required pod anti-affinity terms of the node's pods,
+	// one of each (see repeller).
+	anti []repeller
 	// grewAt is the epoch of the first pass that saw the node new, changed
 	// in what a placement reads, or with room freed (see queue); bound
 	// lists the pods passes bound to it since its pods were last read.
 	grewAt uint64
 	bound  []types.UID
-	pods   []*corev1.Pod // bound and not finished, in namespace/name order
-	used   resources.Vector
-	// anti holds the required pod anti-affinity terms of the node's pods,
-	// one of each (see repeller).
-	anti []repeller
 }
 
 // New returns a Binder that reads and writes api.
