@@ -20,7 +20,9 @@
 // new volume in the zone of the pod's node (WaitForFirstConsumer).
 //
 // Pending pods are taken by priority, then by age, then by name, as
-// kube-scheduler's queue orders them. Among the nodes that fit, the pod goes
+// kube-scheduler's queue orders them. As in kube-scheduler, a pod that could
+// not be placed waits until a change may let it fit before it is tried
+// again, and keeps its last message meanwhile (see queue). Among the nodes that fit, the pod goes
 // to the one with the best score, a deterministic simplification of
 // kube-scheduler's default scoring:
 //
