@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -49,6 +50,11 @@ func (b *Binder) queue(cl *cluster) []*corev1.Pod {
 	}
 	answers := map[group]bool{}
 	waiting := 0
+	// Pods that only the cheap filters judge are looked at once the
+	// oldest of their attempts is known, which says which nodes grew
+	// since.
+	var independent []*corev1.Pod
+	oldest := b.epoch
 	// The index's order is not used: what each pod gets here depends on
 	// the pod and the cluster alone, and the queue is sorted below.
 	for _, o := range b.api.SelectUnordered(podGVK, "spec.nodeName", "") {
@@ -68,17 +74,29 @@ func (b *Binder) queue(cl *cluster) []*corev1.Pod {
 			}
 			continue
 		}
+		independent = append(independent, p)
+		oldest = min(oldest, last.epoch)
+	}
+	grown := b.grownSince(oldest)
+	for _, p := range independent {
+		last := b.failed[p.UID]
 		g := group{key: likeKey(p), epoch: last.epoch}
 		retry, known := answers[g]
 		if !known || g.key == "" {
-			retry = b.grownNodeFits(p, cl, last.epoch)
+			retry = grownNodeFits(p, cl, grown, last.epoch)
 			if g.key != "" {
 				answers[g] = retry
 			}
 		}
 		if retry {
 			queue = append(queue, p)
+			continue
 		}
+		// Every node that grew until now was looked at and turned the
+		// pod away: the next pass need only look at nodes that grow
+		// after this one.
+		last.epoch = b.epoch
+		b.failed[p.UID] = last
 	}
 	b.forgetAttempts(waiting)
 	b.waited += waiting
@@ -117,24 +135,44 @@ func (b *Binder) independent(p *corev1.Pod, cl *cluster) bool {
 	return true
 }
 
+// grownNode is a node of the pass's view, by index, with the epoch it
+// last grew at.
+type grownNode struct {
+	i      int
+	grewAt uint64
+}
+
+// grownSince returns the nodes that grew after epoch, the most recent
+// first.
+func (b *Binder) grownSince(epoch uint64) []grownNode {
+	var out []grownNode
+	// The view's nodes are the pass's, in the same order.
+	for i, nv := range b.views.order {
+		if nv.grewAt > epoch {
+			out = append(out, grownNode{i: i, grewAt: nv.grewAt})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y grownNode) int { return cmp.Compare(y.grewAt, x.grewAt) })
+	return out
+}
+
 // grownNodeFits reports whether a node that grew after epoch passes the
-// cheap filters for the pod.
-func (b *Binder) grownNodeFits(p *corev1.Pod, cl *cluster, epoch uint64) bool {
+// cheap filters for the pod; grown is grownSince's list.
+func grownNodeFits(p *corev1.Pod, cl *cluster, grown []grownNode, epoch uint64) bool {
 	req := cl.requests(p)
 	var affinity nodeaffinity.RequiredNodeAffinity
 	parsed := false
-	for i, n := range cl.nodes {
-		// cl.nodes are the view's nodes, in the same order.
-		if b.views.order[i].grewAt <= epoch {
-			continue
+	for _, g := range grown {
+		if g.grewAt <= epoch {
+			break
 		}
-		if prefilter(p, req, cl, i, nil) != "" {
+		if prefilter(p, req, cl, g.i, nil, false) != "" {
 			continue
 		}
 		if !parsed {
 			affinity, parsed = nodeaffinity.GetRequiredNodeAffinity(p), true
 		}
-		if ok, _ := affinity.Match(n); ok {
+		if ok, _ := affinity.Match(cl.nodes[g.i]); ok {
 			return true
 		}
 	}

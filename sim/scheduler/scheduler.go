@@ -547,7 +547,7 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, 
 	reasons := map[string]int{}
 	var fits, rest []int
 	for i := range cl.nodes {
-		if why := prefilter(pod, req, cl, i, zones); why != "" {
+		if why := prefilter(pod, req, cl, i, zones, true); why != "" {
 			reasons[why]++
 			continue
 		}
@@ -583,13 +583,22 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod, cl *cluster) (int, 
 	return best(pod, req, cl, fits), "", nil
 }
 
-// prefilter runs the cheap filters; "" when the node passes them.
-func prefilter(pod *corev1.Pod, req resources.Vector, cl *cluster, i int, zones []string) string {
+// rejected is what prefilter says, when not asked to explain, about a node
+// that fails a filter.
+const rejected = "rejected"
+
+// prefilter runs the cheap filters; "" when the node passes them, else the
+// scheduler's reason or, without explain, rejected (the reasons' text is
+// most of the cost of a node turned away).
+func prefilter(pod *corev1.Pod, req resources.Vector, cl *cluster, i int, zones []string, explain bool) string {
 	n := cl.nodes[i]
 	if n.Spec.Unschedulable && !taints.Tolerates(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 		return "node(s) were unschedulable"
 	}
 	if ok, t := taints.ToleratesAll(pod.Spec.Tolerations, n.Spec.Taints, taints.Blocking); !ok {
+		if !explain {
+			return rejected
+		}
 		return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)
 	}
 	if zones != nil && !slices.Contains(zones, n.Labels[corev1.LabelTopologyZone]) {
@@ -597,6 +606,12 @@ func prefilter(pod *corev1.Pod, req resources.Vector, cl *cluster, i int, zones 
 	}
 	free := cl.packed[i].Allocatable.Clone()
 	free.Sub(cl.used[i])
+	if !explain {
+		if !req.Fits(free) {
+			return rejected
+		}
+		return ""
+	}
 	if missing := req.Insufficient(free); len(missing) > 0 {
 		parts := make([]string, 0, len(missing))
 		for _, m := range missing {
