@@ -53,8 +53,10 @@ func (b *Binder) queue(cl *cluster) []*corev1.Pod {
 	// Pods that only the cheap filters judge are looked at once the
 	// oldest of their attempts is known, which says which nodes grew
 	// since.
-	var independent []*corev1.Pod
+	var cheapOnly []*corev1.Pod
 	oldest := b.epoch
+	// Whether pods of a ReplicaSet or Job depend on each node alone.
+	independent := map[types.UID]bool{}
 	// The index's order is not used: what each pod gets here depends on
 	// the pod and the cluster alone, and the queue is sorted below.
 	for _, o := range b.api.SelectUnordered(podGVK, "spec.nodeName", "") {
@@ -68,17 +70,30 @@ func (b *Binder) queue(cl *cluster) []*corev1.Pod {
 			queue = append(queue, p)
 			continue
 		}
-		if !b.independent(p, cl) {
+		// Nothing grew or changed since the pod's last look: the common
+		// case, decided without looking at the pod itself.
+		if last.epoch >= b.views.lastGrewAt && last.epoch >= b.changedAt {
+			continue
+		}
+		key := likeKey(p)
+		alone, known := independent[key]
+		if !known || key == "" {
+			alone = b.independent(p, cl)
+			if key != "" {
+				independent[key] = alone
+			}
+		}
+		if !alone {
 			if b.changedAt > last.epoch {
 				queue = append(queue, p)
 			}
 			continue
 		}
-		independent = append(independent, p)
+		cheapOnly = append(cheapOnly, p)
 		oldest = min(oldest, last.epoch)
 	}
 	grown := b.grownSince(oldest)
-	for _, p := range independent {
+	for _, p := range cheapOnly {
 		last := b.failed[p.UID]
 		g := group{key: likeKey(p), epoch: last.epoch}
 		retry, known := answers[g]

@@ -129,6 +129,8 @@ type views struct {
 	// PersistentVolumes' stamps the last pass saw (volumeZones reads them).
 	claimStamp, volumeStamp uint64
 	built                   bool
+	// lastGrewAt is the latest of the nodes' grewAt.
+	lastGrewAt uint64
 	// changed says that the last call of cluster found a change to what a
 	// placement reads: a node's name, labels, taints, allocatable or
 	// schedulability, a namespace's labels, a volume or claim, or a bound
@@ -314,7 +316,7 @@ func (b *Binder) cluster() *cluster {
 			}
 			if nv.node == nil {
 				v.changed = true
-				nv.grewAt = b.epoch + 1
+				nv.grewAt, v.lastGrewAt = b.epoch+1, b.epoch+1
 			}
 			if nv.node != n {
 				old := nv.packed
@@ -328,7 +330,7 @@ func (b *Binder) cluster() *cluster {
 				}
 				if !samePlacement(&old, &nv.packed) {
 					v.changed = true
-					nv.grewAt = b.epoch + 1
+					nv.grewAt, v.lastGrewAt = b.epoch+1, b.epoch+1
 				}
 			}
 			byName[n.Name] = nv
@@ -369,7 +371,7 @@ func (b *Binder) cluster() *cluster {
 			if podLeft(before, nv.pods) || slices.ContainsFunc(nv.bound, func(uid types.UID) bool {
 				return !slices.ContainsFunc(nv.pods, func(p *corev1.Pod) bool { return p.UID == uid })
 			}) {
-				nv.grewAt = b.epoch + 1
+				nv.grewAt, v.lastGrewAt = b.epoch+1, b.epoch+1
 			}
 			nv.bound = nil
 		}
