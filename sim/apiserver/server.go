@@ -237,19 +237,7 @@ func controllerUID(o client.Object) []string {
 // value, in namespace/name order. They are the stored objects themselves: do
 // not modify them.
 func (s *Server) Select(gvk schema.GroupVersionKind, field, value string) []client.Object {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ks := s.store(gvk)
-	idx, ok := ks.indexes[field]
-	if !ok {
-		return nil
-	}
-	keys := idx.keys(value)
-	out := make([]client.Object, len(keys))
-	for i, k := range keys {
-		out[i] = ks.objs[k]
-	}
-	return out
+	return s.selectIndexed(gvk, field, value, true)
 }
 
 // SelectUnordered is Select without the order: for a reader that sorts
@@ -257,6 +245,10 @@ func (s *Server) Select(gvk schema.GroupVersionKind, field, value string) []clie
 // after each change to the set. The order is Go's map order, so a reader
 // must not let it decide anything.
 func (s *Server) SelectUnordered(gvk schema.GroupVersionKind, field, value string) []client.Object {
+	return s.selectIndexed(gvk, field, value, false)
+}
+
+func (s *Server) selectIndexed(gvk schema.GroupVersionKind, field, value string, ordered bool) []client.Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks := s.store(gvk)
@@ -264,10 +256,18 @@ func (s *Server) SelectUnordered(gvk schema.GroupVersionKind, field, value strin
 	if !ok {
 		return nil
 	}
-	set := idx.values[value]
-	out := make([]client.Object, 0, len(set))
-	for k := range set {
-		out = append(out, ks.objs[k])
+	if !ordered {
+		set := idx.values[value]
+		out := make([]client.Object, 0, len(set))
+		for k := range set {
+			out = append(out, ks.objs[k])
+		}
+		return out
+	}
+	keys := idx.keys(value)
+	out := make([]client.Object, len(keys))
+	for i, k := range keys {
+		out[i] = ks.objs[k]
 	}
 	return out
 }
