@@ -34,8 +34,10 @@ func (r *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		r.pace.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	// Counted, or ranked for deletion in a total order (rankForDeletion):
+	// the index's order does not matter.
 	var pods []*corev1.Pod
-	for _, o := range r.owned(podGVK, rs) {
+	for _, o := range r.ownedUnordered(podGVK, rs) {
 		if p := o.(*corev1.Pod); active(p) {
 			pods = append(pods, p)
 		}
@@ -128,6 +130,8 @@ func rankForDeletion(pods []*corev1.Pod) {
 		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
 			return c
 		}
+		// A ReplicaSet's pods share its namespace: the name makes the
+		// order total, whatever order the pods came in.
 		return strings.Compare(b.Name, a.Name)
 	})
 }

@@ -262,6 +262,14 @@ func (b base) owned(gvk schema.GroupVersionKind, obj client.Object) []client.Obj
 	return b.api.Select(gvk, apiserver.IndexController, string(obj.GetUID()))
 }
 
+// ownedUnordered is owned in no particular order, for a controller that
+// either only counts what it gets or puts it in a total order of its own:
+// a ReplicaSet of thousands of pods is synced after every change to one of
+// them, and the index would sort its keys again each time.
+func (b base) ownedUnordered(gvk schema.GroupVersionKind, obj client.Object) []client.Object {
+	return b.api.SelectUnordered(gvk, apiserver.IndexController, string(obj.GetUID()))
+}
+
 // active reports whether a pod counts towards its controller's replicas:
 // neither terminating nor finished.
 func active(p *corev1.Pod) bool {
