@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stevedore-autoscaler/stevedore/sim/apiserver"
 	"github.com/stevedore-autoscaler/stevedore/sim/internal/simtest"
@@ -189,5 +188,3 @@ func randomOp(rng *rand.Rand, step int) op {
 		}
 	}
 }
-
-var _ client.Object = (*corev1.Pod)(nil)

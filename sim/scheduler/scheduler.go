@@ -207,16 +207,14 @@ func (b *Binder) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	bound := false
 	for _, pod := range queue {
 		key := likeKey(pod)
-		if msg, ok := failed[key]; ok && key != "" {
-			b.failed[pod.UID] = attempt{epoch: b.epoch, generation: pod.Generation}
-			if err := b.markUnschedulable(ctx, pod, msg); err != nil {
+		i, msg := -1, ""
+		if known, ok := failed[key]; ok && key != "" {
+			msg = known
+		} else {
+			var err error
+			if i, msg, err = b.place(ctx, pod, cl); err != nil {
 				return reconcile.Result{}, err
 			}
-			continue
-		}
-		i, msg, err := b.place(ctx, pod, cl)
-		if err != nil {
-			return reconcile.Result{}, err
 		}
 		if i < 0 {
 			if key != "" {
