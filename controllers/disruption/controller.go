@@ -497,6 +497,10 @@ func (c *Controller) decide(ctx context.Context, now time.Time, changes uint64) 
 		c.lastFingerprint = 0
 		return 0, err
 	}
+	// As Karpenter's loop does after a command starts, decide again at
+	// once: a rollout would otherwise take one node per Period, whatever
+	// its budget allows.
+	c.decideNow = true
 	return Again, nil
 }
 

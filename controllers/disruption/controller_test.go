@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -148,6 +149,41 @@ func TestDriftReplacesBeforeDeleting(t *testing.T) {
 	}
 	if got := e.Metric(metrics.NameDisruptionDecisions, map[string]string{metrics.LabelDecision: "replace", metrics.LabelReason: "drifted"}); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
+	}
+}
+
+// TestDriftStartsCommandsBackToBack: with a budget of two, the pass right
+// after a drift command starts the next one without waiting for Period, as
+// Karpenter's loop requeues at once after a command; a rollout otherwise
+// goes one node per Period, whatever its budget allows.
+func TestDriftStartsCommandsBackToBack(t *testing.T) {
+	e := newEnv(t, "back-to-back", 307)
+	e.CreateNodePool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "2", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}}}
+	})
+	var claims []string
+	for i := range 2 {
+		nc := e.node("m6i.large")
+		e.pod(fmt.Sprintf("web-%d", i), nc.Status.NodeName, "500m")
+		e.setCondition(nc.Name, karpv1.ConditionTypeDrifted, metav1.ConditionTrue, "NodePoolDrifted")
+		claims = append(claims, nc.Name)
+	}
+	started := func() int {
+		n := 0
+		for _, c := range claims {
+			if e.NodeClaim(c).Annotations[AnnotationCommand] != "" {
+				n++
+			}
+		}
+		return n
+	}
+	for want := 1; want <= 2; want++ {
+		if res := e.pass(); res.RequeueAfter != Again {
+			t.Fatalf("pass %d: RequeueAfter = %v after starting a command, want %v", want, res.RequeueAfter, Again)
+		}
+		if got := started(); got != want {
+			t.Fatalf("after pass %d at the same instant: %d commands started, want %d", want, got, want)
+		}
 	}
 }
 

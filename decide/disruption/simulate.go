@@ -64,6 +64,10 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	w.base = snap.PackerInput(nil, dynamicPools(snap, in.Pools), in.Options.PreferencePolicy)
 	w.base.MaxInstanceTypes = in.Options.MaxInstanceTypes
 	w.base.MinValuesPolicy = in.Options.MinValuesPolicy
+	// Pods that move together should open as few nodes as their spread
+	// allows: a replacement split over zones leaves room on nodes that
+	// have not initialized, which holds up the next candidates (see pack).
+	w.base.CompactSpread = true
 	// Every simulation of this decision packs onto the same pools: their
 	// instance-type tables are built once.
 	w.base.Cache = in.Options.Cache
@@ -71,6 +75,14 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 		w.base.Cache = packer.NewCache()
 	}
 	w.pending = snap.ProvisionablePods()
+	// Pending pods and the pods of nodes being taken away (below) are
+	// placed before the pods a simulation moves: the room they are to take
+	// was promised first, often on a node launched for them that has not
+	// initialized, and a moved pod that took it instead would fail its
+	// candidate until that node is up.
+	for _, p := range w.pending {
+		w.first(p)
+	}
 	w.cooling = make([]bool, len(w.base.Nodes))
 	w.drifted = make([]bool, len(w.base.Nodes))
 	w.notReady = make([]bool, len(w.base.Nodes))
@@ -91,6 +103,7 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 					cp := *p
 					cp.Spec.NodeName = ""
 					w.leaving = append(w.leaving, leavingPod{pod: &cp, node: i})
+					w.first(p)
 				}
 			}
 			continue
@@ -149,6 +162,14 @@ func newWorld(in *Input, hosts map[string][]*corev1.Pod) *world {
 	}
 	w.scratch = &packScratch{}
 	return w
+}
+
+// first marks a pod to be placed before the moved ones (packer.Input.First).
+func (w *world) first(p *corev1.Pod) {
+	if w.base.First == nil {
+		w.base.First = map[types.NamespacedName]bool{}
+	}
+	w.base.First[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 }
 
 // leavingPod is a pod of a node being taken away, unbound, with the node's
@@ -284,9 +305,9 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 			out.unplaced = append(out.unplaced, u.Pod.String())
 		}
 	}
-	for _, pl := range res.Placements {
-		if movedKeys[pl.Pod] && notReady[pl.Node] {
-			out.failed = fmt.Sprintf("pod %s would move to node %s, which has not initialized", pl.Pod, pl.Node)
+	if len(notReady) > 0 {
+		if pod, node := swapOffNotReady(res, in, moved, movedKeys, notReady); node != "" {
+			out.failed = fmt.Sprintf("pod %s would move to node %s, which has not initialized", pod, node)
 			return out
 		}
 	}
@@ -427,4 +448,87 @@ func maxVector(a, b resources.Vector) resources.Vector {
 		EphemeralStorage: max(a.EphemeralStorage, b.EphemeralStorage),
 		Pods:             max(a.Pods, b.Pods),
 	}
+}
+
+// swapOffNotReady finds the moved pods res places on nodes that are not
+// ready and trades each with a pod of the same ReplicaSet that was placed
+// first (in.First) somewhere else: such pods come from one template, so
+// which of them lands where is the packer's arbitrary choice, not a need.
+// A pod of a node being replaced and a moved pod of the same Deployment
+// otherwise swap places whenever the moved pod's zone spread counts tip the
+// other way, and the candidate waits for a node that has room only because
+// of it. The trade rewrites res (the NodeClaims' pod lists among it). It
+// returns the first moved pod that cannot be traded, with its node.
+func swapOffNotReady(res packer.Result, in packer.Input, moved []*corev1.Pod, movedKeys map[types.NamespacedName]bool, notReady map[string]bool) (types.NamespacedName, string) {
+	var stuck []int // indexes in res.Placements
+	for i, pl := range res.Placements {
+		if movedKeys[pl.Pod] && notReady[pl.Node] {
+			stuck = append(stuck, i)
+		}
+	}
+	if len(stuck) == 0 {
+		return types.NamespacedName{}, ""
+	}
+	owners := map[types.NamespacedName]types.UID{}
+	for _, p := range moved {
+		owners[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = replicaSetOf(p)
+	}
+	for _, p := range in.Pods {
+		k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if in.First[k] {
+			owners[k] = replicaSetOf(p)
+		}
+	}
+	// Where each pod placed first went; order lists those not traded yet
+	// that are off the not-ready nodes, in the result's order.
+	type spot struct {
+		placement, claim, at int // index in res.Placements, or claim and position
+	}
+	spots := map[types.NamespacedName]spot{}
+	var order []types.NamespacedName
+	for i, pl := range res.Placements {
+		if in.First[pl.Pod] && !notReady[pl.Node] && owners[pl.Pod] != "" {
+			spots[pl.Pod] = spot{placement: i, claim: -1}
+			order = append(order, pl.Pod)
+		}
+	}
+	for ci, c := range res.NodeClaims {
+		for j, k := range c.Pods {
+			if in.First[k] && owners[k] != "" {
+				spots[k] = spot{placement: -1, claim: ci, at: j}
+				order = append(order, k)
+			}
+		}
+	}
+	for _, i := range stuck {
+		pl := &res.Placements[i]
+		uid := owners[pl.Pod]
+		j := -1
+		if uid != "" {
+			j = slices.IndexFunc(order, func(k types.NamespacedName) bool { return owners[k] == uid })
+		}
+		if j < 0 {
+			return pl.Pod, pl.Node
+		}
+		other := order[j]
+		order = slices.Delete(order, j, j+1)
+		sp := spots[other]
+		if sp.claim >= 0 {
+			res.NodeClaims[sp.claim].Pods[sp.at] = pl.Pod
+		} else {
+			res.Placements[sp.placement].Pod = pl.Pod
+		}
+		pl.Pod = other
+	}
+	return types.NamespacedName{}, ""
+}
+
+// replicaSetOf returns the UID of the ReplicaSet that controls p, or "".
+// Pods of one ReplicaSet share a template: for placement, any of them is as
+// good as another.
+func replicaSetOf(p *corev1.Pod) types.UID {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" {
+		return ref.UID
+	}
+	return ""
 }

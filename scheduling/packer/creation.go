@@ -404,7 +404,7 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 					score += int64(simOf(g).counts[d])
 				}
 			}
-			if best < 0 || score < bestScore || score == bestScore && (owners < bestOwners || owners == bestOwners && total[d] < total[best]) {
+			if best < 0 || score < bestScore || score == bestScore && sv.tieGoesTo(dd, best, owners, bestOwners, total) {
 				best, bestScore, bestOwners = dd, score, owners
 			}
 		}
@@ -441,6 +441,17 @@ func (sv *solver) fixKey(c *compiler, k int, pos []int32) {
 			}
 		}
 	}
+}
+
+// tieGoesTo reports whether domain d, where the pods placed so far that
+// carry the constraints number owners, beats best (bestOwners) for a pod
+// whose constraints count as many pods in both; total is what the pods
+// decided so far request in each domain. See Input.CompactSpread.
+func (sv *solver) tieGoesTo(d, best int32, owners, bestOwners int64, total []float64) bool {
+	if sv.in.CompactSpread && total[d] != total[best] {
+		return total[d] > total[best]
+	}
+	return owners < bestOwners || owners == bestOwners && total[d] < total[best]
 }
 
 // inOrder reports whether the packing order (pos) puts every pod of counted

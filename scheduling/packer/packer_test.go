@@ -1408,3 +1408,69 @@ func distinctValues(types map[string]*packer.InstanceType, names []string, key s
 	}
 	return len(vals)
 }
+
+// TestFirstPodsTakePromisedRoom: a node with room for one of two equal pods
+// gives it to the pod named in Input.First, whatever the names' order.
+func TestFirstPodsTakePromisedRoom(t *testing.T) {
+	node := packer.Node{
+		Name: "node-0", NodePool: "p",
+		Labels: map[string]string{
+			wellknown.LabelHostname: "node-0", wellknown.LabelTopologyZone: "test-zone-1", wellknown.LabelNodePool: "p",
+			wellknown.LabelInstanceType: "fake-it-1", wellknown.LabelCapacityType: wellknown.CapacityTypeOnDemand,
+		},
+		Allocatable: vec("2", "4Gi", "110"),
+		Pods:        []*corev1.Pod{pod("running", "1", "1Gi")},
+	}
+	node.Pods[0].Spec.NodeName = "node-0"
+	for _, tc := range []struct {
+		first []string
+		want  string
+	}{
+		{nil, "a"},
+		{[]string{"b"}, "b"},
+	} {
+		in := packer.Input{
+			Nodes:     []packer.Node{node},
+			Pods:      []*corev1.Pod{pod("a", "1", "1Gi"), pod("b", "1", "1Gi")},
+			NodePools: []packer.NodePool{pool("p", 8)},
+		}
+		for _, n := range tc.first {
+			if in.First == nil {
+				in.First = map[types.NamespacedName]bool{}
+			}
+			in.First[types.NamespacedName{Namespace: "default", Name: n}] = true
+		}
+		r := checkConsistent(t, in)
+		if len(r.Placements) != 1 || r.Placements[0].Pod.Name != tc.want {
+			t.Errorf("first %v: placements %v, want %s on node-0", tc.first, r.Placements, tc.want)
+		}
+	}
+}
+
+// TestCompactSpreadTies: pods of two zone-spread apps, each app's second
+// pod created before its first, so that their zones are decided in
+// creation order. Where the spread leaves a pod a choice of zones, CompactSpread
+// sends it where the pods decided so far went, and they share nodes;
+// without it, the zones stay even and the pods open a node in each.
+func TestCompactSpreadTies(t *testing.T) {
+	for _, tc := range []struct {
+		compact bool
+		claims  int
+	}{
+		{true, 2},
+		{false, 3},
+	} {
+		var pods []*corev1.Pod
+		for i, name := range []string{"x-2", "y-2", "x-1", "y-1"} {
+			app := name[:1]
+			p := pod(name, "1", "1Gi", spreadZone(app))
+			p.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
+			pods = append(pods, p)
+		}
+		in := packer.Input{Pods: pods, NodePools: []packer.NodePool{pool("p", 8)}, CompactSpread: tc.compact}
+		r := checkConsistent(t, in)
+		if len(r.NodeClaims) != tc.claims {
+			t.Errorf("compact %v: claims %v, want %d", tc.compact, claimSummary(r), tc.claims)
+		}
+	}
+}

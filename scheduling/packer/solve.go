@@ -381,7 +381,20 @@ func solveCounted(in Input) (Result, []step, int) {
 	for _, sh := range c.list {
 		apart[sh] = s.apart(sh)
 	}
+	var first []bool
+	if len(sv.in.First) > 0 {
+		first = make([]bool, len(sv.pods))
+		for i, p := range sv.pods {
+			first[i] = sv.in.First[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
+		}
+	}
 	slices.SortFunc(order, func(a, b int32) int {
+		if first != nil && first[a] != first[b] {
+			if first[a] {
+				return -1
+			}
+			return 1
+		}
 		if aa, ab := apart[sv.shapeOf[a]], apart[sv.shapeOf[b]]; aa != ab {
 			if aa {
 				return -1

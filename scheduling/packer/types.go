@@ -223,6 +223,19 @@ type Input struct {
 	// Cache, when set, carries pool tables from one Solve to the next; see
 	// Cache for when it may be shared.
 	Cache *Cache
+	// First are pods placed before all others, whatever their size: pods
+	// whose room is already promised, such as those of a node being
+	// replaced, whose replacement was launched for them. Placed in the
+	// usual order, pods of the same size would take that room by name.
+	First map[types.NamespacedName]bool
+	// CompactSpread settles a tie between the domains a required topology
+	// spread constraint allows a pod (zones, say) in favour of the domain
+	// the pods placed so far request most, so that pods moving together
+	// open as few nodes as they can; a disruption simulation asks for it.
+	// Without it the tie goes to the domain with the fewest pods carrying
+	// the constraint, then the least requested, which keeps a plan's
+	// domains even.
+	CompactSpread bool
 }
 
 // Result is the packing decision.
