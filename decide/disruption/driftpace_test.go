@@ -181,7 +181,7 @@ func TestSwapOffNotReady(t *testing.T) {
 					res.Placements = append(res.Placements, packer.Placement{Pod: nn(l.Name), Node: tc.where[i]})
 				}
 			}
-			pod, node := swapOffNotReady(res, in, []*corev1.Pod{tc.moved}, map[ktypes.NamespacedName]bool{nn(tc.moved.Name): true}, map[string]bool{"cold": true})
+			pod, node := swapOffNotReady(res, in, map[ktypes.NamespacedName]bool{nn(tc.moved.Name): true}, map[string]bool{"cold": true})
 			if tc.wantFail {
 				if pod != nn(tc.moved.Name) || node != "cold" {
 					t.Fatalf("failed on %v %q, want %s on cold", pod, node, tc.moved.Name)

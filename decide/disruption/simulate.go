@@ -306,7 +306,7 @@ func (w *world) pack(cands []*Candidate, m mode, strict bool) outcome {
 		}
 	}
 	if len(notReady) > 0 {
-		if pod, node := swapOffNotReady(res, in, moved, movedKeys, notReady); node != "" {
+		if pod, node := swapOffNotReady(res, in, movedKeys, notReady); node != "" {
 			out.failed = fmt.Sprintf("pod %s would move to node %s, which has not initialized", pod, node)
 			return out
 		}
@@ -459,7 +459,7 @@ func maxVector(a, b resources.Vector) resources.Vector {
 // other way, and the candidate waits for a node that has room only because
 // of it. The trade rewrites res (the NodeClaims' pod lists among it). It
 // returns the first moved pod that cannot be traded, with its node.
-func swapOffNotReady(res packer.Result, in packer.Input, moved []*corev1.Pod, movedKeys map[types.NamespacedName]bool, notReady map[string]bool) (types.NamespacedName, string) {
+func swapOffNotReady(res packer.Result, in packer.Input, movedKeys map[types.NamespacedName]bool, notReady map[string]bool) (types.NamespacedName, string) {
 	var stuck []int // indexes in res.Placements
 	for i, pl := range res.Placements {
 		if movedKeys[pl.Pod] && notReady[pl.Node] {
@@ -470,33 +470,27 @@ func swapOffNotReady(res packer.Result, in packer.Input, moved []*corev1.Pod, mo
 		return types.NamespacedName{}, ""
 	}
 	owners := map[types.NamespacedName]types.UID{}
-	for _, p := range moved {
-		owners[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = replicaSetOf(p)
-	}
 	for _, p := range in.Pods {
-		k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if in.First[k] {
+		if k := (types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); in.First[k] || movedKeys[k] {
 			owners[k] = replicaSetOf(p)
 		}
 	}
-	// Where each pod placed first went; order lists those not traded yet
-	// that are off the not-ready nodes, in the result's order.
+	// The pods placed first off the not-ready nodes and not traded yet, in
+	// the result's order: each at a placement, or in a claim at a position.
 	type spot struct {
-		placement, claim, at int // index in res.Placements, or claim and position
+		pod                  types.NamespacedName
+		placement, claim, at int
 	}
-	spots := map[types.NamespacedName]spot{}
-	var order []types.NamespacedName
+	var free []spot
 	for i, pl := range res.Placements {
 		if in.First[pl.Pod] && !notReady[pl.Node] && owners[pl.Pod] != "" {
-			spots[pl.Pod] = spot{placement: i, claim: -1}
-			order = append(order, pl.Pod)
+			free = append(free, spot{pod: pl.Pod, placement: i, claim: -1})
 		}
 	}
 	for ci, c := range res.NodeClaims {
 		for j, k := range c.Pods {
 			if in.First[k] && owners[k] != "" {
-				spots[k] = spot{placement: -1, claim: ci, at: j}
-				order = append(order, k)
+				free = append(free, spot{pod: k, placement: -1, claim: ci, at: j})
 			}
 		}
 	}
@@ -505,20 +499,19 @@ func swapOffNotReady(res packer.Result, in packer.Input, moved []*corev1.Pod, mo
 		uid := owners[pl.Pod]
 		j := -1
 		if uid != "" {
-			j = slices.IndexFunc(order, func(k types.NamespacedName) bool { return owners[k] == uid })
+			j = slices.IndexFunc(free, func(sp spot) bool { return owners[sp.pod] == uid })
 		}
 		if j < 0 {
 			return pl.Pod, pl.Node
 		}
-		other := order[j]
-		order = slices.Delete(order, j, j+1)
-		sp := spots[other]
+		sp := free[j]
+		free = slices.Delete(free, j, j+1)
 		if sp.claim >= 0 {
 			res.NodeClaims[sp.claim].Pods[sp.at] = pl.Pod
 		} else {
 			res.Placements[sp.placement].Pod = pl.Pod
 		}
-		pl.Pod = other
+		pl.Pod = sp.pod
 	}
 	return types.NamespacedName{}, ""
 }
