@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
@@ -408,4 +409,51 @@ func TestRetainPools(t *testing.T) {
 		t.Errorf("%d pools' tables kept after RetainPools, want 1", n)
 	}
 	solve(pool("new", 8))
+}
+
+// A Cache kept across packings remembers pods' signatures by object, as a
+// disruption decision packs the same pending pods for every candidate: a
+// pod passed again as another object (same name, bigger requests) is signed
+// anew, and an object left out of a packing is signed again when it
+// returns. Each round is packed with the cache and without.
+func TestKeptCacheSignsEachPodObject(t *testing.T) {
+	base := packer.Input{NodePools: []packer.NodePool{pool("p", 8)}}
+	small := make([]*corev1.Pod, 4)
+	for i := range small {
+		small[i] = pod(fmt.Sprintf("web-%d", i), "1", "1Gi", withLabels("app", "web"), spreadZone("web"))
+	}
+	bigger := *small[0]
+	bigger.Spec = *small[0].Spec.DeepCopy()
+	bigger.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	rounds := []struct {
+		name string
+		pods []*corev1.Pod
+	}{
+		{"the first packing", small},
+		{"the same objects again", small},
+		{"web-0 as another object", append([]*corev1.Pod{&bigger}, small[1:]...)},
+		{"web-0's first object again", small},
+	}
+	cache := packer.NewCache()
+	for _, r := range rounds {
+		plain := base
+		plain.Pods = r.pods
+		cached := plain
+		cached.Cache = cache
+		want, got := claimSummary(packer.Solve(plain)), claimSummary(packer.Solve(cached))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: with the cache %v, without %v", r.name, got, want)
+		}
+	}
+	// It forgets what the last two packings did not read: a cache kept as
+	// long as the cluster must not hold every pod that ever was.
+	for i := range 3 {
+		in := base
+		in.Cache = cache
+		in.Pods = []*corev1.Pod{pod(fmt.Sprintf("batch-%d", i), "1", "1Gi")}
+		packer.Solve(in)
+	}
+	if n := packer.SignaturesKept(cache); n != 2 {
+		t.Errorf("after three packings of one new pod each the cache keeps %d signatures, want 2", n)
+	}
 }

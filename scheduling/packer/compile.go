@@ -276,6 +276,9 @@ type compiler struct {
 	s      *state
 	shapes map[string]*shape
 	list   []*shape
+	// sigs, when set, memoizes the signatures of pods without volume
+	// zones across packings.
+	sigs *sigMemo
 }
 
 func (s *state) keyIndex(key string) int {
@@ -677,7 +680,12 @@ func writeMap(b *strings.Builder, m map[string]string) {
 // compile returns the shape of pod, building it the first time its signature
 // is seen.
 func (c *compiler) compile(pod *corev1.Pod, zones []string, hasZones bool) (*shape, error) {
-	sig := podSig(pod, zones)
+	var sig string
+	if c.sigs != nil && zones == nil {
+		sig = c.sigs.of(pod)
+	} else {
+		sig = podSig(pod, zones)
+	}
 	if sh, ok := c.shapes[sig]; ok {
 		return sh, nil
 	}

@@ -47,3 +47,6 @@ func CacheValues(c *Cache) int {
 	}
 	return n
 }
+
+// SignaturesKept is how many pod signatures c remembers.
+func SignaturesKept(c *Cache) int { return len(c.sigs.cur) + len(c.sigs.prev) }

@@ -249,7 +249,8 @@ func solveCounted(in Input) (Result, []step, int) {
 	sv := &solver{s: s, in: in, policy: policy, buckets: map[bucketKey]int32{}, ptr: map[ptrKey]int32{}, cptr: map[ptrKey]int32{}}
 	// Without a cache from the caller, one for this packing: building the
 	// state reads each node's facts more than once.
-	if in.Cache == nil {
+	callerCache := in.Cache != nil
+	if !callerCache {
 		in.Cache = NewCache()
 	}
 	in.Cache.compact()
@@ -264,6 +265,11 @@ func solveCounted(in Input) (Result, []step, int) {
 
 	// Compile pods into shapes.
 	c := &compiler{s: s, shapes: map[string]*shape{}}
+	if callerCache {
+		// Only a cache that outlives this packing gains from the memo.
+		in.Cache.sigs.turn()
+		c.sigs = &in.Cache.sigs
+	}
 	for _, pod := range in.Pods {
 		nn := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		if why := ignoreReason(pod, in.VolumeZones); why != "" {
