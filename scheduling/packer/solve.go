@@ -210,7 +210,10 @@ type solver struct {
 	lists    [][]int
 	ptr      map[ptrKey]int32 // by variant and list
 	cptr     map[ptrKey]int32 // by resource class and list
-	classes  resClasses
+	// dead are, by variant, the existing nodes past its pointer that it
+	// can never take (see skipDead).
+	dead    map[int][]int32
+	classes resClasses
 	// Scratch of classRejects.
 	candScratch []*candSet
 	fixScratch  []int
@@ -660,7 +663,25 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 	}
 	advance, found := true, -1
 	out := &sv.out
+	var dead []int32
+	if list == -1 {
+		dead = sv.dead[v.id]
+	}
 	for i := start; i < len(ids); i++ {
+		if dead != nil {
+			if j := skipDead(dead, i); j != i {
+				// Bins this variant never takes, past its pointer: the
+				// pointer goes over them; the class's, which would have
+				// to ask whether the class rejects each, stops.
+				if advance {
+					start = j
+				}
+				cadvance = false
+				if i = j; i == len(ids) {
+					break
+				}
+			}
+		}
 		b := sv.s.bins[ids[i]]
 		if unpinnedKey >= 0 && b.dom[unpinnedKey] != domUnpinned {
 			if advance {
@@ -688,6 +709,19 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 		if advance && out.perm {
 			start = i + 1
 		} else {
+			if list == -1 && out.perm && neverOnNode(out.code) {
+				if dead == nil {
+					dead = make([]int32, len(ids)+1)
+					for k := range dead {
+						dead[k] = int32(k)
+					}
+					if sv.dead == nil {
+						sv.dead = map[int][]int32{}
+					}
+					sv.dead[v.id] = dead
+				}
+				dead[i] = int32(i + 1)
+			}
 			advance = false
 		}
 		if cadvance && (classWide || sv.classRejects(v, b)) {
@@ -701,6 +735,33 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 		sv.cptr[ck] = int32(cstart)
 	}
 	return found
+}
+
+// neverOnNode reports whether a check of an existing node that failed
+// with code fails for the variant until the packing ends: a node's labels,
+// taints and schedulability do not change while packing, and its requests
+// and host ports only grow. Scanning the existing nodes for each pod from
+// the variant's pointer checked again, for every pod of a zone-spread
+// Deployment, each full node past the first that the spread turned it
+// away from.
+func neverOnNode(code failCode) bool {
+	switch code {
+	case failUnschedulable, failTaint, failAffinity, failPorts, failResources:
+		return true
+	}
+	return false
+}
+
+// skipDead returns the first index from i on that dead does not mark as
+// never taken (dead[k] == k), halving the paths it follows so that later
+// calls get there sooner.
+func skipDead(dead []int32, i int) int {
+	for int(dead[i]) != i {
+		next := dead[i]
+		dead[i] = dead[next]
+		i = int(next)
+	}
+	return i
 }
 
 // worthGrowing reports whether moving claim b up to the larger instance type
