@@ -5,7 +5,7 @@ releases a new image an hour in, so that every node drifts and is replaced
 under a disruption budget of 10 % of the nodes and a PodDisruptionBudget of
 10 % per Deployment.
 
-    hack/drift-scenario.py                     # DEPLOYMENTS=20 REPLICAS=1000 HOURS=12
+    hack/drift-scenario.py                     # DEPLOYMENTS=20 REPLICAS=1000 HOURS=3
     DEPLOYMENTS=5 OUT=/tmp/drift500 hack/drift-scenario.py   # a quarter of it
     SPREAD=0 ...                               # without the zone spread
 
@@ -15,7 +15,7 @@ import os
 
 DEPLOYMENTS = int(os.environ.get("DEPLOYMENTS", "20"))
 REPLICAS = int(os.environ.get("REPLICAS", "1000"))
-HOURS = int(os.environ.get("HOURS", "12"))
+HOURS = int(os.environ.get("HOURS", "3"))
 # SPREAD=0 leaves out the Deployments' zone spread constraint.
 SPREAD = os.environ.get("SPREAD", "1") != "0"
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -82,7 +82,7 @@ func TestBenchmarkScenariosLoad(t *testing.T) {
 	}{
 		{"testdata/churn", 24 * time.Hour, 23 * 9, "23 hourly scales of 9 Deployments"},
 		{"testdata/scale5k", 24 * time.Hour, 23 * 9, "the churn's scales, 28 times the replicas"},
-		{"testdata/drift2k", 12 * time.Hour, 1, "one image release"},
+		{"testdata/drift2k", 3 * time.Hour, 1, "one image release"},
 		{"testdata/userdata", 2 * time.Hour, 6, "6 scales"},
 		{"testdata/restarts", 15 * time.Minute, 600, "600 restarts"},
 	} {

@@ -25,7 +25,7 @@ import (
 // hack/bench-simulate.sh does not run it; docs/performance.md gives the
 // command:
 //
-//	go test ./sim/runner -run '^$' -bench DriftRollout -benchtime 1x -timeout 2h
+//	go test ./sim/runner -run '^$' -bench DriftRollout -benchtime 1x -timeout 3h
 func BenchmarkDriftRollout(b *testing.B) {
 	path := os.Getenv("SIM_SCENARIO")
 	if path == "" {
