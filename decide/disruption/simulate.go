@@ -518,10 +518,17 @@ func swapOffNotReady(res packer.Result, in packer.Input, movedKeys map[types.Nam
 
 // replicaSetOf returns the UID of the ReplicaSet that controls p, or "".
 // Pods of one ReplicaSet share a template: for placement, any of them is as
-// good as another.
+// good as another. It reads the references in place: a simulation asks
+// this of every pod placed first, and metav1.GetControllerOf copies the
+// reference it returns.
 func replicaSetOf(p *corev1.Pod) types.UID {
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" {
-		return ref.UID
+	for i := range p.OwnerReferences {
+		if ref := &p.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
+			if ref.Kind == "ReplicaSet" {
+				return ref.UID
+			}
+			return ""
+		}
 	}
 	return ""
 }
