@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/stevedore-autoscaler/stevedore/api/wellknown"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/requirements"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/resources"
 	"github.com/stevedore-autoscaler/stevedore/scheduling/taints"
@@ -137,24 +136,25 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 		f.light = make([]*bin, len(nodes))
 		return f
 	}
-	for k := range nodes {
-		for _, p := range nodes[k].Pods {
-			for _, t := range p.Spec.TopologySpreadConstraints {
-				s.keyIndex(wellknown.NormalizeLabel(t.TopologyKey))
-			}
-		}
-	}
 	// addNode and addOwnerGroups both read each node's facts: without a
-	// cache from the caller, derive them once for this call.
+	// cache from the caller, derive them once for this call. The spread
+	// keys come from the facts too: reading every pod of the cluster for
+	// them, for each pod the simulated scheduler checked, cost more than
+	// the check.
 	if cache == nil {
 		cache = NewCache()
 	}
 	cache.compact()
 	cache.scratch.reset()
 	s.cache = cache
+	facts := make([]*nodeFacts, len(nodes))
+	for k := range nodes {
+		facts[k] = cache.factsFor(&nodes[k])
+	}
+	s.indexSpreadKeys(facts)
 	s.reserveNodeBins(len(nodes), len(s.keys))
 	for k := range nodes {
-		s.addNode(&nodes[k], cache.factsFor(&nodes[k]))
+		s.addNode(&nodes[k], facts[k])
 	}
 	s.addOwnerGroups(nodes)
 	for _, b := range s.bins {

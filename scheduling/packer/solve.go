@@ -336,20 +336,7 @@ func solveCounted(in Input) (Result, []step, int) {
 		slices.SortStableFunc(nodes, func(a, b *Node) int { return packingOrder(a.Name, a.InFlight, b.Name, b.InFlight) })
 		facts, _ = s.nodeFacts(nodes)
 	}
-	// The cache shares one list among nodes with the same keys: each list
-	// is read once.
-	var read [][]string
-	for _, f := range facts {
-		if len(f.spreadKeys) == 0 || len(read) < 8 && slices.ContainsFunc(read, func(l []string) bool { return unsafe.SliceData(l) == unsafe.SliceData(f.spreadKeys) }) {
-			continue
-		}
-		if len(read) < 8 {
-			read = append(read, f.spreadKeys)
-		}
-		for _, k := range f.spreadKeys {
-			s.keyIndex(k)
-		}
-	}
+	s.indexSpreadKeys(facts)
 	s.reserveNodeBins(len(nodes), len(s.keys))
 	sv.existing = sc.existing[:0]
 	for i, n := range nodes {
@@ -735,6 +722,24 @@ func (sv *solver) scan(v *variant, list int32, ids []int, unpinnedKey int) int {
 		sv.cptr[ck] = int32(cstart)
 	}
 	return found
+}
+
+// indexSpreadKeys numbers the topology keys of the nodes' pods' spread
+// constraints, in the order the nodes' pods first name them. The cache
+// shares one list among nodes with the same keys: each list is read once.
+func (s *state) indexSpreadKeys(facts []*nodeFacts) {
+	var read [][]string
+	for _, f := range facts {
+		if len(f.spreadKeys) == 0 || len(read) < 8 && slices.ContainsFunc(read, func(l []string) bool { return unsafe.SliceData(l) == unsafe.SliceData(f.spreadKeys) }) {
+			continue
+		}
+		if len(read) < 8 {
+			read = append(read, f.spreadKeys)
+		}
+		for _, k := range f.spreadKeys {
+			s.keyIndex(k)
+		}
+	}
 }
 
 // neverOnNode reports whether a check of an existing node that failed
