@@ -147,7 +147,13 @@ func newFeasibility(pod *corev1.Pod, nodes []Node, namespaceLabels map[string]ma
 	cache.compact()
 	cache.scratch.reset()
 	s.cache = cache
-	facts := make([]*nodeFacts, len(nodes))
+	// The facts go into the scratch that the cache lends this packing
+	// (as Solve's do): this runs for every pod the scheduler checks.
+	sc := &cache.scratch
+	if cap(sc.facts) < len(nodes) {
+		sc.facts = make([]*nodeFacts, len(nodes))
+	}
+	facts := sc.facts[:len(nodes)]
 	for k := range nodes {
 		facts[k] = cache.factsFor(&nodes[k])
 	}
